@@ -1,0 +1,1 @@
+"""One emitter per target; each turns the IR into `Output`s."""

@@ -1,0 +1,103 @@
+"""Docs target: Markdown pages from the IR, and an API reference read from the Python output."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from ..config import Config
+from ..ir import ProjectIR
+from .base import Output
+
+
+@dataclass(frozen=True)
+class ApiEntry:
+    kind: str  # "class" | "function" | "method"
+    name: str
+    signature: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class ApiModule:
+    name: str
+    summary: str
+    entries: tuple[ApiEntry, ...]
+
+
+def _summary(node: Any) -> str:
+    doc = ast.get_docstring(node)
+    return doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
+
+
+def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    args = ast.unparse(fn.args)
+    returns = f" -> {ast.unparse(fn.returns)}" if fn.returns else ""
+    return f"({args}){returns}"
+
+
+def api_modules(python_outputs: list[Output]) -> list[ApiModule]:
+    modules = []
+    for out in python_outputs:
+        if not out.path.endswith(".py"):
+            continue
+        module_name = out.path.removeprefix("python/").removesuffix(".py").replace("/", ".")
+        if module_name.endswith("__init__") or module_name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        tree = ast.parse(out.text)
+        entries = []
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                entries.append(ApiEntry("function", node.name, _signature(node), _summary(node)))
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = ", ".join(ast.unparse(b) for b in node.bases)
+                entries.append(ApiEntry("class", node.name, f"({bases})" if bases else "", _summary(node)))
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
+                        entries.append(
+                            ApiEntry("method", f"{node.name}.{item.name}", _signature(item), _summary(item))
+                        )
+        if entries:
+            modules.append(ApiModule(module_name, _summary(tree), tuple(entries)))
+    return modules
+
+
+def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
+    h = project.harmony
+    return {
+        "harmony": h,
+        "special_tokens": h.all_special_tokens(),
+        "named_tokens": h.tokens,
+        "stop_sets": h.stop_sets,
+        "system_defaults": dict(h.system_defaults),
+        "system_sections": dict(h.system_sections),
+        "developer_sections": dict(h.developer_sections),
+        "tools_section": dict(h.tools_section),
+        "header": dict(h.header),
+        "api": api_modules(python_outputs),
+    }
+
+
+def emit(
+    project: ProjectIR, env: jinja2.Environment, config: Config, python_outputs: list[Output]
+) -> list[Output]:
+    ctx = context(project, python_outputs)
+    folder = config.templates_dir / "docs"
+    outputs = []
+    for path in sorted(folder.glob("*.jinja")):
+        name = f"docs/{path.name}"
+        sources = tuple(project.harmony.sources)
+        if path.name.startswith("api."):
+            sources = tuple(sorted({s for o in python_outputs for s in o.sources}))
+        outputs.append(
+            Output(
+                path=f"docs/{path.name[: -len('.jinja')]}",
+                text=env.get_template(name).render(**ctx),
+                sources=sources,
+                template=f"{config.templates}/{name}",
+            )
+        )
+    return outputs
