@@ -10,12 +10,25 @@ from . import __version__
 from .config import load_config
 from .engine import check, write
 from .loader import SpecError
+from .openapi_sync import SyncError, write_sync
 
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=Path, default=None, help="project root (default: nearest pyproject.toml)")
     for flag in ("spec", "grammar", "templates", "output"):
         p.add_argument(f"--{flag}", default=None, help=f"override [tool.harmonygen] {flag}")
+
+
+def _sync_openapi(document: Path, out_dir: Path) -> int:
+    try:
+        changed = write_sync(document, out_dir, source=f"{document.resolve().parent.name}/{document.name}")
+    except (OSError, SyncError) as exc:
+        print(f"harmonygen sync-openapi: {exc}", file=sys.stderr)
+        return 2
+    for line in changed:
+        print(line)
+    print(f"{out_dir}: {'updated' if changed else 'up to date'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     gen = sub.add_parser("generate", help="render templates into the output folder")
     gen.add_argument("--check", action="store_true", help="write nothing; exit 1 if the output is stale")
     _add_paths(gen)
+    sync = sub.add_parser("sync-openapi", help="write spec/responses/ from an Open Responses OpenAPI document")
+    sync.add_argument("document", type=Path, help="the OpenAPI 3.1 document (JSON)")
+    _add_paths(sync)
     args = parser.parse_args(argv)
     config = load_config(args.root, spec=args.spec, grammar=args.grammar, templates=args.templates, output=args.output)
+    if args.command == "sync-openapi":
+        return _sync_openapi(args.document, config.spec_dir / "responses")
     try:
         if args.check:
             report = check(config)
