@@ -171,7 +171,7 @@ ERR_UNKNOWN_ROLE: str = "Unknown role: {value!r}"
 
 ERR_UNKNOWN_CONTENT: str = "Unknown content variant: {raw}"
 
-ERR_UNKNOWN_ENCODING: str = "Unknown encoding name: {name}"
+ERR_UNKNOWN_ENCODING: str = "Invalid HarmonyEncodingName: {name}"
 
 ERR_RANKS_MISSING: str = "cannot find {file} for the Harmony encoding: no network access and no cached copy. Set {env_var}=<folder holding {file}> (for example the project's ../shared/vocab)."
 

@@ -349,7 +349,7 @@ def load_harmony_encoding(name: str | HarmonyEncodingName) -> HarmonyEncoding:
     """Load the Harmony encoding by name; the o200k_base ranks are found offline first."""
     value = name.value if isinstance(name, HarmonyEncodingName) else str(name)
     if value != _spec.ENCODING_NAME:
-        raise HarmonyError(_spec.ERR_UNKNOWN_ENCODING.format(name=value))
+        raise ValueError(_spec.ERR_UNKNOWN_ENCODING.format(name=value))
     return HarmonyEncoding(value, _tiktoken_encoding())
 
 

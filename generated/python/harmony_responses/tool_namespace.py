@@ -39,16 +39,30 @@ def _is_enum(schema: Any) -> bool:
 
 
 def _float_text(value: float) -> str:
-    # serde_json prints floats the way the `ryu` crate does.
+    """A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation
+    when the decimal point falls within 16 places left of or 5 places right of the digits."""
     if not math.isfinite(value):
         return "null"
-    text = repr(value)
-    if "e" in text:
-        mantissa, exp = text.split("e")
-        if mantissa.endswith(".0"):
-            mantissa = mantissa[:-2]
-        return f"{mantissa}e{int(exp)}"
-    return text
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0") or "0"
+    if digits == "0":
+        return sign + "0.0"
+    frac = frac.rstrip("0") if exp_text or frac != "0" else ""
+    # value = 0.DIGITS x 10^point
+    leading_zeros = len(whole + frac) - len((whole + frac).lstrip("0"))
+    point = len(whole) + (int(exp_text) if exp_text else 0) - leading_zeros
+    digits = digits.rstrip("0") or "0"
+    n = len(digits)
+    if 0 <= point - n and point <= 16:
+        return sign + digits + "0" * (point - n) + ".0"
+    if 0 < point <= 16:
+        return sign + digits[:point] + "." + digits[point:]
+    if -5 < point <= 0:
+        return sign + "0." + "0" * (-point) + digits
+    tail = "." + digits[1:] if n > 1 else ""
+    return f"{sign}{digits[0]}{tail}e{point - 1}"
 
 
 def json_display(value: Any) -> str:

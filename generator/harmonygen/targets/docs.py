@@ -77,6 +77,9 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
         "developer_sections": dict(h.developer_sections),
         "tools_section": dict(h.tools_section),
         "header": dict(h.header),
+        "conversation": dict(h.conversation),
+        "reasoning_efforts": h.reasoning_efforts,
+        "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
         "api": api_modules(python_outputs),
     }
 
