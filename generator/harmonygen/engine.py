@@ -16,6 +16,7 @@ from .config import Config
 from .loader import load_project
 from .pyprint import py_literal
 from .targets import docs as docs_target
+from .targets import grammar as grammar_target
 from .targets import python as python_target
 from .targets.base import Output
 
@@ -88,6 +89,7 @@ def generate(config: Config) -> GenerateResult:
     python_outputs = python_target.emit(project, env, config)
     outputs += python_outputs
     outputs += docs_target.emit(project, env, config, python_outputs)
+    outputs += grammar_target.emit(project, env, config)
     files: dict[str, str] = {}
     for out in outputs:
         if out.path in files:

@@ -25,6 +25,19 @@ from .models import (
     ToolNamespaceConfig,
 )
 from .parser import StreamableParser, StreamState
+from .safety import Leak, detect_leak, escape_control_tokens, escape_control_tokens_json, unescape_control_tokens
+from .stream import (
+    ContentDelta,
+    Event,
+    HarmonyParseError,
+    HarmonyStreamParser,
+    MessageEnd,
+    MessageStart,
+    ParsedMessage,
+    Recovered,
+    parse_text,
+    parse_tokens,
+)
 from .tool_namespace import render_tool_namespace, schema_to_typescript
 
 __version__ = "0.1.0"
@@ -33,13 +46,22 @@ __all__ = [
     "Author",
     "ChannelConfig",
     "Content",
+    "ContentDelta",
     "Conversation",
     "DeveloperContent",
+    "Event",
     "HarmonyEncoding",
     "HarmonyEncodingName",
     "HarmonyError",
+    "HarmonyParseError",
+    "HarmonyStreamParser",
+    "Leak",
     "Message",
+    "MessageEnd",
+    "MessageStart",
+    "ParsedMessage",
     "ReasoningEffort",
+    "Recovered",
     "RenderConversationConfig",
     "RenderOptions",
     "Role",
@@ -49,7 +71,13 @@ __all__ = [
     "TextContent",
     "ToolDescription",
     "ToolNamespaceConfig",
+    "detect_leak",
+    "escape_control_tokens",
+    "escape_control_tokens_json",
     "load_harmony_encoding",
+    "parse_text",
+    "parse_tokens",
     "render_tool_namespace",
     "schema_to_typescript",
+    "unescape_control_tokens",
 ]

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from .encoding import load_harmony_encoding
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
+from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage
 from .tool_namespace import render_tool_namespace
 
 
@@ -128,6 +129,42 @@ def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _event_dict(event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": event.type}
+    for key in event.__dataclass_fields__:
+        value = getattr(event, key)
+        if isinstance(value, ParsedMessage):
+            value = value.to_dict()
+        elif isinstance(value, Role):
+            value = value.value
+        out[key] = value
+    return out
+
+
+def _parse(args: argparse.Namespace) -> int:
+    encoding = load_harmony_encoding("HarmonyGptOss")
+    role = None if args.role == "none" else Role(args.role)
+    parser = HarmonyStreamParser(encoding, role, args.mode, tools=args.tool or None)
+    if args.tokens:
+        data = _read_json(args.file)
+        if not isinstance(data, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in data):
+            raise InputError(args.file, "$", "expected a JSON list of token ids")
+        events = parser.feed_tokens(data)
+    else:
+        try:
+            text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+        except OSError as exc:
+            raise InputError(args.file, "$", f"cannot read file ({exc.strerror})") from None
+        events = parser.feed_text(text)
+    events += parser.close()
+    for event in events:
+        if args.events:
+            print(json.dumps(_event_dict(event), ensure_ascii=False))
+        elif isinstance(event, MessageEnd):
+            print(json.dumps(event.message.to_dict(), ensure_ascii=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harmony-responses", description="Harmony format tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,6 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--namespace", help="namespace name (default: the file's, else functions)")
     tools.add_argument("--description", help="namespace description")
     tools.set_defaults(func=_tools)
+    parse = sub.add_parser("parse", help="parse a completion (text, or token ids) into messages as JSON Lines")
+    parse.add_argument("file", help="completion file, or - for standard input")
+    parse.add_argument("--tokens", action="store_true", help="the file holds a JSON list of token ids")
+    parse.add_argument("--mode", choices=["strict", "lenient"], default="strict", help="default: strict")
+    parse.add_argument(
+        "--role",
+        choices=[*(r.value for r in Role), "none"],
+        default=Role.ASSISTANT.value,
+        help="role the completion starts in (the prompt ended with <|start|>ROLE); none: it starts with <|start|>",
+    )
+    parse.add_argument("--tool", action="append", help="a declared function name (repeatable; lenient repairs)")
+    parse.add_argument("--events", action="store_true", help="print the event stream instead of the messages")
+    parse.set_defaults(func=_parse)
     return parser
 
 
