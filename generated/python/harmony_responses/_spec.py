@@ -173,7 +173,7 @@ ERR_UNKNOWN_CONTENT: str = "Unknown content variant: {raw}"
 
 ERR_UNKNOWN_ENCODING: str = "Invalid HarmonyEncodingName: {name}"
 
-ERR_RANKS_MISSING: str = "cannot find {file} for the Harmony encoding: no network access and no cached copy. Set {env_var}=<folder holding {file}> (for example the project's ../shared/vocab)."
+ERR_RANKS_MISSING: str = "cannot load {file} for the Harmony encoding: it is not in tiktoken's cache and could not be downloaded ({reason}). Set {env_var}=<folder holding {file}>."
 
 ERR_RANKS_HASH_MISMATCH: str = "{path}: sha256 is {actual}, expected {expected}; this is not the o200k_base vocabulary"
 

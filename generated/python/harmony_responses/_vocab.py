@@ -60,5 +60,7 @@ def load_ranks() -> dict[bytes, int]:
         return dict(base._mergeable_ranks)
     except Exception as exc:
         raise HarmonyError(
-            _spec.ERR_RANKS_MISSING.format(file=_spec.RANKS_FILE, env_var=_spec.RANKS_ENV_VAR)
+            _spec.ERR_RANKS_MISSING.format(
+                file=_spec.RANKS_FILE, env_var=_spec.RANKS_ENV_VAR, reason=f"{type(exc).__name__}: {exc}"[:200]
+            )
         ) from exc
