@@ -18,6 +18,7 @@ from .pyprint import py_literal
 from .targets import docs as docs_target
 from .targets import grammar as grammar_target
 from .targets import python as python_target
+from .targets import responses as responses_target
 from .targets.base import Output
 
 MANIFEST = "MANIFEST.json"
@@ -89,6 +90,7 @@ def generate(config: Config) -> GenerateResult:
     python_outputs = python_target.emit(project, env, config)
     outputs += python_outputs
     outputs += docs_target.emit(project, env, config, python_outputs)
+    outputs += responses_target.emit(env, config)
     outputs += grammar_target.emit(project, env, config)
     files: dict[str, str] = {}
     for out in outputs:

@@ -11,6 +11,7 @@ from ..config import Config
 from ..ir import HarmonyIR, ProjectIR
 from ..pyprint import py_literal
 from .base import Output
+from .responses import SUBPACKAGE as RESPONSES_SUBPACKAGE
 
 PACKAGE = "harmony_responses"
 TEMPLATE_DIR = f"python/{PACKAGE}"
@@ -127,6 +128,8 @@ def emit(project: ProjectIR, env: jinja2.Environment, config: Config) -> list[Ou
         rel = path.relative_to(folder).as_posix()
         if rel.startswith("_macros") or "/_macros" in rel:
             continue
+        if rel.startswith(f"{RESPONSES_SUBPACKAGE}/"):
+            continue  # rendered by the responses target
         name = f"{TEMPLATE_DIR}/{rel}"
         text = env.get_template(name).render(**ctx)
         outputs.append(

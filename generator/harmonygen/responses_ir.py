@@ -1,0 +1,171 @@
+"""spec/responses/ → the Open Responses IR, and its lowering for datamodel-code-generator.
+
+The IR keeps the synced JSON Schemas as they are. `lower_bundle` turns them into one JSON Schema
+document (`$defs`, local `$ref`s) shaped for datamodel-code-generator, and `item_unions` describes
+the unions whose discriminator JSON Schema cannot express (the input items share `type: "message"` and
+differ by `role`; vendor-prefixed extension items need a fallback): the emitter writes those itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Config
+from .loader import SpecError
+
+INDEX = "index.json"
+SCHEMAS = "schemas"
+# Unions of items that accept a vendor-prefixed `slug:type` item as a fallback variant.
+EXTENSIBLE_UNIONS = ("ItemField", "ItemParam")
+EXTENSION_CLASS = "ExtensionItem"
+
+
+@dataclass(frozen=True)
+class SchemaIR:
+    name: str
+    schema: Any  # the synced JSON Schema, key order kept
+
+
+@dataclass(frozen=True)
+class UnionVariantIR:
+    type: str | None  # the `type` tag; None: the key may be absent or null
+    role: str | None  # the `role` tag, when `type` alone does not pick the variant
+    model: str
+
+
+@dataclass(frozen=True)
+class ItemUnionIR:
+    name: str
+    variants: tuple[UnionVariantIR, ...]
+    models: tuple[str, ...]  # the member models, in the spec's order
+    fallback: str  # the model for vendor-prefixed types
+
+
+@dataclass(frozen=True)
+class ResponsesIR:
+    sources: tuple[str, ...]
+    version: str
+    schemas: tuple[SchemaIR, ...]
+    named_unions: tuple[str, ...]
+
+    def schema(self, name: str) -> Any:
+        for s in self.schemas:
+            if s.name == name:
+                return s.schema
+        raise KeyError(name)
+
+
+def load_responses(config: Config) -> ResponsesIR:
+    base = config.spec.rstrip("/") + "/responses"
+    index_rel = f"{base}/{INDEX}"
+    try:
+        index = json.loads(config.path(index_rel).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecError(f"{index_rel}: file not found; run `harmonygen sync-openapi PATH`") from exc
+    schemas = []
+    for name, digest in index["schemas"].items():
+        rel = f"{base}/{SCHEMAS}/{name}.json"
+        try:
+            data = config.path(rel).read_bytes()
+        except FileNotFoundError as exc:
+            raise SpecError(f"{rel}: listed in {index_rel} but missing; re-run `harmonygen sync-openapi`") from exc
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise SpecError(f"{rel}: differs from the synced copy ({index_rel}); re-run `harmonygen sync-openapi`")
+        schemas.append(SchemaIR(name, json.loads(data)))
+    return ResponsesIR(
+        sources=(index_rel,),
+        version=index["version"],
+        schemas=tuple(schemas),
+        named_unions=tuple(index["named_unions"]),
+    )
+
+
+def _lower(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_lower(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("x-openresponses-disallowed") is True:
+        # A key the client must not send: upstream spells it as an unsatisfiable string; `null` is the
+        # closest type a model can hold that still narrows the inherited field.
+        return {"type": "null"}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$schema", "examples"):
+            continue
+        if key == "$ref":
+            out[key] = "#/$defs/" + value.removesuffix(".json")
+        elif key in ("enum", "default", "const", "required"):
+            out[key] = value
+        else:
+            out[key] = _lower(value)
+    # A discriminator beside a lone $ref is a one-member union: the reference alone says it.
+    if "$ref" in out and "discriminator" in out and not ({"oneOf", "anyOf"} & set(out)):
+        del out["discriminator"]
+    # `anyOf: [{enum: [x], default: x}, {type: null}]` on a tag: lift the default so the tag has it.
+    if isinstance(out.get("properties"), dict):
+        for prop in out["properties"].values():
+            branches = prop.get("anyOf") if isinstance(prop, dict) else None
+            if branches and "default" not in prop:
+                defaults = [b["default"] for b in branches if isinstance(b, dict) and "default" in b and "enum" in b]
+                if len(defaults) == 1:
+                    prop["default"] = defaults[0]
+    return out
+
+
+def lower_bundle(ir: ResponsesIR) -> dict[str, Any]:
+    """One JSON Schema document holding every schema under `$defs`, references made local."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {s.name: _lower(s.schema) for s in sorted(ir.schemas, key=lambda s: s.name)},
+    }
+
+
+def _enum_of(prop: Any) -> tuple[list[str], bool]:
+    """The string values a property allows, and whether it may be null."""
+    if not isinstance(prop, dict):
+        return [], True
+    if "enum" in prop:
+        return list(prop["enum"]), False
+    values: list[str] = []
+    nullable = False
+    for branch in prop.get("anyOf", []):
+        if branch.get("type") == "null":
+            nullable = True
+        values += branch.get("enum", [])
+    return values, nullable
+
+
+def item_unions(ir: ResponsesIR) -> tuple[ItemUnionIR, ...]:
+    out = []
+    for name in EXTENSIBLE_UNIONS:
+        union = ir.schema(name)
+        models = [ref["$ref"].removesuffix(".json") for ref in union["oneOf"]]
+        by_type: dict[str | None, list[tuple[str, list[str]]]] = {}
+        for model in models:
+            schema = ir.schema(model)
+            props = schema.get("properties", {})
+            values, nullable = _enum_of(props.get("type"))
+            tags: list[str | None] = list(values)
+            if nullable or "type" not in schema.get("required", []):
+                tags.append(None)
+            roles, _ = _enum_of(props.get("role"))
+            for t in tags:
+                by_type.setdefault(t, []).append((model, roles))
+        variants = []
+        for t, members in by_type.items():
+            if len(members) == 1:
+                variants.append(UnionVariantIR(t, None, members[0][0]))
+                continue
+            for model, roles in members:
+                if not roles:
+                    raise SpecError(f"{name}: {model} shares type {t!r} with another variant and has no role enum")
+                variants.extend(UnionVariantIR(t, role, model) for role in roles)
+        keys = [(v.type, v.role) for v in variants]
+        if len(keys) != len(set(keys)):
+            raise SpecError(f"{name}: two variants share a (type, role) pair: {sorted(map(str, keys))}")
+        out.append(ItemUnionIR(name, tuple(variants), tuple(models), EXTENSION_CLASS))
+    return tuple(out)
