@@ -339,8 +339,7 @@ class HarmonyEncoding:
         from .parser import StreamableParser
 
         parser = StreamableParser(self, role, strict=strict)
-        for token in tokens:
-            parser.process(token)
+        parser._process_all(list(tokens))
         parser.process_eos()
         return parser.messages
 

@@ -7,6 +7,7 @@ included, so servers can switch without changing behaviour. Tolerant parsing liv
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from enum import Enum
@@ -161,6 +162,33 @@ class StreamableParser:
         self._tokens.append(token)
         self._step(token)
         return self
+
+    def _process_all(self, tokens: list[int]) -> None:
+        """`process` every token; a whole body is decoded in one call (same result, fewer steps)."""
+        n = len(tokens)
+        i = 0
+        stop = self._stop
+        stop_at = [k for k, token in enumerate(tokens) if token in stop]
+        stop_at.append(n)
+        while i < n:
+            if self._state is StreamState.CONTENT and not self._undecoded_tokens and not self._undecoded_bytes:
+                j = stop_at[bisect.bisect_left(stop_at, i)]
+                if j > i + 1:
+                    body = tokens[i:j]
+                    try:
+                        data = self._encoding.decode_bytes(body)
+                    except HarmonyError:
+                        pass  # an id outside the vocabulary: token by token
+                    else:
+                        text = data.decode("utf-8", "replace")
+                        self._tokens += body
+                        if text:
+                            self._deltas.append(text)
+                        self._last_delta = None
+                        i = j
+                        continue
+            self.process(tokens[i])
+            i += 1
 
     def process_eos(self) -> StreamableParser:
         self._step(None)

@@ -1,0 +1,165 @@
+"""Parsing throughput against openai-harmony 0.0.8 in the same process, as ratios.
+
+A ~20k-token synthetic completion mixes analysis, preambles, function calls, builtin calls, tool
+results and finals. Measured: StreamableParser.process per token, parse_messages_from_completion_tokens,
+and HarmonyStreamParser.feed_text fed one token's text per call, each against the reference's
+per-token parser; then the same completion repeated 10x to show that the cost per token stays flat.
+
+    TIKTOKEN_ENCODINGS_BASE=../shared/vocab .venv/bin/python bench/bench_parse.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().parents[2] / "shared" / "vocab"))
+
+import openai_harmony as ref  # noqa: E402
+
+from harmony_responses import (  # noqa: E402
+    HarmonyEncoding,
+    HarmonyEncodingName,
+    HarmonyStreamParser,
+    Message,
+    Role,
+    StreamableParser,
+    load_harmony_encoding,
+)
+
+
+def conversation_round(i: int) -> list[Message]:
+    """One agentic round: analysis, a preamble, a function call and its result, a builtin call, a final."""
+    a = Role.ASSISTANT
+    return [
+        Message.from_role_and_content(
+            a, f"Step {i}: the user wants the weather in Paris and a summary. " * 6
+        ).with_channel("analysis"),
+        Message.from_role_and_content(a, "Let me check the forecast first.").with_channel("commentary"),
+        Message.from_role_and_content(a, '{"city": "Paris", "unit": "celsius", "days": 3}')
+        .with_channel("commentary")
+        .with_recipient("functions.get_weather")
+        .with_content_type("<|constrain|>json"),
+        Message.from_author_and_content(
+            __import__("harmony_responses").Author.new(Role.TOOL, "functions.get_weather"),
+            '{"forecast": [{"day": 1, "temp": 21, "sky": "sunny"}, {"day": 2, "temp": 19, "sky": "rain"}]}',
+        )
+        .with_channel("commentary")
+        .with_recipient("assistant"),
+        Message.from_role_and_content(a, "import math\nprint(math.sqrt(2) * 21 + 19 / 3)  # naïve 🙂")
+        .with_channel("analysis")
+        .with_recipient("python")
+        .with_content_type("code"),
+        Message.from_role_and_content(
+            a, f"Round {i}: Paris will be sunny, then rainy — pack an umbrella. " * 4
+        ).with_channel("final"),
+    ]
+
+
+def completion(encoding: HarmonyEncoding, target: int) -> list[int]:
+    tokens: list[int] = []
+    i = 0
+    while len(tokens) < target:
+        for message in conversation_round(i):
+            tokens += encoding.render(message)
+        i += 1
+    return tokens
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    """Best of `repeat` runs, garbage collector off while timing (as `timeit` does)."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    ours_enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    ref_enc = ref.load_harmony_encoding(ref.HarmonyEncodingName.HARMONY_GPT_OSS)
+    tokens = completion(ours_enc, args.tokens)
+    n = len(tokens)
+    pieces = [ours_enc.decode([t]) for t in tokens]
+
+    def ref_process(toks: list[int]) -> None:
+        p = ref.StreamableParser(ref_enc, None)
+        for t in toks:
+            p.process(t)
+        p.process_eos()
+
+    def ours_process(toks: list[int]) -> None:
+        p = StreamableParser(ours_enc, None)
+        for t in toks:
+            p.process(t)
+        p.process_eos()
+
+    def ours_feed_text(texts: list[str]) -> None:
+        p = HarmonyStreamParser(ours_enc, None)
+        for text in texts:
+            p.feed_text(text)
+        p.close()
+
+    def ours_feed_tokens(toks: list[int]) -> None:
+        p = HarmonyStreamParser(ours_enc, None)
+        for t in toks:
+            p.feed_tokens((t,))
+        p.close()
+
+    # same messages before timing anything
+    expected = [m.to_dict() for m in ref_enc.parse_messages_from_completion_tokens(tokens, None)]
+    assert [m.to_dict() for m in ours_enc.parse_messages_from_completion_tokens(tokens, None)] == expected
+
+    r = args.repeat
+    t_ref = best(lambda: ref_process(tokens), r)
+    t_proc = best(lambda: ours_process(tokens), r)
+    t_ref_all = best(lambda: ref_enc.parse_messages_from_completion_tokens(tokens, None), r)
+    t_all = best(lambda: ours_enc.parse_messages_from_completion_tokens(tokens, None), r)
+    t_text = best(lambda: ours_feed_text(pieces), r)
+    t_tok = best(lambda: ours_feed_tokens(tokens), r)
+    us = 1e6 / n
+    print(f"completion: {n} tokens")
+    print(f"reference StreamableParser.process    {t_ref * us:7.3f} us/token")
+    print(f"ours      StreamableParser.process    {t_proc * us:7.3f} us/token   ratio {t_ref / t_proc:5.2f}x (bar 2x)")
+    print(f"reference parse_messages_from_completion_tokens {t_ref_all * us:7.3f} us/token")
+    print(
+        f"ours      parse_messages_from_completion_tokens {t_all * us:7.3f} us/token   "
+        f"ratio {t_ref_all / t_all:5.2f}x (bar 5x)"
+    )
+    print(
+        f"ours      HarmonyStreamParser.feed_text, one token's text a call {t_text * us:7.3f} us/token   "
+        f"ratio {t_ref / t_text:5.2f}x vs reference process (bar 1x)"
+    )
+    print(
+        f"ours      HarmonyStreamParser.feed_tokens, one token a call      {t_tok * us:7.3f} us/token   "
+        f"ratio {t_ref / t_tok:5.2f}x vs reference process"
+    )
+
+    big = tokens * 10
+    big_pieces = pieces * 10
+    t_proc10 = best(lambda: ours_process(big), max(1, r // 2))
+    t_text10 = best(lambda: ours_feed_text(big_pieces), max(1, r // 2))
+    t_ref10 = best(lambda: ref_process(big), max(1, r // 2))
+    us10 = 1e6 / len(big)
+    print(f"10x completion ({len(big)} tokens), cost per token at 10x / at 1x:")
+    print(f"  ours StreamableParser.process  {t_proc10 * us10:7.3f} us/token  ({t_proc10 * us10 / (t_proc * us):4.2f})")
+    print(f"  ours feed_text                 {t_text10 * us10:7.3f} us/token  ({t_text10 * us10 / (t_text * us):4.2f})")
+    print(f"  reference process              {t_ref10 * us10:7.3f} us/token  ({t_ref10 * us10 / (t_ref * us):4.2f})")
+
+
+if __name__ == "__main__":
+    main()
