@@ -52,8 +52,13 @@ def _decorate(base: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict
 scalar_schema = _decorate(
     st.one_of(
         st.sampled_from([{"type": t} for t in ("string", "number", "integer", "boolean", "null", "array", "weird")]),
-        st.builds(lambda values: {"type": "string", "enum": values}, st.lists(st.one_of(text, st.integers()), max_size=3)),
-        st.builds(lambda types: {"type": types}, st.lists(st.sampled_from(["string", "integer", "number", "null"]), max_size=3)),
+        st.builds(
+            lambda values: {"type": "string", "enum": values}, st.lists(st.one_of(text, st.integers()), max_size=3)
+        ),
+        st.builds(
+            lambda types: {"type": types},
+            st.lists(st.sampled_from(["string", "integer", "number", "null"]), max_size=3),
+        ),
         st.just({}),
         st.just({"anyOf": [{"type": "string"}]}),
     )
@@ -80,7 +85,9 @@ tool = st.builds(
     ToolDescription,
     name=identifier,
     description=text,
-    parameters=st.one_of(st.none(), schema, st.builds(_object, st.dictionaries(identifier, schema, max_size=3), st.lists(identifier))),
+    parameters=st.one_of(
+        st.none(), schema, st.builds(_object, st.dictionaries(identifier, schema, max_size=3), st.lists(identifier))
+    ),
 )
 namespace = st.builds(
     ToolNamespaceConfig, name=identifier, description=st.one_of(st.none(), text), tools=st.lists(tool, max_size=3)
@@ -101,7 +108,11 @@ system_content = st.builds(
 developer_content = st.builds(
     DeveloperContent,
     instructions=st.one_of(st.none(), text),
-    tools=st.one_of(st.none(), namespaces, st.lists(tool, max_size=3).map(lambda ts: {"functions": ToolNamespaceConfig(name="functions", tools=ts)})),
+    tools=st.one_of(
+        st.none(),
+        namespaces,
+        st.lists(tool, max_size=3).map(lambda ts: {"functions": ToolNamespaceConfig(name="functions", tools=ts)}),
+    ),
 )
 channel = st.one_of(st.none(), st.sampled_from(["analysis", "commentary", "final"]), word)
 recipient = st.one_of(st.none(), st.just("all"), word.map(lambda w: "functions." + w), word)

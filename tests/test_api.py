@@ -52,7 +52,9 @@ def test_encode_special_handling(encoding: HarmonyEncoding) -> None:
     assert encoding.encode("<|start|>", allowed_special={"<|start|>"}) == [200006]
     assert encoding.encode("<|start|>", allowed_special="all") == [200006]
     assert encoding.encode("<|start|>", disallowed_special=()) == [27, 91, 5236, 91, 29]
-    with pytest.raises(HarmonyError, match="Encountered text corresponding to disallowed special token '<\\|start\\|>'"):
+    with pytest.raises(
+        HarmonyError, match="Encountered text corresponding to disallowed special token '<\\|start\\|>'"
+    ):
         encoding.encode("x <|start|>")
     # allowing one token leaves the others disallowed
     with pytest.raises(HarmonyError, match="<\\|end\\|>"):
@@ -64,11 +66,16 @@ def test_decode(encoding: HarmonyEncoding) -> None:
     assert encoding.decode([200014]) == "<|reserved_200014|>"
     assert encoding.decode_utf8([200018]) == "<|reserved_200018|>"
     assert encoding.decode_utf8([201088]) == "<|reserved_201088|>"
-    with pytest.raises(HarmonyError, match="^Could not decode tokens: Invalid token error: Invalid token for decoding: 99999999$"):
+    with pytest.raises(
+        HarmonyError, match="^Could not decode tokens: Invalid token error: Invalid token for decoding: 99999999$"
+    ):
         encoding.decode_utf8([99999999])
     with pytest.raises(HarmonyError, match="Invalid token for decoding: 201089"):
         encoding.decode([201089])
-    with pytest.raises(HarmonyError, match="^Could not decode tokens: Invalid utf-8 sequence: incomplete utf-8 byte sequence from index 8$"):
+    with pytest.raises(
+        HarmonyError,
+        match="^Could not decode tokens: Invalid utf-8 sequence: incomplete utf-8 byte sequence from index 8$",
+    ):
         encoding.decode_utf8([132990, 9552])
     assert "Chicken" in encoding.decode([132990, 9552])
     with pytest.raises(HarmonyError, match="invalid utf-8 sequence of 2 bytes from index 1"):
@@ -114,7 +121,9 @@ def test_equality_and_json_form() -> None:
     b = Message.from_role_and_content(Role.USER, "hi").with_channel("final")
     assert a == b
     assert a != Message.from_role_and_content(Role.USER, "hi")
-    assert a.to_json() == '{"role": "user", "name": null, "content": [{"type": "text", "text": "hi"}], "channel": "final"}'
+    assert (
+        a.to_json() == '{"role": "user", "name": null, "content": [{"type": "text", "text": "hi"}], "channel": "final"}'
+    )
     sys_dict = SystemContent.new().to_dict()
     assert sys_dict["type"] == "system_content" and "conversation_start_date" not in sys_dict
     convo = Conversation.from_messages(
@@ -191,7 +200,9 @@ def test_drop_analysis_rules(encoding: HarmonyEncoding) -> None:
     ]
     text = encoding.decode_utf8(encoding.render_conversation(Conversation.from_messages(msgs)))
     assert "think" not in text
-    kept = encoding.render_conversation(Conversation.from_messages(msgs), RenderConversationConfig(auto_drop_analysis=False))
+    kept = encoding.render_conversation(
+        Conversation.from_messages(msgs), RenderConversationConfig(auto_drop_analysis=False)
+    )
     assert "think" in encoding.decode_utf8(kept)
     ongoing = msgs[:2]
     assert "think" in encoding.decode_utf8(encoding.render_conversation(Conversation.from_messages(ongoing)))

@@ -52,7 +52,11 @@ def test_tools(capsys: pytest.CaptureFixture[str]) -> None:
         ("render", "{not json", "$: expected JSON, line 1 column 2"),
         ("render", '{"messages": {}}', "$.messages: expected a list of messages"),
         ("render", '{"messages": [{"role": "robot", "content": "x"}]}', "$.messages[0].role: expected one of"),
-        ("render", '{"messages": [{"role": "user", "content": [{"type": "image"}]}]}', "$.messages[0].content[0].type:"),
+        (
+            "render",
+            '{"messages": [{"role": "user", "content": [{"type": "image"}]}]}',
+            "$.messages[0].content[0].type:",
+        ),
         (
             "render",
             '{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies import conversation, message, namespaces, schema
 
 from harmony_responses import (
     Conversation,
@@ -20,6 +19,8 @@ from harmony_responses import (
     render_tool_namespace,
     schema_to_typescript,
 )
+
+from strategies import conversation, message, namespaces, schema
 
 oracle = pytest.importorskip("openai_harmony", reason="openai-harmony is installed by the test extras")
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -81,8 +82,10 @@ def test_conversations_match_reference(encoding: HarmonyEncoding, reference: Any
     for drop in (True, False):
         cfg = RenderConversationConfig(auto_drop_analysis=drop)
         ref_cfg = oracle.RenderConversationConfig(auto_drop_analysis=drop)
-        ours = _our_tokens(lambda: encoding.render_conversation_for_completion(convo, Role.ASSISTANT, cfg))
-        theirs = _reference_tokens(lambda: reference.render_conversation_for_completion(ref, oracle.Role.ASSISTANT, ref_cfg))
+        ours = _our_tokens(partial(encoding.render_conversation_for_completion, convo, Role.ASSISTANT, cfg))
+        theirs = _reference_tokens(
+            partial(reference.render_conversation_for_completion, ref, oracle.Role.ASSISTANT, ref_cfg)
+        )
         assert ours == theirs
     assert _our_tokens(lambda: encoding.render_conversation_for_training(convo)) == _reference_tokens(
         lambda: reference.render_conversation_for_training(ref)

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, read_jsonl, require
 
 from harmony_responses import (
     Conversation,
@@ -15,6 +14,8 @@ from harmony_responses import (
     RenderConversationConfig,
     Role,
 )
+
+from conftest import FIXTURES, read_jsonl, require
 
 CASES_FILE = FIXTURES / "reference" / "cases.json"
 

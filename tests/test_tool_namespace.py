@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, require
 
 from harmony_responses import ToolDescription, render_tool_namespace, schema_to_typescript
 from harmony_responses.tool_namespace import json_display, rust_lines
+
+from conftest import FIXTURES, require
 
 WEATHER_FORMAT = {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
 OPENAI_TOOLS: list[dict[str, Any]] = [
@@ -53,7 +54,12 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
             "description": "params object",
             "type": "object",
             "properties": {
-                "string": {"type": "string", "title": "STRING", "description": "A string", "examples": ["hello", "world"]},
+                "string": {
+                    "type": "string",
+                    "title": "STRING",
+                    "description": "A string",
+                    "examples": ["hello", "world"],
+                },
                 "string_nullable": {
                     "type": "string",
                     "nullable": True,
@@ -77,14 +83,19 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
 
 def test_matches_reference_golden_block() -> None:
     golden = require(FIXTURES / "reference" / "test_render_functions_with_parameters.txt").read_text(encoding="utf-8")
-    block = golden[golden.index("## functions") : golden.index("} // namespace functions") + len("} // namespace functions")]
+    block = golden[
+        golden.index("## functions") : golden.index("} // namespace functions") + len("} // namespace functions")
+    ]
     assert render_tool_namespace("functions", OPENAI_TOOLS) == block
 
 
 def test_description_lines_and_empty_namespace() -> None:
     tools = [ToolDescription.new("f", "line one\r\nline two\n")]
     text = render_tool_namespace("ns", tools, description="About\nthe ns\n")
-    assert text == "## ns\n\n// About\n// the ns\nnamespace ns {\n\n// line one\n// line two\ntype f = () => any;\n\n} // namespace ns"
+    assert (
+        text == "## ns\n\n// About\n// the ns\nnamespace ns {\n\n"
+        "// line one\n// line two\ntype f = () => any;\n\n} // namespace ns"
+    )
     assert render_tool_namespace("python", [], description="Raw text\nkept raw") == "## python\n\nRaw text\nkept raw"
 
 
@@ -107,9 +118,17 @@ def test_rust_lines() -> None:
         ({"anyOf": [{"type": "string"}]}, "any"),
         ({"type": "null"}, "any"),
         ([], "any"),
-        ({"oneOf": [{"type": "string", "nullable": True}, {"type": "null", "nullable": True}]}, "\n | string | null\n | any | null"),
         (
-            {"type": "object", "properties": {"inner": {"type": "object", "description": "D", "properties": {"x": {"type": "boolean"}}}}},
+            {"oneOf": [{"type": "string", "nullable": True}, {"type": "null", "nullable": True}]},
+            "\n | string | null\n | any | null",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "inner": {"type": "object", "description": "D", "properties": {"x": {"type": "boolean"}}}
+                },
+            },
             "{\n// D\ninner?:     // D\n{\n    x?: boolean,\n    },\n}",
         ),
     ],
@@ -121,4 +140,3 @@ def test_schema_quirks(schema: Any, expected: str) -> None:
 def test_json_display_is_compact_and_keeps_unicode() -> None:
     assert json_display({"b": [1, 2.5, None, True], "a": "é\n"}) == '{"b":[1,2.5,null,true],"a":"é\\n"}'
     assert json_display(1e-5) == "0.00001" and json_display(1e16) == "1e16" and json_display(3.0) == "3.0"
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -122,7 +121,9 @@ def load_harmony(config: Config) -> HarmonyIR:
 
 
 def load_project(config: Config) -> ProjectIR:
-    grammar = tuple(
-        sorted(str(p.relative_to(config.root)) for p in config.grammar_dir.glob("*.lark"))
-    ) if config.grammar_dir.is_dir() else ()
+    grammar = (
+        tuple(sorted(str(p.relative_to(config.root)) for p in config.grammar_dir.glob("*.lark")))
+        if config.grammar_dir.is_dir()
+        else ()
+    )
     return ProjectIR(generator_version=__version__, harmony=load_harmony(config), grammar_sources=grammar)

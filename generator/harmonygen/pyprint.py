@@ -18,7 +18,17 @@ def py_literal(value: Any, indent: int = 0) -> str:
         return "{\n" + "\n".join(items) + "\n" + " " * indent + "}"
     if isinstance(value, (set, frozenset)):
         items = [f"{pad}{py_literal(v, indent + 4)}," for v in sorted(value)]
-        return "frozenset(\n" + pad + "{\n" + "\n".join("    " + i for i in items) + "\n" + pad + "}\n" + " " * indent + ")"
+        return (
+            "frozenset(\n"
+            + pad
+            + "{\n"
+            + "\n".join("    " + i for i in items)
+            + "\n"
+            + pad
+            + "}\n"
+            + " " * indent
+            + ")"
+        )
     open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
     items = [f"{pad}{py_literal(v, indent + 4)}," for v in value]
     return open_ + "\n" + "\n".join(items) + "\n" + " " * indent + close

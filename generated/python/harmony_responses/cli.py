@@ -94,8 +94,9 @@ def load_tools(file: str) -> tuple[str | None, str | None, list[dict[str, Any]]]
         where = f"{base}[{i}]"
         if not isinstance(tool, dict):
             raise InputError(file, where, "expected a tool object")
-        body = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        prefix = f"{where}.function" if body is not tool else where
+        nested = tool.get("function")
+        body: dict[str, Any] = nested if isinstance(nested, dict) else tool
+        prefix = f"{where}.function" if isinstance(nested, dict) else where
         if not isinstance(body.get("name"), str):
             raise InputError(file, f"{prefix}.name", "expected a string")
         if body.get("description") is not None and not isinstance(body["description"], str):

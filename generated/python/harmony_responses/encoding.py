@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from enum import Enum
-from typing import AbstractSet, Literal
+from typing import Literal
 
 import tiktoken
 

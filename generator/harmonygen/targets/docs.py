@@ -57,9 +57,7 @@ def api_modules(python_outputs: list[Output]) -> list[ApiModule]:
                 entries.append(ApiEntry("class", node.name, f"({bases})" if bases else "", _summary(node)))
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
-                        entries.append(
-                            ApiEntry("method", f"{node.name}.{item.name}", _signature(item), _summary(item))
-                        )
+                        entries.append(ApiEntry("method", f"{node.name}.{item.name}", _signature(item), _summary(item)))
         if entries:
             modules.append(ApiModule(module_name, _summary(tree), tuple(entries)))
     return modules
@@ -84,9 +82,7 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
     }
 
 
-def emit(
-    project: ProjectIR, env: jinja2.Environment, config: Config, python_outputs: list[Output]
-) -> list[Output]:
+def emit(project: ProjectIR, env: jinja2.Environment, config: Config, python_outputs: list[Output]) -> list[Output]:
     ctx = context(project, python_outputs)
     folder = config.templates_dir / "docs"
     outputs = []

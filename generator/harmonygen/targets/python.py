@@ -59,9 +59,7 @@ def lower_constants(h: HarmonyIR) -> list[Constant]:
     for name, ids in h.stop_sets:
         out.append(_const(name.upper(), ids, "tuple[int, ...]"))
     out.append(_const("ROLE_DEBUG_NAMES", dict(h.role_debug_names), "dict[str, str]"))
-    out.append(
-        _const("REASONING_RENDERED", {e.value: e.rendered for e in h.reasoning_efforts}, "dict[str, str]")
-    )
+    out.append(_const("REASONING_RENDERED", {e.value: e.rendered for e in h.reasoning_efforts}, "dict[str, str]"))
     groups: list[tuple[str, tuple[tuple[str, Any], ...], str]] = [
         ("CHANNEL", h.channels, "str"),
         ("HEADER", h.header, "str"),
@@ -84,8 +82,7 @@ def lower_constants(h: HarmonyIR) -> list[Constant]:
                     "name": ns.name,
                     "description": ns.description,
                     "tools": [
-                        {"name": t.name, "description": t.description, "parameters": t.parameters}
-                        for t in ns.tools
+                        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in ns.tools
                     ],
                 }
                 for ns in h.builtin_namespaces
