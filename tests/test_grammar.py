@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+
 from harmony_responses import HarmonyEncoding, HarmonyParseError, parse_text
 from harmony_responses import _grammar as tables
 from harmony_responses.lalr import GrammarError, IncrementalParser
+
+from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
 RULER = "=" * 80

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, read_jsonl
+
 from harmony_responses import HarmonyEncoding, HarmonyError, Role, StreamableParser
+
+from conftest import FIXTURES, read_jsonl
 
 PARSE_CASES = read_jsonl(FIXTURES / "corpus" / "parse.jsonl")
 STREAM_CASES = read_jsonl(FIXTURES / "corpus" / "stream.jsonl")
