@@ -139,6 +139,21 @@ def test_split_inside_a_utf8_sequence_of_tokens(encoding: HarmonyEncoding) -> No
     assert all("\ufffd" not in d for d in deltas)
 
 
+def test_feed_bytes_split_inside_a_character(encoding: HarmonyEncoding) -> None:
+    data = "<|channel|>final<|message|>naïve 🙂<|end|>".encode()
+    for cut in range(1, len(data)):
+        parser = HarmonyStreamParser(encoding)
+        events = parser.feed_bytes(data[:cut]) + parser.feed_bytes(data[cut:]) + parser.close()
+        (end,) = [e for e in events if isinstance(e, MessageEnd)]
+        assert end.message.content == "naïve 🙂"
+        assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == "naïve 🙂"
+
+
+def test_every_rule_is_tested() -> None:
+    tested = {case[0] for case in LENIENT_CASES} | {"after_tool_call", "invalid_token"}
+    assert tested == set(RECOVERY_RULES)
+
+
 def test_events_in_order(encoding: HarmonyEncoding) -> None:
     parser = HarmonyStreamParser(encoding, None)
     events = parser.feed_text("<|start|>assistant<|channel|>commentary to=functions.f json<|message|>")
@@ -173,9 +188,24 @@ def test_bad_mode(encoding: HarmonyEncoding) -> None:
 # -- lenient repairs: one test per rule -------------------------------------------------------------
 
 A = "<|start|>assistant"
+VALID_IN_STRICT_MODE = {"glued_content_type", "invented_tool_result", "missing_functions_prefix"}
 LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None, str | None, str]]]] = [
     # rule, role, tools, input, expected (channel, recipient, content) per message
-    ("text_outside_message", None, [], f"hello{A}<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
+    ("text_before_start", None, [], f"hello{A}<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
+    (
+        "junk_between_messages",
+        None,
+        [],
+        f"{A}<|channel|>analysis<|message|>x<|end|>junk{A}<|channel|>final<|message|>y<|end|>",
+        [("analysis", None, "x"), ("final", None, "y")],
+    ),
+    (
+        "missing_functions_prefix",
+        "assistant",
+        ["lookup"],
+        "<|channel|>commentary to=lookup json<|message|>{}<|call|>",
+        [("commentary", "functions.lookup", "{}")],
+    ),
     ("extra_stop", None, [], f"{A}<|channel|>final<|message|>x<|end|><|end|>", [("final", None, "x")]),
     ("stray_control", None, [], f"<|message|>{A}<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
     ("missing_start", None, [], "<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
@@ -246,12 +276,11 @@ def test_lenient_rule(
         assert rule in rules, (feed, rules)
         got = [(e.message.channel, e.message.recipient, e.message.content) for e in events if isinstance(e, MessageEnd)]
         assert got == expected, feed
+    if rule in VALID_IN_STRICT_MODE:  # well-formed input that lenient mode flags or improves
+        assert parse_text(encoding, text, role, "strict", tools)
+    else:
         with pytest.raises(HarmonyParseError):
-            strict = HarmonyStreamParser(encoding, role, "strict", tools)
-            strict.feed_text(text)
-            strict.close()
-            if rule in ("glued_content_type", "invented_tool_result"):
-                raise HarmonyParseError("not an error in strict mode: only flagged or repaired leniently", 0, "-")
+            parse_text(encoding, text, role, "strict", tools)
 
 
 def test_lenient_carries_the_text_it_sets_aside(encoding: HarmonyEncoding) -> None:

@@ -60,7 +60,8 @@ _STRIPPED_RE = re.compile(
 )
 
 RECOVERY_RULES: dict[str, str] = {
-    "text_outside_message": "text before the first <|start|> or between messages; carried in `text`",
+    "text_before_start": "text before the first message is set aside; it is in `text`",
+    "junk_between_messages": "text between messages is set aside; it is in `text`",
     "extra_stop": "a stop token outside a message is skipped",
     "stray_control": "a <|message|> or <|constrain|> outside a message is skipped",
     "missing_start": "a <|channel|> outside a message opens a message as if `<|start|>ROLE` came first",
@@ -71,6 +72,7 @@ RECOVERY_RULES: dict[str, str] = {
     "doubled_channel": "a second <|channel|> and its word are dropped; the word is in `text`",
     "doubled_recipient": "a second recipient is dropped; the first one is kept, the second is in `text`",
     "stray_header_word": "a header word with no place in the header is dropped; it is in `text`",
+    "missing_functions_prefix": "a recipient that is a declared tool name without `functions.` gets the prefix",
     "glued_content_type": "`to=functions.NAMEjson`, NAME a declared tool, is split into recipient and content type",
     "header_cut_by_stop": "a stop token inside a header ends a message with that header and no content",
     "eof_in_header": "the end of the stream inside a header ends a message with that header and no content",
@@ -235,6 +237,7 @@ class HarmonyStreamParser:
         self._header_text: list[str] = []
         self._header_words: list[str] = []
         self._header_terms: list[str] = []
+        self._header_virtual = False
         self._skipping_channel = False
         self._header: _Header | None = None
         self._msg_role = Role.ASSISTANT
@@ -251,6 +254,7 @@ class HarmonyStreamParser:
         self._pending_bytes = False
         self._token_text: dict[int, str | None] = {}
         # text input
+        self._byte_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._held = ""
         self._text_pos = 0
         if self._role is not None:
@@ -342,12 +346,18 @@ class HarmonyStreamParser:
             self._text(tail)
         return out
 
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Feed UTF-8 bytes of such text, split anywhere (even inside a character)."""
+        return self.feed_text(self._byte_decoder.decode(data))
+
     def close(self) -> list[Event]:
         """End of stream: ends an open message (terminator `eos`), or reports an incomplete one."""
-        self._out = out = list[Event]()
+        tail = self._byte_decoder.decode(b"", final=True)
+        out = self.feed_text(tail) if tail else list[Event]()
         if self._closed:
             return out
         self._closed = True
+        self._out = out
         if self._held:
             held, self._held = self._held, ""
             self._text(held)
@@ -420,6 +430,7 @@ class HarmonyStreamParser:
             self._region = "header"
             self._header_words = []
             self._header_terms = []
+            self._header_virtual = False
             return
         if not self._lenient:
             raise HarmonyParseError(
@@ -443,6 +454,7 @@ class HarmonyStreamParser:
         self._parser.feed_token("ROLE", ("ROLE", role.value))
         self._region = "header"
         self._header_words = [role.value]
+        self._header_virtual = True
         self._header_terms = ["ROLE"]
 
     def _header_words_flush(self) -> None:
@@ -520,7 +532,7 @@ class HarmonyStreamParser:
         parser = self._parser
         expected = parser.expected()
         if term == _T_START:
-            abandoned = " ".join(self._header_words)
+            abandoned = " ".join(self._header_words[1:] if self._header_virtual else self._header_words)
             self._recover("repeated_start", "a header restarted", abandoned)
             self._parser = self._snapshot.copy()
             self._parser.feed_token(term)
@@ -582,6 +594,9 @@ class HarmonyStreamParser:
         return value
 
     def _start_body(self, header: _Header) -> None:
+        if self._lenient and header.recipient in self._tools:
+            self._recover("missing_functions_prefix", f"recipient {header.recipient!r} is a declared tool")
+            header.recipient = _FUNCTIONS + (header.recipient or "")
         if self._lenient and self._tools and header.recipient and header.recipient.startswith(_FUNCTIONS):
             name = header.recipient[len(_FUNCTIONS) :]
             if name not in self._tools:
@@ -673,7 +688,9 @@ class HarmonyStreamParser:
         if self._region == "stopped":
             self._recover("after_tool_call", "input after the first tool call", text, self._junk_pos)
         else:
-            self._recover("text_outside_message", "text outside any message", text, self._junk_pos)
+            first = self._last is None
+            rule = "text_before_start" if first else "junk_between_messages"
+            self._recover(rule, "text before the first message" if first else "text between messages", text, self._junk_pos)
 
     def _stripped_fallback(self) -> bool:
         """`analysis…assistantfinal…`: special tokens were stripped by the server; split on channel words."""
