@@ -14,6 +14,7 @@ import argparse
 import gc
 import os
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,6 +160,18 @@ def main() -> None:
     print(f"  ours StreamableParser.process  {t_proc10 * us10:7.3f} us/token  ({t_proc10 * us10 / (t_proc * us):4.2f})")
     print(f"  ours feed_text                 {t_text10 * us10:7.3f} us/token  ({t_text10 * us10 / (t_text * us):4.2f})")
     print(f"  reference process              {t_ref10 * us10:7.3f} us/token  ({t_ref10 * us10 / (t_ref * us):4.2f})")
+
+    def feed_text_peak(texts: list[str]) -> int:
+        gc.collect()
+        tracemalloc.start()
+        ours_feed_text(texts)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak
+
+    peak1, peak10 = feed_text_peak(pieces), feed_text_peak(big_pieces)
+    print("memory: peak traced allocation while streaming (events not kept), at 1x and at 10x:")
+    print(f"  ours feed_text  {peak1 / 1024:8.1f} KiB   {peak10 / 1024:8.1f} KiB  ({peak10 / peak1:4.2f})")
 
 
 if __name__ == "__main__":

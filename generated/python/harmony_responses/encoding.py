@@ -342,7 +342,7 @@ class HarmonyEncoding:
         parser = StreamableParser(self, role, strict=strict)
         parser._process_all(list(tokens))
         parser.process_eos()
-        return parser.messages
+        return parser._messages  # the parser is dropped: no need for the defensive copy
 
 
 def load_harmony_encoding(name: str | HarmonyEncodingName) -> HarmonyEncoding:
