@@ -177,6 +177,18 @@ ERR_RANKS_MISSING: str = "cannot load {file} for the Harmony encoding: it is not
 
 ERR_RANKS_HASH_MISMATCH: str = "{path}: sha256 is {actual}, expected {expected}; this is not the o200k_base vocabulary"
 
+ERR_PARSE_NO_CHANNEL_VALUE: str = "channel marker present but no channel value found in header"
+
+ERR_PARSE_NO_ROLE: str = "message header did not contain a role"
+
+ERR_PARSE_UNKNOWN_ROLE: str = "Unknown role: {role}"
+
+ERR_PARSE_EOS_IN_HEADER: str = "Unexpected EOS while waiting for message header to complete"
+
+ERR_PARSE_EXPECTED_START: str = "Unexpected token {token} while expecting start token {start}"
+
+ERR_PARSE_HEADER_REMAINING: str = "unexpected tokens remaining in message header: Some({rest})"
+
 BUILTIN_NAMESPACES: dict[str, dict[str, Any]] = {
     "browser": {
         "name": "browser",

@@ -97,7 +97,7 @@ def parse_header_text(
         m = _CHANNEL_END.search(after)
         end = m.start() if m else len(after)
         if end == 0:
-            raise HarmonyError("channel marker present but no channel value found in header")
+            raise HarmonyError(_spec.ERR_PARSE_NO_CHANNEL_VALUE)
         channel = after[:end]
         header = header[:idx] + after[end:]
     header = _rust_trim(header)
@@ -107,7 +107,7 @@ def parse_header_text(
     role_text = None
     if role is None:
         if not parts:
-            raise HarmonyError("message header did not contain a role")
+            raise HarmonyError(_spec.ERR_PARSE_NO_ROLE)
         role_text = parts[0]
         found = _ROLES.get(role_text)
         if found is None:
@@ -115,7 +115,7 @@ def parse_header_text(
                 parts.pop(0)
                 found = Role.TOOL
             else:
-                raise HarmonyError(f"Unknown role: {role_text}")
+                raise HarmonyError(_spec.ERR_PARSE_UNKNOWN_ROLE.format(role=role_text))
         role = found
     if parts and parts[0] == role.value:
         parts.pop(0)
@@ -229,13 +229,13 @@ class StreamableParser:
             elif token is not None:
                 self._header_tokens.append(token)
             else:
-                raise HarmonyError("Unexpected EOS while waiting for message header to complete")
+                raise HarmonyError(_spec.ERR_PARSE_EOS_IN_HEADER)
         else:
             if token == _spec.TOKEN_START:
                 self._header_tokens = []
                 self._state = StreamState.HEADER
             elif token is not None:
-                raise HarmonyError(f"Unexpected token {token} while expecting start token {_spec.TOKEN_START}")
+                raise HarmonyError(_spec.ERR_PARSE_EXPECTED_START.format(token=token, start=_spec.TOKEN_START))
 
     def _parse_header(self, tokens: list[int], role: Role | None) -> ParsedHeader:
         try:
@@ -244,7 +244,7 @@ class StreamableParser:
             raise HarmonyError("could not decode header") from None
         header, rest = parse_header_text(text, role, True)
         if rest is not None:
-            raise HarmonyError(f"unexpected tokens remaining in message header: Some({rust_debug_str(rest)})")
+            raise HarmonyError(_spec.ERR_PARSE_HEADER_REMAINING.format(rest=rust_debug_str(rest)))
         return header
 
     def _content_token(self, token: int) -> None:
