@@ -246,6 +246,13 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         [("analysis", None, "Thinking."), ("final", None, "Answer.")],
     ),
     (
+        "unstructured_text",
+        "assistant",
+        [],
+        "Just a plain answer, no markup.",
+        [(None, None, "Just a plain answer, no markup.")],
+    ),
+    (
         "invented_tool_result",
         "assistant",
         [],

@@ -77,6 +77,7 @@ RECOVERY_RULES: dict[str, str] = {
     "header_cut_by_stop": "a stop token inside a header ends a message with that header and no content",
     "eof_in_header": "the end of the stream inside a header ends a message with that header and no content",
     "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on channel words",
+    "unstructured_text": "text with no control token at all after `<|start|>ROLE` becomes that message's body",
     "after_tool_call": "input after the first completed tool call is ignored (stop_after_tool_call); it is in `text`",
     "invented_tool_result": "a tool message written by the model right after its own tool call",
     "invalid_token": "a token id outside the vocabulary is skipped",
@@ -366,8 +367,12 @@ class HarmonyStreamParser:
         if self._region == "stopped":
             self._flush_junk()
             return out
-        if self._lenient and not self._seen_control and self._stripped_fallback():
-            return out
+        if self._lenient and not self._seen_control:
+            if self._stripped_fallback():
+                return out
+            if self._region == "header" and self._header_virtual and "".join(self._header_text).strip():
+                self._unstructured_text()
+                return out
         self._flush_junk()
         if self._region == "header":
             if not self._lenient:
@@ -714,6 +719,19 @@ class HarmonyStreamParser:
             self._index += 1
         self._region = "outside"
         return True
+
+    def _unstructured_text(self) -> None:
+        """No control token and no channel words: the whole text is the body of the expected message."""
+        text = "".join(self._header_text)
+        self._header_text = []
+        role = self._role or Role.ASSISTANT
+        self._recover("unstructured_text", "no control tokens: the text is the message body", "", 0)
+        self._out.append(MessageStart(self._index, role, None, None, None, None))
+        self._out.append(ContentDelta(self._index, text))
+        message = ParsedMessage(role, None, None, None, None, text, "eos")
+        self._out.append(MessageEnd(self._index, message, "eos"))
+        self._index += 1
+        self._region = "outside"
 
 
 def _messages(events: Sequence[Event]) -> list[ParsedMessage]:
