@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SHARED, require
-from harmonygen.openapi_sync import PROSE_KEYS, SyncError, sync, write_sync
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
+
+from harmonygen.openapi_sync import PROSE_KEYS, SyncError, sync, write_sync
+
+from conftest import ROOT, SHARED, require
 
 OPENAPI = SHARED / "openresponses" / "openapi.json"
 SPEC = ROOT / "spec" / "responses"

@@ -11,11 +11,13 @@ import typing
 from typing import Any, get_args, get_origin
 
 import pytest
-from conftest import ROOT, SHARED, require
-from harmony_responses import types as T
-from harmony_responses.types import _models
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from harmony_responses import types as T
+from harmony_responses.types import _models
+
+from conftest import ROOT, SHARED, require
 
 OPENAPI = SHARED / "openresponses" / "openapi.json"
 SCHEMAS = ROOT / "spec" / "responses" / "schemas"

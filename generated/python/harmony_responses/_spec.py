@@ -97,6 +97,8 @@ HEADER_CONTENT_TYPE_SEPARATOR: str = " "
 
 HEADER_FUNCTION_NAMESPACE: str = "functions"
 
+HEADER_JSON_CONTENT_TYPE: str = "json"
+
 SYSTEM_DEFAULT_MODEL_IDENTITY: str = "You are ChatGPT, a large language model trained by OpenAI."
 
 SYSTEM_DEFAULT_REASONING_EFFORT: str = "Medium"
@@ -128,6 +130,12 @@ SYS_CHANNEL_REQUIRED: str = " Channel must be included for every message."
 SYS_FUNCTION_CHANNEL_NOTE: str = "Calls to these tools must go to the commentary channel: 'functions'."
 
 DEV_INSTRUCTIONS_HEADING: str = "# Instructions"
+
+DEV_RESPONSE_FORMATS_HEADING: str = "# Response Formats"
+
+DEV_RESPONSE_FORMAT_NAME: str = "## {name}"
+
+DEV_RESPONSE_FORMAT_DESCRIPTION: str = "// {description}"
 
 TOOLS_HEADING: str = "# Tools"
 
