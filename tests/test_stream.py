@@ -290,6 +290,21 @@ def test_lenient_rule(
             parse_text(encoding, text, role, "strict", tools)
 
 
+def test_empty_channel_before_a_recipient_keeps_the_recipient(encoding: HarmonyEncoding) -> None:
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+    events = parser.feed_text("<|channel|> to=functions.f<|message|>{}<|call|>") + parser.close()
+    (end,) = [e for e in events if isinstance(e, MessageEnd)]
+    assert (end.message.channel, end.message.recipient) == (None, "functions.f")
+    assert [e.rule for e in events if isinstance(e, Recovered)] == ["empty_channel"]
+
+
+def test_restarted_header_forgets_the_prompt_role(encoding: HarmonyEncoding) -> None:
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+    events = parser.feed_text("<|start|>user<|start|>assistant<|channel|>final<|message|>x<|end|>") + parser.close()
+    texts = [e.text for e in events if isinstance(e, Recovered)]
+    assert texts == ["", "user"]
+
+
 def test_lenient_carries_the_text_it_sets_aside(encoding: HarmonyEncoding) -> None:
     parser = HarmonyStreamParser(encoding, None, "lenient")
     events = parser.feed_text(f"junk before{A}<|channel|>final<|message|>x<|end|> and after") + parser.close()
@@ -387,6 +402,16 @@ def test_cli_parse_text_and_tokens(encoding: HarmonyEncoding) -> None:
     events = _cli("parse", "-", "--events", stdin=text)
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     assert types == ["message_start", "content_delta", "message_end"] * 2
+
+
+def test_cli_parse_file_with_a_final_newline(tmp_path: Any) -> None:
+    path = tmp_path / "completion.txt"
+    path.write_text("<|channel|>final<|message|>Hi\n<|end|>\n", encoding="utf-8")
+    run = _cli("parse", str(path))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["content"] == [{"type": "text", "text": "Hi\n"}]
+    missing = _cli("parse", str(tmp_path / "nope.txt"))
+    assert missing.returncode == 2 and "cannot read file" in missing.stderr
 
 
 def test_cli_parse_modes_and_errors() -> None:

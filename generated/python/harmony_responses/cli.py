@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import _spec
 from .encoding import load_harmony_encoding
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
@@ -130,6 +131,9 @@ def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
+_STOP_SPELLINGS = tuple(s for s, i in _spec.NAMED_TOKENS.items() if i in _spec.STOP_TOKENS)
+
+
 def _event_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": event.type}
     for key in event.__dataclass_fields__:
@@ -156,6 +160,8 @@ def _parse(args: argparse.Namespace) -> int:
             text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
         except OSError as exc:
             raise InputError(args.file, "$", f"cannot read file ({exc.strerror})") from None
+        if text.endswith("\n") and text[:-1].endswith(_STOP_SPELLINGS):
+            text = text[:-1]  # the newline a file ends with is not part of the completion
         events = parser.feed_text(text)
     events += parser.close()
     for event in events:

@@ -415,7 +415,7 @@ class HarmonyStreamParser:
         self._seen_control = True
         region = self._region
         if region == "body":
-            if term in _STOP_TERMINALS:
+            if term in self._parser.expected():  # a terminator
                 self._parser.feed_token(term)
                 self._end_message(_STOP_TERMINALS[term])
             else:  # the grammar takes no other control token in a body: it is text
@@ -492,7 +492,12 @@ class HarmonyStreamParser:
         except GrammarError as exc:
             if not self._lenient:
                 raise HarmonyParseError(f"header word {word!r}: {exc}", self._pos, self._unit) from None
-            if term == "TO" and self._header_has("TO"):
+            if self._header_terms[-1:] == [_T_CHANNEL]:
+                self._recover("empty_channel", "no word after the channel marker")
+                parser.feed_token("WORD", ("WORD", ""))
+                self._header_terms.append("WORD")
+                self._header_word(word)
+            elif term == "TO" and self._header_has("TO"):
                 self._recover("doubled_recipient", f"second recipient {word!r} dropped", word)
             else:
                 self._recover("stray_header_word", f"{word!r} has no place in the header", word)
@@ -543,6 +548,7 @@ class HarmonyStreamParser:
             self._parser.feed_token(term)
             self._header_words = []
             self._header_terms = []
+            self._header_virtual = False
             return
         if expected == frozenset({"WORD"}) and self._header_terms[-1:] == [_T_CHANNEL]:
             self._recover("empty_channel", "no word after the channel marker")
