@@ -154,6 +154,24 @@ def test_every_rule_is_tested() -> None:
     assert tested == set(RECOVERY_RULES)
 
 
+def test_memory_is_bounded_by_the_current_message(encoding: HarmonyEncoding) -> None:
+    import tracemalloc
+
+    message = "<|start|>assistant<|channel|>analysis<|message|>" + "thinking " * 50 + "<|end|>"
+
+    def peak(count: int) -> int:
+        parser = HarmonyStreamParser(encoding, None)
+        parser.feed_text(message)  # warm the caches
+        tracemalloc.start()
+        for _ in range(count):
+            parser.feed_text(message)
+        result = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return result
+
+    assert peak(2000) < 2 * peak(200) + 64_000
+
+
 def test_events_in_order(encoding: HarmonyEncoding) -> None:
     parser = HarmonyStreamParser(encoding, None)
     events = parser.feed_text("<|start|>assistant<|channel|>commentary to=functions.f json<|message|>")
