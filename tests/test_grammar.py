@@ -6,47 +6,18 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from corpus_tool import CORPUS, ERROR, CorpusCase, dump_corpus, load_all, load_corpus, update
 
-from harmony_responses import HarmonyEncoding, HarmonyParseError, parse_text
+from harmony_responses import HarmonyEncoding, HarmonyParseError, parse_text, parse_tokens
 from harmony_responses import _grammar as tables
 from harmony_responses.lalr import GrammarError, IncrementalParser
 
 from conftest import ROOT
 
-CORPUS = ROOT / "tests" / "corpus"
-RULER = "=" * 80
-
-
-@dataclass(frozen=True)
-class CorpusCase:
-    file: str
-    name: str
-    options: dict[str, str]
-    input: str
-    expected: list[str]  # JSON lines of messages, or one "ERROR: ..." line
-
-
-def load_corpus(path: Path) -> list[CorpusCase]:
-    """tree-sitter style: a ruler, the name (and `:key=value` options), a ruler, input, `---`, expected."""
-    cases = []
-    blocks = path.read_text(encoding="utf-8").split(RULER + "\n")
-    if blocks[0].strip():
-        raise ValueError(f"{path.name}: text before the first case")
-    for head, body in zip(blocks[1::2], blocks[2::2], strict=True):
-        lines = head.strip().splitlines()
-        options = dict(line[1:].split("=", 1) for line in lines[1:])
-        source, sep, expected = body.partition("\n---\n")
-        if not sep:
-            raise ValueError(f"{path.name}: case {lines[0]!r} has no --- line")
-        cases.append(CorpusCase(path.name, lines[0], options, source, [x for x in expected.strip().splitlines() if x]))
-    return cases
-
-
-CASES = [case for path in sorted(CORPUS.glob("*.txt")) for case in load_corpus(path)]
+CASES = load_all()
 
 
 def test_corpus_is_there() -> None:
@@ -54,25 +25,34 @@ def test_corpus_is_there() -> None:
     assert {c.file for c in CASES} == {"envelope.txt", "header.txt", "lenient.txt"}
 
 
+def test_corpus_files_are_in_canonical_form() -> None:
+    """What `tests/corpus_tool.py --update` writes is what is there: the reader and writer agree."""
+    for path in sorted(CORPUS.glob("*.txt")):
+        assert dump_corpus(load_corpus(path)) == path.read_text(encoding="utf-8"), path.name
+
+
+def test_update_rewrites_expectations_and_refuses_errors(tmp_path: Path) -> None:
+    stale = CorpusCase("a.txt", "stale", (), "<|channel|>final<|message|>Hi<|end|>", ("{}",))
+    broken = CorpusCase("a.txt", "broken", (), "<|channel|>final", ("{}",))
+    (tmp_path / "a.txt").write_text(dump_corpus([stale, broken]), encoding="utf-8")
+    assert update(tmp_path) == 1
+    stale_now, broken_now = load_corpus(tmp_path / "a.txt")
+    assert [json.loads(line)["terminator"] for line in stale_now.expected] == ["end"]
+    assert broken_now == broken
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.file}:{c.name}" for c in CASES])
 def test_corpus(encoding: HarmonyEncoding, case: CorpusCase) -> None:
-    role = case.options.get("role", "assistant")
-    mode = case.options.get("mode", "strict")
-    tools = case.options["tools"].split(",") if "tools" in case.options else None
-    args = (encoding, case.input, None if role == "none" else role, mode, tools)
-    if case.expected and case.expected[0].startswith("ERROR: "):
+    args = case.parse_args()
+    if case.expects_error:
         with pytest.raises(HarmonyParseError) as info:
-            parse_text(*args)  # type: ignore[arg-type]
-        assert case.expected[0].removeprefix("ERROR: ") in str(info.value)
+            parse_text(encoding, case.input, **args)
+        assert case.expected[0].removeprefix(ERROR) in str(info.value)
         return
-    got = [m.to_dict() for m in parse_text(*args)]  # type: ignore[arg-type]
+    got = [m.to_dict() for m in parse_text(encoding, case.input, **args)]
     assert got == [json.loads(line) for line in case.expected]
-    # the same completion as token ids gives the same messages
     tokens = encoding.encode(case.input, allowed_special="all")
-    again = [m.to_dict() for m in parse_text(*args)]  # type: ignore[arg-type]
-    from harmony_responses import parse_tokens
-
-    assert [m.to_dict() for m in parse_tokens(encoding, tokens, *args[2:])] == again  # type: ignore[arg-type]
+    assert [m.to_dict() for m in parse_tokens(encoding, tokens, **args)] == got, "token input disagrees"
 
 
 # -- the tables -----------------------------------------------------------------------------------
