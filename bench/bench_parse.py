@@ -30,6 +30,7 @@ from harmony_responses import (  # noqa: E402
     Role,
     StreamableParser,
     load_harmony_encoding,
+    parse_tokens,
 )
 
 
@@ -132,6 +133,7 @@ def main() -> None:
     t_all = best(lambda: ours_enc.parse_messages_from_completion_tokens(tokens, None), r)
     t_text = best(lambda: ours_feed_text(pieces), r)
     t_tok = best(lambda: ours_feed_tokens(tokens), r)
+    t_parse_tokens = best(lambda: parse_tokens(ours_enc, tokens, None), r)
     us = 1e6 / n
     print(f"completion: {n} tokens")
     print(f"reference StreamableParser.process    {t_ref * us:7.3f} us/token")
@@ -148,6 +150,11 @@ def main() -> None:
     print(
         f"ours      HarmonyStreamParser.feed_tokens, one token a call      {t_tok * us:7.3f} us/token   "
         f"ratio {t_ref / t_tok:5.2f}x vs reference process"
+    )
+
+    print(
+        f"ours      parse_tokens (event API, whole list)               {t_parse_tokens * us:7.3f} us/token   "
+        f"ratio {t_ref_all / t_parse_tokens:5.2f}x vs reference parse_messages"
     )
 
     big = tokens * 10
