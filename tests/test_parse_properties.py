@@ -11,11 +11,14 @@ from harmony_responses import (
     Author,
     ContentDelta,
     HarmonyEncoding,
+    HarmonyParseError,
     HarmonyStreamParser,
     Message,
     MessageEnd,
+    Recovered,
     Role,
     TextContent,
+    parse_text,
     parse_tokens,
 )
 from harmony_responses.stream import Event
@@ -112,3 +115,21 @@ def test_lenient_never_raises_on_text(
         events += parser.feed_text(text[last:point])
         last = point
     _deltas_ok(events + parser.close())
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(body_text, st.sampled_from(SPELLINGS + ["assistant", " to=functions.f", "final", " json"]))),
+    st.sampled_from([None, "assistant"]),
+)
+def test_strict_raises_only_typed_errors(encoding: HarmonyEncoding, pieces: list[str], role: str | None) -> None:
+    text = "".join(pieces)
+    try:
+        by_text = parse_text(encoding, text, role)
+    except HarmonyParseError as exc:
+        assert exc.position >= 0 and exc.unit == "character"
+        return
+    lenient = HarmonyStreamParser(encoding, role, "lenient")
+    events = lenient.feed_text(text) + lenient.close()
+    if not any(isinstance(e, Recovered) for e in events):  # nothing to repair: lenient reads it as strict does
+        assert [e.message for e in events if isinstance(e, MessageEnd)] == by_text
