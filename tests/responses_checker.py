@@ -1,0 +1,150 @@
+"""Test helpers: schema validation against the upstream OpenAPI document, and an event-order checker.
+
+The ordering rules are those of ../shared/docs/open-responses-notes.md ("Streaming"). `check_stream`
+takes events as JSON dicts (what a client sees) and raises `AssertionError` naming the first broken rule.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from conftest import SHARED, require
+
+OPENAPI = SHARED / "openresponses" / "openapi.json"
+TERMINAL = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}
+TEXT_KINDS = {
+    "message": ("output_text", "output_text"),
+    "reasoning": ("reasoning_text", "reasoning"),
+}  # item type → (content part type, event kind in response.<kind>.delta)
+
+
+@cache
+def document() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(require(OPENAPI).read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def component_validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator({**document(), "$ref": f"#/components/schemas/{name}"})
+
+
+@cache
+def stream_validator() -> Draft202012Validator:
+    post = document()["paths"]["/responses"]["post"]
+    return Draft202012Validator({**document(), **post["responses"]["200"]["content"]["text/event-stream"]["schema"]})
+
+
+def is_extension(item: Any) -> bool:
+    return isinstance(item, dict) and ":" in str(item.get("type", ""))
+
+
+def _strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
+    """Vendor-prefixed items are outside the spec's closed unions: validate everything around them."""
+    out = dict(data)
+    if "response" in out:
+        response = dict(out["response"])
+        response["output"] = [i for i in response["output"] if not is_extension(i)]
+        out["response"] = response
+    if "output" in out:
+        out["output"] = [i for i in out["output"] if not is_extension(i)]
+    return out
+
+
+def assert_valid_event(event: dict[str, Any]) -> None:
+    if is_extension(event.get("item")):
+        return
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in stream_validator().iter_errors(_strip_extensions(event))]
+    assert not errors, f"{event['type']} #{event.get('sequence_number')}: {errors[:3]}"
+
+
+def assert_valid_response(response: dict[str, Any]) -> None:
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}"
+        for e in component_validator("ResponseResource").iter_errors(_strip_extensions(response))
+    ]
+    assert not errors, errors[:3]
+
+
+def check_stream(events: list[dict[str, Any]]) -> None:
+    """Assert the ordering rules; every event is also validated against the spec."""
+    assert events, "empty stream"
+    for n, event in enumerate(events):
+        assert event.get("sequence_number") == n, f"event {n} has sequence_number {event.get('sequence_number')}"
+        assert_valid_event(event)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "response.created", kinds[0]
+    assert events[0]["response"]["status"] in ("in_progress", "queued")
+    assert kinds[1] == "response.in_progress", kinds[1]
+    terminal_at = [i for i, k in enumerate(kinds) if k in TERMINAL]
+    assert terminal_at == [len(events) - 1], f"exactly one terminal event, last: {terminal_at}"
+    final = events[-1]
+    assert final["response"]["status"] == TERMINAL[final["type"]]
+    if "error" in kinds:
+        at = kinds.index("error")
+        assert kinds[at + 1 :] == ["response.failed"], "an error event is followed by response.failed only"
+    body = events[2:-1]
+    if body and body[-1]["type"] == "error":
+        body = body[:-1]
+    items: list[dict[str, Any]] = []
+    i = 0
+    while i < len(body):
+        added = body[i]
+        assert added["type"] == "response.output_item.added", f"#{added['sequence_number']}: {added['type']}"
+        index = added["output_index"]
+        assert index == len(items), f"output_index {index}, expected {len(items)}"
+        item = added["item"]
+        item_id = item["id"]
+        assert item.get("status", "in_progress") == "in_progress"
+        kind = item["type"]
+        i += 1
+        if kind in TEXT_KINDS:
+            assert item.get("content") in ([], None), "added items have no content yet"
+            part_type, event_kind = TEXT_KINDS[kind]
+            if i < len(body) and body[i]["type"] == "response.content_part.added":
+                part = body[i]
+                assert (part["item_id"], part["output_index"], part["content_index"]) == (item_id, index, 0)
+                assert part["part"]["type"] == part_type and part["part"]["text"] == ""
+                i += 1
+                text = ""
+                while i < len(body) and body[i]["type"] == f"response.{event_kind}.delta":
+                    assert (body[i]["item_id"], body[i]["output_index"]) == (item_id, index)
+                    text += body[i]["delta"]
+                    i += 1
+                if i == len(body):  # cut by a failure
+                    break
+                done = body[i]
+                assert done["type"] == f"response.{event_kind}.done", done["type"]
+                assert done["text"] == text, "done text is the deltas joined"
+                assert body[i + 1]["type"] == "response.content_part.done"
+                assert body[i + 1]["part"]["text"] == text
+                i += 2
+        elif kind == "function_call":
+            assert item["arguments"] == "" and item["status"] == "in_progress"
+            args = ""
+            while i < len(body) and body[i]["type"] == "response.function_call_arguments.delta":
+                assert (body[i]["item_id"], body[i]["output_index"]) == (item_id, index)
+                args += body[i]["delta"]
+                i += 1
+            if i == len(body):
+                break
+            assert body[i]["type"] == "response.function_call_arguments.done", body[i]["type"]
+            assert body[i]["arguments"] == args
+            i += 1
+        if i == len(body):
+            break
+        done_item = body[i]
+        assert done_item["type"] == "response.output_item.done", done_item["type"]
+        assert done_item["output_index"] == index and done_item["item"]["id"] == item_id
+        items.append(done_item["item"])
+        i += 1
+    output = final["response"]["output"]
+    assert output[: len(items)] == items, "the terminal response holds the finished items"
+    if final["type"] == "response.completed":
+        assert len(output) == len(items)
+    if final["type"] == "response.incomplete":
+        assert final["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
