@@ -76,7 +76,9 @@ def test_constrained_tool_calls(encoding: HarmonyEncoding, text: str, body: str)
 def test_constrained_final_without_recipient(encoding: HarmonyEncoding) -> None:
     text = '<|start|>assistant<|channel|>final <|constrain|>json<|message|>{"result":true}<|return|>'
     parser, _ = _stream(encoding, encoding.encode(text, allowed_special="all"))
-    assert parser.messages == [M(A, '{"result":true}').with_channel("final").with_content_type("<|constrain|>json")]
+    # openai-harmony 0.0.8 reads the lone constrained word as the recipient (a known reference defect, see
+    # harmony-notes.md); the event API (parse_text/parse_tokens) reads it as the content type.
+    assert parser.messages == [M(A, '{"result":true}').with_channel("final").with_recipient("<|constrain|>json")]
 
 
 MISSING_MESSAGE_TOKEN = [

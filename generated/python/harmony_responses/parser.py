@@ -50,8 +50,11 @@ class ParsedHeader:
         self.content_type = content_type
 
     def to_dict(self) -> dict[str, Any]:
+        author: dict[str, Any] = {"role": self.author.role.value}
+        if self.author.name is not None:  # the reference leaves an absent name out
+            author["name"] = self.author.name
         return {
-            "author": {"role": self.author.role.value, "name": self.author.name},
+            "author": author,
             "recipient": self.recipient,
             "channel": self.channel,
             "content_type": self.content_type,
@@ -125,7 +128,7 @@ def parse_header_text(
         last = parts.pop()
         if last.startswith(_TO):
             recipient = last[len(_TO) :]
-        elif count == 1 and not last.startswith(_CONSTRAIN):
+        elif count == 1:
             recipient = last
         else:
             content_type = last
@@ -264,15 +267,16 @@ class StreamableParser:
         except UnicodeDecodeError as exc:
             delta = pending[: exc.start].decode("utf-8")
             rest = pending[exc.start :]
-            if exc.reason == "unexpected end of data":
-                self._undecoded_bytes = rest
-                self._last_delta = None
-            else:
-                delta += REPLACEMENT
-                self._undecoded_bytes = rest[exc.end - exc.start :]
             if delta:
                 self._deltas.append(delta)
-                self._last_delta = delta
+            if exc.reason == "unexpected end of data":
+                self._undecoded_bytes = rest
+                self._last_delta = delta or None
+            else:
+                # the reference keeps the replacement as a piece of its own (state_data re-encodes pieces)
+                self._deltas.append(REPLACEMENT)
+                self._undecoded_bytes = rest[exc.end - exc.start :]
+                self._last_delta = delta + REPLACEMENT
             return
         self._undecoded_bytes = b""
         self._deltas.append(text)
@@ -348,7 +352,7 @@ class StreamableParser:
             return {"state": "Header", "header_tokens": list(self._header_tokens)}
         if self._state is StreamState.CONTENT and self._header is not None:
             content_tokens: list[int] = []
-            for delta in self._deltas:
+            for delta in self._deltas:  # the reference re-encodes each decoded delta
                 content_tokens += self._encoding._ordinary(delta)
             return {"state": "Content", "header": self._header.to_dict(), "content_tokens": content_tokens}
         return {"state": "ExpectStart"}
