@@ -198,6 +198,17 @@ def test_strict_errors_name_what_and_where(encoding: HarmonyEncoding) -> None:
         parse_tokens(encoding, [200005, 17196, 200008, 999999999])
 
 
+def test_header_errors_point_at_the_word(encoding: HarmonyEncoding) -> None:
+    text = "<|channel|>final json extra<|message|>x<|end|>"
+    with pytest.raises(HarmonyParseError) as by_text:
+        parse_text(encoding, text)
+    assert by_text.value.unit == "character" and text[by_text.value.position :].startswith("extra")
+    tokens = encoding.encode(text, allowed_special="all")
+    with pytest.raises(HarmonyParseError) as by_tokens:
+        parse_tokens(encoding, tokens)
+    assert by_tokens.value.unit == "token" and encoding.decode([tokens[by_tokens.value.position]]) == " extra"
+
+
 def test_bad_mode(encoding: HarmonyEncoding) -> None:
     with pytest.raises(ValueError, match="mode"):
         HarmonyStreamParser(encoding, mode="loose")  # type: ignore[arg-type]

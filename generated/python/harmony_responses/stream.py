@@ -15,7 +15,9 @@ be placed in a message is carried by a `Recovered` event.
 
 from __future__ import annotations
 
+import bisect
 import codecs
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +53,7 @@ _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _FUNCTIONS = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _ROLES = {role.value: role for role in Role}
 _CHANNELS = (_spec.CHANNEL_ANALYSIS, _spec.CHANNEL_COMMENTARY, _spec.CHANNEL_FINAL)
+_WORD_RE = re.compile(r"\S+")
 _CONTROL_RE = re.compile("|".join(re.escape(s) for s in sorted(_SPELLING_TERMINAL, key=len, reverse=True)))
 _PREFIXES = frozenset(s[:i] for s in _SPELLING_TERMINAL for i in range(1, len(s)))
 _MAX_PREFIX = max(len(s) for s in _SPELLING_TERMINAL) - 1
@@ -236,6 +239,7 @@ class HarmonyStreamParser:
         self._index = 0
         self._region = "outside"  # outside | header | body | stopped
         self._header_text: list[str] = []
+        self._header_pos: list[int] = []  # where each piece of header text began
         self._header_words: list[str] = []
         self._header_terms: list[str] = []
         self._header_virtual = False
@@ -400,6 +404,7 @@ class HarmonyStreamParser:
             self._out.append(ContentDelta(self._index, text))
         elif region == "header":
             self._header_text.append(text)
+            self._header_pos.append(self._pos)
         else:
             if not self._junk:
                 self._junk_pos = self._pos
@@ -465,10 +470,16 @@ class HarmonyStreamParser:
     def _header_words_flush(self) -> None:
         if not self._header_text:
             return
-        words = "".join(self._header_text).split()
-        self._header_text = []
-        for word in words:
-            self._header_word(word)
+        pieces, starts = self._header_text, self._header_pos
+        self._header_text, self._header_pos = [], []
+        ends = list(itertools.accumulate(len(piece) for piece in pieces))
+        control_pos = self._pos
+        for match in _WORD_RE.finditer("".join(pieces)):
+            index = bisect.bisect_right(ends, match.start())
+            offset = match.start() - (ends[index - 1] if index else 0)
+            self._pos = starts[index] + (offset if self._unit == "character" else 0)
+            self._header_word(match.group())
+        self._pos = control_pos
 
     def _classify(self, word: str) -> str:
         if word in _ROLES and "ROLE" in self._parser.expected():
@@ -706,6 +717,7 @@ class HarmonyStreamParser:
     def _stripped_fallback(self) -> bool:
         """`analysis…assistantfinal…`: special tokens were stripped by the server; split on channel words."""
         text = "".join(self._junk) + "".join(self._header_text)
+        self._header_pos = []
         matches = list(_STRIPPED_RE.finditer(text))
         if not matches or matches[0].start() != 0:
             return False
@@ -729,7 +741,7 @@ class HarmonyStreamParser:
     def _unstructured_text(self) -> None:
         """No control token and no channel words: the whole text is the body of the expected message."""
         text = "".join(self._header_text)
-        self._header_text = []
+        self._header_text, self._header_pos = [], []
         role = self._role or Role.ASSISTANT
         self._recover("unstructured_text", "no control tokens: the text is the message body", "", 0)
         self._out.append(MessageStart(self._index, role, None, None, None, None))
