@@ -32,6 +32,7 @@ typecheck: venv
 
 run: generate
 	$(BIN)/harmony-responses render examples/conversation.json --next-role assistant
+	$(BIN)/harmony-responses respond --request examples/responses/request.json --completion examples/responses/completion.txt --stream
 
 test: check lint typecheck
 	$(BIN)/python -m pytest

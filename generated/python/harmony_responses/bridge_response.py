@@ -67,6 +67,7 @@ _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _SPECIAL_OPEN = "<|"
 _CONSTRAIN = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CONSTRAIN)
+_CONTENT = StreamState.CONTENT
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)  # <|call|>, <|return|>: sampling stops
 EXTENSION_TOOL_CALL = "harmony:tool_call"  # the vendor-prefixed item type for non-function tool calls
 IdFactory = Callable[[str], str]
@@ -107,6 +108,52 @@ def tokens_from_text(chunks: Iterable[str], encoding: HarmonyEncoding) -> Iterat
         yield from encoding.encode(pending, allowed_special="all")
 
 
+_DELTA_EVENTS: dict[str, type[StreamingEvent]] = {
+    "message": ResponseOutputTextDeltaStreamingEvent,
+    "reasoning": ResponseReasoningDeltaStreamingEvent,
+    "function_call": ResponseFunctionCallArgumentsDeltaStreamingEvent,
+}
+_DELTA_TYPE_NAMES: dict[type[StreamingEvent], str] = {
+    cls: cls.model_fields["type"].default for cls in _DELTA_EVENTS.values()
+}
+_OPTIONAL_NONE = {
+    cls: {name: None for name, f in cls.model_fields.items() if not f.is_required() and f.default is None}
+    for cls in _DELTA_EVENTS.values()
+}
+
+
+class _DeltaFactory:
+    """Builds one item's delta events without validation (the values come from the parser, already typed).
+
+    An event is equal to `cls(**values)`: same fields, fields-set and (empty) extras. Streaming creates
+    one per token, where validating would cost more than parsing the token.
+    """
+
+    __slots__ = ("cls", "template", "fields_set")
+
+    def __init__(self, cls: type[StreamingEvent], item_id: str, output_index: int) -> None:
+        self.cls = cls
+        values: dict[str, Any] = {"type": _DELTA_TYPE_NAMES[cls], "sequence_number": 0, "item_id": item_id,
+                                  "output_index": output_index}  # fmt: skip
+        if "content_index" in cls.model_fields:
+            values["content_index"] = 0
+        values["delta"] = ""
+        self.fields_set = frozenset(values)
+        self.template = {**values, **_OPTIONAL_NONE[cls]}
+
+    def __call__(self, sequence_number: int, delta: str) -> StreamingEvent:
+        cls = self.cls
+        event = cls.__new__(cls)
+        values = self.template.copy()
+        values["sequence_number"] = sequence_number
+        values["delta"] = delta
+        object.__setattr__(event, "__dict__", values)
+        object.__setattr__(event, "__pydantic_fields_set__", set(self.fields_set))
+        object.__setattr__(event, "__pydantic_extra__", {})
+        object.__setattr__(event, "__pydantic_private__", None)
+        return event
+
+
 @dataclass
 class _Item:
     kind: ItemKind
@@ -117,6 +164,7 @@ class _Item:
     call_id: str | None = None
     name: str | None = None
     text: list[str] = field(default_factory=list)
+    delta: _DeltaFactory | None = None
 
     def body(self, status: Status) -> Any:
         text = "".join(self.text)
@@ -244,6 +292,9 @@ class ResponseStreamer:
     """Turns completion tokens into Open Responses events; `feed(token)` and `finish()` return events.
 
     `input_tokens` is the prompt's length, for `usage`. Events carry one `sequence_number` counter.
+    `role=None` reads a completion that starts with its own `<|start|>`; `stop_at_turn_end=False` keeps
+    reading after `<|call|>`/`<|return|>` (a whole transcript; messages not by the assistant become
+    `harmony:tool_call` items too, with their recipient).
     """
 
     def __init__(
@@ -257,8 +308,11 @@ class ResponseStreamer:
         created_at: int | None = None,
         ids: IdFactory = random_id,
         clock: Callable[[], float] = time.time,
+        role: Role | None = Role.ASSISTANT,
+        stop_at_turn_end: bool = True,
     ) -> None:
-        self._parser = StreamableParser(encoding, Role.ASSISTANT)
+        self._parser = StreamableParser(encoding, role)
+        self._stop_at_turn_end = stop_at_turn_end
         self._request = request
         self._model = model
         self._ids = ids
@@ -326,13 +380,18 @@ class ResponseStreamer:
             item = _Item("function_call", self._ids("fc"), index, channel, recipient)
             item.call_id = self._ids("call")
             item.name = recipient[len(_FUNCTIONS_PREFIX) :]
-        elif recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT:
+        elif p.current_role not in (Role.ASSISTANT, None) or (
+            recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT
+        ):
             item = _Item("extension", self._ids("htc"), index, channel, recipient)
         elif channel == _spec.CHANNEL_ANALYSIS:
             item = _Item("reasoning", self._ids("rs"), index, channel, recipient)
         else:
             item = _Item("message", self._ids("msg"), index, channel, recipient)
         self._item = item
+        cls = _DELTA_EVENTS.get(item.kind)
+        if cls is not None:
+            item.delta = _DeltaFactory(cls, item.id, index)
         out.append(
             ResponseOutputItemAddedStreamingEvent(
                 sequence_number=self._n(), output_index=index, item=item.body("in_progress")
@@ -354,27 +413,11 @@ class ResponseStreamer:
         item = self._item
         assert item is not None
         item.text.append(delta)
-        kind = item.kind
-        if kind == "message":
-            out.append(
-                ResponseOutputTextDeltaStreamingEvent.model_construct(
-                    sequence_number=self._n(), item_id=item.id, output_index=item.output_index, content_index=0,
-                    delta=delta,
-                )
-            )  # fmt: skip
-        elif kind == "reasoning":
-            out.append(
-                ResponseReasoningDeltaStreamingEvent.model_construct(
-                    sequence_number=self._n(), item_id=item.id, output_index=item.output_index, content_index=0,
-                    delta=delta,
-                )
-            )  # fmt: skip
-        elif kind == "function_call":
-            out.append(
-                ResponseFunctionCallArgumentsDeltaStreamingEvent.model_construct(
-                    sequence_number=self._n(), item_id=item.id, output_index=item.output_index, delta=delta
-                )
-            )
+        make = item.delta
+        if make is not None:  # extension items carry their text in output_item.done only
+            n = self._seq
+            self._seq = n + 1
+            out.append(make(n, delta))
 
     def _close(self, status: Status, out: list[StreamingEvent]) -> None:
         item = self._item
@@ -424,18 +467,18 @@ class ResponseStreamer:
             return []  # after <|call|> or <|return|> the model's turn is over: later tokens are not output
         out = self.start() if not self._started else []
         p = self._parser
-        before = p.state
-        count = len(p.messages)
+        before = p._state
         try:
             p.process(token)
         except HarmonyError as exc:
             return out + self._fail(str(exc))
         self._output_tokens += 1
-        after = p.state
-        if self._item is not None and self._item.kind == "reasoning":
+        after = p._state
+        item = self._item
+        if item is not None and item.kind == "reasoning":
             self._reasoning_tokens += 1
-        if after is StreamState.CONTENT:
-            if before is not StreamState.CONTENT:
+        if after is _CONTENT:
+            if before is not _CONTENT:
                 self._open(out)
                 if self._item is not None and self._item.kind == "reasoning":
                     self._reasoning_tokens += 1  # the token that opened the body
@@ -443,9 +486,9 @@ class ResponseStreamer:
                 delta = p.last_content_delta
                 if delta:
                     self._delta(delta, out)
-        elif len(p.messages) > count and self._item is not None:
+        elif before is _CONTENT and item is not None:  # a stop token ended the body
             self._close("completed", out)
-            self._turn_over = token in _TURN_ENDS
+            self._turn_over = self._stop_at_turn_end and token in _TURN_ENDS
         return out
 
     def _fail(self, message: str) -> list[StreamingEvent]:
@@ -534,10 +577,28 @@ OPENAI_REASONING_EVENTS = {
 }
 _FROM_OPENAI = {v: k for k, v in OPENAI_REASONING_EVENTS.items()}
 DONE = "[DONE]"
+_q = json.encoder.encode_basestring
+
+
+
+_DELTA_TYPES = frozenset(_DELTA_EVENTS.values())
 
 
 def event_json(event: StreamingEvent) -> str:
-    """One event's JSON body, on one line."""
+    """One event's JSON body, on one line (delta events, the bulk of a stream, by a fast path)."""
+    if type(event) in _DELTA_TYPES and not event.__pydantic_extra__:
+        fields_set = event.__pydantic_fields_set__
+        d = event.__dict__
+        if "logprobs" in fields_set or "obfuscation" in fields_set:
+            return event.model_dump_json()
+        content = ',"content_index":' + str(d["content_index"]) if "content_index" in d else ""
+        return "".join(
+            (
+                '{"type":"', d["type"], '","sequence_number":', str(d["sequence_number"]), ',"item_id":',
+                _q(d["item_id"]), ',"output_index":', str(d["output_index"]), content, ',"delta":', _q(d["delta"]),
+                "}",
+            )
+        )  # fmt: skip
     return event.model_dump_json()
 
 

@@ -15,6 +15,7 @@ from . import _spec
 from .encoding import load_harmony_encoding
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
+from .respond import add_respond_parser
 from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage
 from .tool_namespace import render_tool_namespace
 
@@ -200,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--tool", action="append", help="a declared function name (repeatable; lenient repairs)")
     parse.add_argument("--events", action="store_true", help="print the event stream instead of the messages")
     parse.set_defaults(func=_parse)
+    add_respond_parser(sub)
     return parser
 
 
