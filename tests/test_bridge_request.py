@@ -156,3 +156,17 @@ def test_function_output_parts_other_than_text_are_refused() -> None:
     with pytest.raises(RequestError) as caught:
         request_to_conversation(parse_request(raw))
     assert (caught.value.code, caught.value.param) == ("unsupported_content", "input[1].output[0]")
+
+
+def test_a_given_system_content_keeps_its_effort_unless_the_request_names_one(encoding: HarmonyEncoding) -> None:
+    from harmony_responses import ReasoningEffort, SystemContent
+
+    system = SystemContent.new().with_reasoning_effort(ReasoningEffort.HIGH).with_conversation_start_date("2026-11-30")
+    conversation = request_to_conversation(parse_request({"input": "hi"}), system=system)
+    text = encoding.decode_utf8(encoding.render_conversation_for_completion(conversation, Role.ASSISTANT))
+    assert "Reasoning: high" in text and "Current date: 2026-11-30" in text
+    conversation = request_to_conversation(
+        parse_request({"input": "hi", "reasoning": {"effort": "low"}}), system=system
+    )
+    text = encoding.decode_utf8(encoding.render_conversation_for_completion(conversation, Role.ASSISTANT))
+    assert "Reasoning: low" in text and "Current date: 2026-11-30" in text

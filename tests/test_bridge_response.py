@@ -183,3 +183,17 @@ def test_chat_completion_forms(encoding: HarmonyEncoding) -> None:
     answer = to_chat_completion(build_response(tokens(encoding, text2), encoding, final))
     assert answer["choices"][0]["finish_reason"] == "stop"
     assert "umbrella" in answer["choices"][0]["message"]["content"]
+
+
+def test_parse_sse_reads_crlf_and_names_bad_lines(encoding: HarmonyEncoding) -> None:
+    from harmony_responses.bridge_response import SSEError
+
+    events = events_of(encoding, tokens(encoding, "<|channel|>final<|message|>Hi<|return|>"))
+    wire = "".join(to_sse(events))
+    assert parse_sse(wire.replace("\n", "\r\n")) == events
+    with pytest.raises(SSEError, match="line 2: data is not JSON"):
+        parse_sse("event: error\ndata: {nope\n\n")
+    with pytest.raises(SSEError, match="line 1: not an SSE field"):
+        parse_sse("hello\n\n")
+    with pytest.raises(SSEError, match="differs from the body's type"):
+        parse_sse(wire.replace("event: response.created", "event: response.completed", 1))

@@ -213,12 +213,13 @@ def _assistant(text: str, channel: str) -> Message:
 def request_to_conversation(body: CreateResponseBody, system: SystemContent | None = None) -> Conversation:
     """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
 
-    `system` replaces the default system content (identity, dates); the request's reasoning effort
-    is still applied to it.
+    `system` replaces the default system content (identity, dates); a reasoning effort the request
+    names is applied to it.
     """
     sys_content = _system(body)
     if system is not None:
-        sys_content = system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort})
+        requested = body.reasoning is not None and body.reasoning.effort is not None
+        sys_content = system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
     instructions: list[str] = [body.instructions] if body.instructions else []
     turns: list[Message] = []
     call_names: dict[str, str] = {}

@@ -631,14 +631,17 @@ def parse_sse(lines: Iterable[str]) -> list[StreamingEvent]:
     events: list[StreamingEvent] = []
     name: str | None = None
     data: list[str] = []
-    text = "".join(lines)
+    text = "".join(lines).replace("\r\n", "\n")
     for number, line in enumerate(text.split("\n"), start=1):
         if line == "":
             if data:
                 payload = "\n".join(data)
                 if payload == DONE:
                     return events
-                raw = json.loads(payload)
+                try:
+                    raw = json.loads(payload)
+                except json.JSONDecodeError as exc:
+                    raise SSEError(f"line {number - 1}: data is not JSON: {exc.msg}") from exc
                 if raw.get("type") in _FROM_OPENAI:
                     raw["type"] = _FROM_OPENAI[raw["type"]]
                 if name is not None and _FROM_OPENAI.get(name, name) != raw.get("type"):
