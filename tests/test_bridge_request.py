@@ -74,6 +74,10 @@ def test_structured_output_adds_a_response_formats_section(encoding: HarmonyEnco
     text = prompt(encoding, load("structured_output"))
     assert "# Response Formats\n\n## shopping_list\n\n// Items to buy, one entry per product.\n{" in text
     assert "Reasoning: high" in text
+    bare = {**load("structured_output"), "instructions": None}
+    assert "<|start|>developer<|message|># Response Formats\n\n## shopping_list" in prompt(encoding, bare)
+    tools = {**bare, "tools": load("tools")["tools"]}
+    assert "} // namespace functions\n\n# Response Formats\n\n## shopping_list" in prompt(encoding, tools)
 
 
 def test_tool_choice_selects_what_the_prompt_offers(encoding: HarmonyEncoding) -> None:

@@ -4,7 +4,7 @@
 `request_to_conversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
 `instructions` and `system`/`developer` input messages become the developer message's instructions,
 function tools its `functions` namespace, `reasoning.effort` the system message's reasoning line,
-`text.format` (json_schema) a `# Response Formats` section; user and assistant messages, function calls,
+`text.format` (json_schema) a `# Response Formats` section closing the developer message; user and assistant messages, function calls,
 their outputs and reasoning items become messages in order. Whatever the model cannot take raises
 `RequestError`, a 400-style error that names the offending parameter; nothing is dropped silently.
 """
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from . import _spec
 from .models import (
     Author,
+    Content,
     Conversation,
     DeveloperContent,
     Message,
@@ -276,9 +277,6 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
         else:  # pragma: no cover - the union is closed
             raise RequestError("unsupported_item", f"item {type(item).__name__} is not supported", where)
     tools, _policy = _tools(body)
-    fmt = body.text.format if body.text is not None else None
-    if isinstance(fmt, JsonSchemaResponseFormatParam):
-        instructions.append(_response_format_section(fmt))
     developer = DeveloperContent.new()
     if instructions:
         developer = developer.with_instructions(_spec.SYS_SECTION_SEPARATOR.join(instructions))
@@ -293,7 +291,13 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
                 for t in tools
             ]
         )
+    contents: list[Content] = [developer] if instructions or tools else []
+    fmt = body.text.format if body.text is not None else None
+    if isinstance(fmt, JsonSchemaResponseFormatParam):
+        # The section follows whatever the developer content renders (instructions, then tools).
+        separator = _spec.SYS_SECTION_SEPARATOR if contents else ""
+        contents.append(TextContent(text=separator + _response_format_section(fmt)))
     messages = [Message.from_role_and_content(Role.SYSTEM, sys_content)]
-    if instructions or tools:
-        messages.append(Message.from_role_and_content(Role.DEVELOPER, developer))
+    if contents:
+        messages.append(Message.from_role_and_contents(Role.DEVELOPER, contents))
     return Conversation.from_messages(messages + turns)
