@@ -197,3 +197,10 @@ def test_parse_sse_reads_crlf_and_names_bad_lines(encoding: HarmonyEncoding) -> 
         parse_sse("hello\n\n")
     with pytest.raises(SSEError, match="differs from the body's type"):
         parse_sse(wire.replace("event: response.created", "event: response.completed", 1))
+
+
+def test_a_failed_stream_ends_its_chat_chunks_with_an_error_object(encoding: HarmonyEncoding) -> None:
+    events = events_of(encoding, tokens(encoding, "<|channel|>final<|message|>Hi<|end|>junk"))
+    chunks = list(chat_completion_chunks(events))
+    assert chunks[-1]["error"]["code"] == "model_output_invalid"
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])

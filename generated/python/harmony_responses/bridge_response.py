@@ -751,4 +751,6 @@ def chat_completion_chunks(events: Iterable[StreamingEvent]) -> Iterator[dict[st
             finish = "length" if done.status == "incomplete" else ("tool_calls" if calls else "stop")
             yield chunk({}, finish)
         elif isinstance(event, ResponseFailedStreamingEvent):
-            yield chunk({}, "error")
+            # Chat Completions has no failed finish reason: streams end with an error object instead.
+            error = event.response.error
+            yield {**head, "error": error.model_dump(mode="json") if error is not None else None}
