@@ -103,7 +103,12 @@ def test_rust_lines() -> None:
     assert rust_lines("") == []
     assert rust_lines("a\n") == ["a"]
     assert rust_lines("a\n\nb\r\n") == ["a", "", "b"]
-    assert rust_lines("a\r") == ["a"]
+    # only a \r that ends a line is dropped, as openai-harmony 0.0.8 renders it
+    assert rust_lines("a\r") == ["a\r"]
+    assert rust_lines("\r") == ["\r"]
+    assert rust_lines("a\r\r\nb") == ["a\r", "b"]
+    assert rust_lines("a\n\r") == ["a", "\r"]
+    assert rust_lines("\r\n") == [""]
 
 
 @pytest.mark.parametrize(

@@ -20,13 +20,15 @@ _COMMENT = _spec.TOOLS_COMMENT_PREFIX
 
 
 def rust_lines(text: str) -> list[str]:
-    """Split like Rust's `str::lines()`: on `\\n`, one trailing `\\r` dropped, no final empty line."""
+    """Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line."""
     if not text:
         return []
     parts = text.split("\n")
-    if parts[-1] == "":
-        parts.pop()
-    return [p[:-1] if p.endswith("\r") else p for p in parts]
+    last = parts.pop()
+    lines = [p[:-1] if p.endswith("\r") else p for p in parts]
+    if last:
+        lines.append(last)
+    return lines
 
 
 def _get(schema: Any, key: str) -> Any:
@@ -92,6 +94,13 @@ def _default_comment(schema: Any, default: Any) -> str:
     return f"default: {json_display(default)}"
 
 
+def _inline_default_comment(schema: Any, default: Any) -> str:
+    # A top-level oneOf variant writes an enum's string default as JSON (quoted, escaped).
+    if isinstance(default, str) and not _is_enum(schema):
+        return f'default: "{default}"'
+    return f"default: {json_display(default)}"
+
+
 def _with_nullable(variant: Any, text: str) -> str:
     if _get(variant, "nullable") is True and "null" not in text:
         return text + " | null"
@@ -108,7 +117,7 @@ def _one_of_inline(variants: list[Any], indent: str) -> str:
         if isinstance(desc, str):
             trailing.append(desc)
         if isinstance(variant, dict) and "default" in variant:
-            trailing.append(_default_comment(variant, variant["default"]))
+            trailing.append(_inline_default_comment(variant, variant["default"]))
         if trailing:
             out.append(" // " + " ".join(trailing))
     return "".join(out)
