@@ -39,6 +39,8 @@ test: check lint typecheck
 
 bench: venv
 	$(BIN)/python bench/bench_render.py
+	$(BIN)/python bench/bench_parse.py
+	$(BIN)/python bench/bench_bridge.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

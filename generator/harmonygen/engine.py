@@ -20,6 +20,7 @@ from .targets import grammar as grammar_target
 from .targets import python as python_target
 from .targets import responses as responses_target
 from .targets.base import Output
+from .tree import sync_tree
 
 MANIFEST = "MANIFEST.json"
 _IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
@@ -129,20 +130,7 @@ def write(config: Config, result: GenerateResult | None = None) -> list[str]:
     """Replace the output tree: write what changed, delete what is no longer produced."""
     result = generate(config) if result is None else result
     out_dir = config.output_dir
-    changed: list[str] = []
-    existing = _on_disk(out_dir)
-    for rel, path in existing.items():
-        if rel not in result.files:
-            path.unlink()
-            changed.append(f"removed {rel}")
-    for rel, text in result.files.items():
-        target = out_dir / rel
-        data = text.encode("utf-8")
-        if target.is_file() and target.read_bytes() == data:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        changed.append(f"wrote {rel}")
+    changed = sync_tree(out_dir, result.files, _on_disk(out_dir))
     for folder in sorted((p for p in out_dir.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
         if folder.name in _IGNORED_DIRS:
             continue

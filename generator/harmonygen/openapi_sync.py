@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .tree import sync_tree
+
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS_DIR = "schemas"
 INDEX = "index.json"
@@ -172,19 +174,10 @@ def write_sync(document_path: Path, out_dir: Path, source: str | None = None) ->
     except json.JSONDecodeError as exc:
         raise SyncError(f"{document_path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
     result = sync(document, source if source is not None else document_path.name)
-    changed = []
-    if out_dir.is_dir():
-        for path in sorted(p for p in out_dir.rglob("*.json") if p.is_file()):
-            rel = path.relative_to(out_dir).as_posix()
-            if rel not in result.files:
-                path.unlink()
-                changed.append(f"removed {rel}")
-    for rel, text in result.files.items():
-        target = out_dir / rel
-        data = text.encode("utf-8")
-        if target.is_file() and target.read_bytes() == data:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        changed.append(f"wrote {rel}")
+    existing = (
+        {p.relative_to(out_dir).as_posix(): p for p in out_dir.rglob("*.json") if p.is_file()}
+        if out_dir.is_dir()
+        else {}
+    )
+    changed = sync_tree(out_dir, result.files, existing)
     return changed
