@@ -88,11 +88,11 @@ def generate(config: Config) -> GenerateResult:
     project = load_project(config)
     env = make_env(config)
     outputs: list[Output] = []
-    python_outputs = python_target.emit(project, env, config)
-    outputs += python_outputs
-    outputs += docs_target.emit(project, env, config, python_outputs)
-    outputs += responses_target.emit(env, config)
-    outputs += grammar_target.emit(project, env, config)
+    package_outputs = python_target.emit(project, env, config)
+    package_outputs += responses_target.emit(env, config)
+    package_outputs += grammar_target.emit(project, env, config)
+    outputs += package_outputs
+    outputs += docs_target.emit(project, env, config, package_outputs)
     files: dict[str, str] = {}
     for out in outputs:
         if out.path in files:

@@ -63,6 +63,43 @@ def api_modules(python_outputs: list[Output]) -> list[ApiModule]:
     return modules
 
 
+@dataclass(frozen=True)
+class ModelDoc:
+    name: str
+    bases: str
+    fields: tuple[tuple[str, str], ...]  # (name, annotation)
+
+
+TYPES_MODULE = "python/harmony_responses/types/_models.py"
+
+
+def model_docs(outputs: list[Output]) -> tuple[list[ModelDoc], list[tuple[str, str]]]:
+    """The classes (with their fields) and the type aliases of the generated Open Responses types."""
+    source = next((o.text for o in outputs if o.path == TYPES_MODULE), None)
+    if source is None:
+        return [], []
+    classes, aliases = [], []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef):
+            fields = tuple(
+                (item.target.id, ast.unparse(item.annotation))
+                for item in node.body
+                if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.target.id != "model_config"
+            )
+            classes.append(ModelDoc(node.name, ", ".join(ast.unparse(b) for b in node.bases), fields))
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) == "TypeAliasType"
+            and len(node.value.args) == 2
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            aliases.append((node.targets[0].id, ast.unparse(node.value.args[1])))
+    return classes, aliases
+
+
 def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
     h = project.harmony
     return {
@@ -79,6 +116,8 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
         "reasoning_efforts": h.reasoning_efforts,
         "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
         "api": api_modules(python_outputs),
+        "models": model_docs(python_outputs)[0],
+        "aliases": model_docs(python_outputs)[1],
     }
 
 
@@ -89,7 +128,7 @@ def emit(project: ProjectIR, env: jinja2.Environment, config: Config, python_out
     for path in sorted(folder.glob("*.jinja")):
         name = f"docs/{path.name}"
         sources = tuple(project.harmony.sources)
-        if path.name.startswith("api."):
+        if path.name.startswith(("api.", "types.")):
             sources = tuple(sorted({s for o in python_outputs for s in o.sources}))
         outputs.append(
             Output(
