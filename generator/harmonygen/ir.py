@@ -75,6 +75,8 @@ class HarmonyIR:
     conversation: tuple[tuple[str, Any], ...]
     errors: tuple[tuple[str, str], ...]
     builtin_namespaces: tuple[NamespaceIR, ...]
+    # Harmony → Responses names, flattened: (("items_message_id_prefix", "msg"), ...)
+    mapping: tuple[tuple[str, Any], ...] = ()
 
     def format_token_ids(self) -> tuple[tuple[str, int], ...]:
         return tuple(sorted((t.format_token, t.id) for t in self.tokens if t.format_token))

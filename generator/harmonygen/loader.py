@@ -45,6 +45,21 @@ class _Doc:
 TOKENS = "spec/harmony/tokens.json"
 FORMAT = "spec/harmony/format.json"
 BUILTINS = "spec/harmony/builtin_tools.json"
+MAPPING = "spec/mapping/harmony_responses.json"
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested objects → `a_b_c` keys; an object whose keys are not identifiers stays a table."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if key.startswith("$"):
+            continue
+        name = f"{prefix}_{key}" if prefix else key
+        if isinstance(value, dict) and all(k.isidentifier() for k in value):
+            out.extend(flatten(value, name))
+        else:
+            out.append((name, value))
+    return out
 
 
 def _rel(config: Config, name: str) -> str:
@@ -55,6 +70,7 @@ def load_harmony(config: Config) -> HarmonyIR:
     tok = _Doc(config, _rel(config, TOKENS))
     fmt = _Doc(config, _rel(config, FORMAT))
     bi = _Doc(config, _rel(config, BUILTINS))
+    mapping = _Doc(config, _rel(config, MAPPING))
     enc = tok.get("encoding", kind=dict)
     ranks = tok.get("encoding", "base_ranks", kind=dict)
     encoding = EncodingIR(
@@ -97,7 +113,7 @@ def load_harmony(config: Config) -> HarmonyIR:
         )
         namespaces.append(NamespaceIR(name=ns["name"], description=ns.get("description"), tools=tools))
     return HarmonyIR(
-        sources=(tok.rel, fmt.rel, bi.rel),
+        sources=(tok.rel, fmt.rel, bi.rel, mapping.rel),
         encoding=encoding,
         tokens=tuple(tokens),
         reserved_ranges=ranges,
@@ -117,6 +133,7 @@ def load_harmony(config: Config) -> HarmonyIR:
         conversation=fmt.pairs("conversation"),
         errors=fmt.pairs("errors"),
         builtin_namespaces=tuple(namespaces),
+        mapping=tuple(flatten(mapping.get(kind=dict))),
     )
 
 

@@ -114,6 +114,8 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
         "header": dict(h.header),
         "conversation": dict(h.conversation),
         "reasoning_efforts": h.reasoning_efforts,
+        "mapping": dict(h.mapping),
+        "channels": dict(h.channels),
         "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
         "api": api_modules(python_outputs),
         "models": model_docs(python_outputs)[0],

@@ -69,6 +69,7 @@ def lower_constants(h: HarmonyIR) -> list[Constant]:
         ("TOOLS", h.tools_section, "str"),
         ("CONV", h.conversation, ""),
         ("ERR", h.errors, "str"),
+        ("MAP", h.mapping, ""),
     ]
     for prefix, pairs, annotation in groups:
         for key, value in pairs:
@@ -101,6 +102,8 @@ def _annotation(value: Any) -> str:
         return "bool"
     if isinstance(value, list):
         return "list[str]"
+    if isinstance(value, dict):
+        return "dict[str, str]"
     return type(value).__name__
 
 
