@@ -233,7 +233,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
         elif isinstance(item, AssistantMessageItemParam):
             texts = _text_parts(item.content, where, ("output_text", "refusal"))
-            channel = _spec.CHANNEL_COMMENTARY if item.phase == "commentary" else _spec.CHANNEL_FINAL
+            channel = _spec.CHANNEL_COMMENTARY if item.phase == _spec.MAP_MESSAGE_PHASES_COMMENTARY else _spec.CHANNEL_FINAL
             turns.append(_assistant("".join(texts), channel))
         elif isinstance(item, FunctionCallItemParam):
             call_names[item.call_id] = item.name

@@ -110,7 +110,7 @@ def load_tools(file: str) -> tuple[str | None, str | None, list[dict[str, Any]]]
 
 def _render(args: argparse.Namespace) -> int:
     conversation = load_conversation(args.file)
-    encoding = load_harmony_encoding("HarmonyGptOss")
+    encoding = load_harmony_encoding(_spec.ENCODING_NAME)
     config = RenderConversationConfig(auto_drop_analysis=not args.no_drop_analysis)
     if args.training:
         tokens = encoding.render_conversation_for_training(conversation, config)
@@ -127,7 +127,7 @@ def _render(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace) -> int:
     name, description, tools = load_tools(args.file)
-    ns = args.namespace or name or "functions"
+    ns = args.namespace or name or _spec.HEADER_FUNCTION_NAMESPACE
     sys.stdout.write(render_tool_namespace(ns, tools, description=args.description or description) + "\n")
     return 0
 
@@ -148,7 +148,7 @@ def _event_dict(event: Event) -> dict[str, Any]:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    encoding = load_harmony_encoding("HarmonyGptOss")
+    encoding = load_harmony_encoding(_spec.ENCODING_NAME)
     role = None if args.role == "none" else Role(args.role)
     parser = HarmonyStreamParser(encoding, role, args.mode, tools=args.tool or None)
     if args.tokens:
