@@ -77,6 +77,15 @@ class IncrementalParser:
         twin._values = list(self._values)
         return twin
 
+    def _pop(self, size: int) -> list[object]:
+        """Take the children of a `size`-symbol rule off both stacks."""
+        if not size:
+            return []
+        children = self._values[-size:]
+        del self._values[-size:]
+        del self._states[-size:]
+        return children
+
     def feed_token(self, terminal: str, value: object = None) -> None:
         """Shift `terminal`, reducing first as the tables say; raises GrammarError if it cannot."""
         states = self._states
@@ -90,13 +99,7 @@ class IncrementalParser:
                 values.append(value)
                 return
             origin, size = _RULES[~action]
-            if size:
-                children = values[-size:]
-                del values[-size:]
-                del states[-size:]
-            else:
-                children = []
-            values.append(self._reduce(origin, children))
+            values.append(self._reduce(origin, self._pop(size)))
             states.append(_ACTIONS[states[-1]][origin])
 
     def feed_eof(self) -> object:
@@ -108,13 +111,7 @@ class IncrementalParser:
             if action is None or action >= 0:
                 raise GrammarError(_END, _grammar.EXPECTED[states[-1]])
             origin, size = _RULES[~action]
-            if size:
-                children = values[-size:]
-                del values[-size:]
-                del states[-size:]
-            else:
-                children = []
-            value = self._reduce(origin, children)
+            value = self._reduce(origin, self._pop(size))
             if origin == "start" and len(states) == 1:
                 states.append(_grammar.ACCEPT_STATE)
                 values.append(value)
