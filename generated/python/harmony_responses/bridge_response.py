@@ -108,6 +108,14 @@ def tokens_from_text(chunks: Iterable[str], encoding: HarmonyEncoding) -> Iterat
         yield from encoding.encode(pending, allowed_special="all")
 
 
+# Text-like items: their content part (empty when added, full when done) and the event ending their text.
+_TEXT_PARTS: dict[
+    str, tuple[Callable[[str], Any], type[ResponseOutputTextDoneStreamingEvent | ResponseReasoningDoneStreamingEvent]]
+] = {
+    "message": (lambda text: OutputTextContent(text=text, annotations=[]), ResponseOutputTextDoneStreamingEvent),
+    "reasoning": (lambda text: ReasoningTextContent(text=text), ResponseReasoningDoneStreamingEvent),
+}
+
 _DELTA_EVENTS: dict[str, type[StreamingEvent]] = {
     "message": ResponseOutputTextDeltaStreamingEvent,
     "reasoning": ResponseReasoningDeltaStreamingEvent,
@@ -399,15 +407,12 @@ class ResponseStreamer:
                 sequence_number=self._n(), output_index=index, item=item.body("in_progress")
             )
         )
-        if item.kind == "reasoning":
-            part: Any = ReasoningTextContent(text="")
-        elif item.kind == "message":
-            part = OutputTextContent(text="", annotations=[])
-        else:
+        text_part = _TEXT_PARTS.get(item.kind)
+        if text_part is None:
             return
         out.append(
             ResponseContentPartAddedStreamingEvent(
-                sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, part=part
+                sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, part=text_part[0]("")
             )
         )
 
@@ -426,28 +431,16 @@ class ResponseStreamer:
         assert item is not None
         text = "".join(item.text)
         index = item.output_index
-        if item.kind == "message":
+        text_part = _TEXT_PARTS.get(item.kind)
+        if text_part is not None:
+            make_part, done_event = text_part
             out.append(
-                ResponseOutputTextDoneStreamingEvent(
-                    sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, text=text
-                )
+                done_event(sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, text=text)
             )
             out.append(
                 ResponseContentPartDoneStreamingEvent(
                     sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0,
-                    part=OutputTextContent(text=text, annotations=[]),
-                )
-            )  # fmt: skip
-        elif item.kind == "reasoning":
-            out.append(
-                ResponseReasoningDoneStreamingEvent(
-                    sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, text=text
-                )
-            )
-            out.append(
-                ResponseContentPartDoneStreamingEvent(
-                    sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0,
-                    part=ReasoningTextContent(text=text),
+                    part=make_part(text),
                 )
             )  # fmt: skip
         elif item.kind == "function_call":
