@@ -16,9 +16,8 @@ import jinja2
 
 from ..config import Config
 from ..ir import ProjectIR
-from ..pyprint import py_literal
 from .base import Output
-from .python import PACKAGE, Constant
+from .python import PACKAGE, Constant, constant
 
 GRAMMAR_FILE = "harmony.lark"
 TEMPLATE = "grammar/_grammar.py.jinja"
@@ -117,39 +116,36 @@ def lower(tables: Tables, project: ProjectIR) -> list[Constant]:
     if missing:
         raise GrammarError(f"grammar/{GRAMMAR_FILE}: text terminals {missing} are not used")
 
-    def const(name: str, value: Any, annotation: str, doc: str) -> Constant:
-        return Constant(name, annotation, py_literal(value), doc)
-
     return [
-        const("END", END, "str", "The end-of-input terminal."),
-        const("TERMINALS", tables.terminals, "tuple[str, ...]", "Every terminal but END, sorted."),
-        const(
+        constant("END", END, "str", "The end-of-input terminal."),
+        constant("TERMINALS", tables.terminals, "tuple[str, ...]", "Every terminal but END, sorted."),
+        constant(
             "CONTROL_TERMINALS",
             dict(sorted(control.items())),
             "dict[int, str]",
             "Token id → terminal, for the control tokens the grammar names.",
         ),
-        const(
+        constant(
             "RULES",
             tuple((origin, len(expansion)) for origin, expansion in tables.rules),
             "tuple[tuple[str, int], ...]",
             "Rule index → (origin, number of symbols it pops).",
         ),
-        const(
+        constant(
             "RULE_TEXTS",
             tuple(f"{origin}: {' '.join(expansion)}".rstrip() for origin, expansion in tables.rules),
             "tuple[str, ...]",
             "Rule index → the rule as text, for messages and tests.",
         ),
-        const("START_STATE", tables.start_state, "int", "The state before any input."),
-        const("ACCEPT_STATE", tables.accept_state, "int", "The state reached once `start` is reduced at END."),
-        const(
+        constant("START_STATE", tables.start_state, "int", "The state before any input."),
+        constant("ACCEPT_STATE", tables.accept_state, "int", "The state reached once `start` is reduced at END."),
+        constant(
             "ACTIONS",
             tables.actions,
             "tuple[dict[str, int], ...]",
             "State → symbol → the next state (shift or goto, >= 0) or `~rule` (reduce, < 0).",
         ),
-        const(
+        constant(
             "EXPECTED",
             tuple(tables.expected(s) for s in range(len(tables.actions))),
             "tuple[frozenset[str], ...]",

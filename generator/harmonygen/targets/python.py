@@ -30,36 +30,37 @@ def symbol(prefix: str, key: str) -> str:
     return f"{prefix}_{key}".upper().replace("-", "_").replace(".", "_")
 
 
-def _const(name: str, value: Any, annotation: str, doc: str = "") -> Constant:
+def constant(name: str, value: Any, annotation: str, doc: str = "") -> Constant:
+    """A named constant, its value printed as a canonical Python literal."""
     return Constant(name, annotation, py_literal(value), doc)
 
 
 def lower_constants(h: HarmonyIR) -> list[Constant]:
     enc = h.encoding
     out = [
-        _const("ENCODING_NAME", enc.name, "str", "The reference's name for the encoding."),
-        _const("ENCODING_TIKTOKEN_NAME", enc.tiktoken_name, "str"),
-        _const("PATTERN", enc.pattern, "str", "The o200k_base pre-tokenizer split pattern."),
-        _const("RANKS_FILE", enc.ranks_file, "str"),
-        _const("RANKS_SHA256", enc.ranks_sha256, "str"),
-        _const("RANKS_ENV_VAR", enc.ranks_env_var, "str"),
-        _const("RANKS_TIKTOKEN_NAME", enc.ranks_tiktoken_name, "str"),
-        _const(
+        constant("ENCODING_NAME", enc.name, "str", "The reference's name for the encoding."),
+        constant("ENCODING_TIKTOKEN_NAME", enc.tiktoken_name, "str"),
+        constant("PATTERN", enc.pattern, "str", "The o200k_base pre-tokenizer split pattern."),
+        constant("RANKS_FILE", enc.ranks_file, "str"),
+        constant("RANKS_SHA256", enc.ranks_sha256, "str"),
+        constant("RANKS_ENV_VAR", enc.ranks_env_var, "str"),
+        constant("RANKS_TIKTOKEN_NAME", enc.ranks_tiktoken_name, "str"),
+        constant(
             "NAMED_TOKENS",
             {t.spelling: t.id for t in h.tokens},
             "dict[str, int]",
             "Special tokens with a spelling of their own; the rest are reserved.",
         ),
-        _const("TOKEN_KINDS", {t.id: t.kind for t in h.tokens}, "dict[int, str]"),
-        _const("RESERVED_RANGES", tuple(h.reserved_ranges), "tuple[tuple[int, int], ...]", "Inclusive id ranges."),
-        _const("RESERVED_SPELLING", h.reserved_spelling, "str"),
+        constant("TOKEN_KINDS", {t.id: t.kind for t in h.tokens}, "dict[int, str]"),
+        constant("RESERVED_RANGES", tuple(h.reserved_ranges), "tuple[tuple[int, int], ...]", "Inclusive id ranges."),
+        constant("RESERVED_SPELLING", h.reserved_spelling, "str"),
     ]
     for name, tid in h.format_token_ids():
-        out.append(_const(symbol("TOKEN", name), tid, "int"))
+        out.append(constant(symbol("TOKEN", name), tid, "int"))
     for name, ids in h.stop_sets:
-        out.append(_const(name.upper(), ids, "tuple[int, ...]"))
-    out.append(_const("ROLE_DEBUG_NAMES", dict(h.role_debug_names), "dict[str, str]"))
-    out.append(_const("REASONING_RENDERED", {e.value: e.rendered for e in h.reasoning_efforts}, "dict[str, str]"))
+        out.append(constant(name.upper(), ids, "tuple[int, ...]"))
+    out.append(constant("ROLE_DEBUG_NAMES", dict(h.role_debug_names), "dict[str, str]"))
+    out.append(constant("REASONING_RENDERED", {e.value: e.rendered for e in h.reasoning_efforts}, "dict[str, str]"))
     groups: list[tuple[str, tuple[tuple[str, Any], ...], str]] = [
         ("CHANNEL", h.channels, "str"),
         ("HEADER", h.header, "str"),
@@ -74,9 +75,9 @@ def lower_constants(h: HarmonyIR) -> list[Constant]:
     for prefix, pairs, annotation in groups:
         for key, value in pairs:
             ann = annotation or _annotation(value)
-            out.append(_const(symbol(prefix, key), value, ann))
+            out.append(constant(symbol(prefix, key), value, ann))
     out.append(
-        _const(
+        constant(
             "BUILTIN_NAMESPACES",
             {
                 ns.name: {
