@@ -102,6 +102,7 @@ def model_docs(outputs: list[Output]) -> tuple[list[ModelDoc], list[tuple[str, s
 
 def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
     h = project.harmony
+    models, aliases = model_docs(python_outputs)
     return {
         "harmony": h,
         "special_tokens": h.all_special_tokens(),
@@ -118,8 +119,8 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
         "channels": dict(h.channels),
         "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
         "api": api_modules(python_outputs),
-        "models": model_docs(python_outputs)[0],
-        "aliases": model_docs(python_outputs)[1],
+        "models": models,
+        "aliases": aliases,
     }
 
 
