@@ -65,6 +65,20 @@ TOKEN_MESSAGE: int = 200008
 
 TOKEN_START: int = 200006
 
+SPELLING_CALL: str = "<|call|>"
+
+SPELLING_CHANNEL: str = "<|channel|>"
+
+SPELLING_CONSTRAIN: str = "<|constrain|>"
+
+SPELLING_END: str = "<|end|>"
+
+SPELLING_END_DONE_SAMPLING: str = "<|return|>"
+
+SPELLING_MESSAGE: str = "<|message|>"
+
+SPELLING_START: str = "<|start|>"
+
 STOP_TOKENS: tuple[int, ...] = (200002, 200007, 200012)
 
 STOP_TOKENS_FOR_ASSISTANT_ACTIONS: tuple[int, ...] = (200002, 200012)

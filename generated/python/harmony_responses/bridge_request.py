@@ -52,7 +52,7 @@ from .types import (
 )
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
-_CONSTRAIN = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CONSTRAIN)
+_CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _JSON_CONTENT_TYPE = _CONSTRAIN + _spec.HEADER_JSON_CONTENT_TYPE
 _EFFORTS = {e.value.lower(): e for e in ReasoningEffort}
 

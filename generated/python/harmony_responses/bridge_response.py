@@ -66,7 +66,7 @@ from .types import (
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _SPECIAL_OPEN = "<|"
-_CONSTRAIN = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CONSTRAIN)
+_CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _CONTENT = StreamState.CONTENT
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)  # <|call|>, <|return|>: sampling stops
 EXTENSION_TOOL_CALL = _spec.MAP_ITEMS_EXTENSION_TYPE  # the vendor-prefixed item type for non-function tool calls

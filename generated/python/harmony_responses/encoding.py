@@ -63,7 +63,7 @@ def _tiktoken_encoding() -> tiktoken.Encoding:
 
 _ROLE_TEXT = {role: role.value for role in Role}
 _EFFORT_TEXT = {effort: _spec.REASONING_RENDERED[effort.value] for effort in ReasoningEffort}
-_CONSTRAIN_SPELLING = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CONSTRAIN)
+_CONSTRAIN_SPELLING = _spec.SPELLING_CONSTRAIN
 _FUNCTIONS = _spec.HEADER_FUNCTION_NAMESPACE
 
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from .encoding import HarmonyEncoding
 
 REPLACEMENT = "\ufffd"
-_CHANNEL = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CHANNEL)
-_CONSTRAIN = next(s for s, i in _spec.NAMED_TOKENS.items() if i == _spec.TOKEN_CONSTRAIN)
+_CHANNEL = _spec.SPELLING_CHANNEL
+_CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _ROLES = {role.value: role for role in Role}
 # Rust's char::is_whitespace (Unicode White_Space); Python's isspace() also counts \x1c-\x1f.

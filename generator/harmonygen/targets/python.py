@@ -57,6 +57,8 @@ def lower_constants(h: HarmonyIR) -> list[Constant]:
     ]
     for name, tid in h.format_token_ids():
         out.append(constant(symbol("TOKEN", name), tid, "int"))
+    for t in sorted((t for t in h.tokens if t.format_token), key=lambda t: str(t.format_token)):
+        out.append(constant(symbol("SPELLING", str(t.format_token)), t.spelling, "str"))
     for name, ids in h.stop_sets:
         out.append(constant(name.upper(), ids, "tuple[int, ...]"))
     out.append(constant("ROLE_DEBUG_NAMES", dict(h.role_debug_names), "dict[str, str]"))
