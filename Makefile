@@ -24,8 +24,8 @@ check: venv
 	$(BIN)/harmonygen generate --check
 
 lint: venv
-	$(BIN)/ruff check generator generated/python tests bench
-	$(BIN)/ruff format --check generator tests bench
+	$(BIN)/ruff check generator runtime generated/python tests bench
+	$(BIN)/ruff format --check generator runtime tests bench
 
 typecheck: venv
 	$(BIN)/mypy

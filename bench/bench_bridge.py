@@ -22,7 +22,7 @@ import openai_harmony as ref  # noqa: E402
 from bench_parse import best, completion  # noqa: E402
 
 from harmony_responses import HarmonyEncodingName, load_harmony_encoding  # noqa: E402
-from harmony_responses.bridge_response import parse_sse, stream_response, to_sse  # noqa: E402
+from harmony_responses.bridge import parse_sse, stream_response, to_sse  # noqa: E402
 
 
 def main() -> None:

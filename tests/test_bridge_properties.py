@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from responses_checker import check_stream
 
 from harmony_responses import HarmonyEncoding, Message, Role
-from harmony_responses.bridge_response import build_response, counting_ids, parse_sse, stream_response, to_sse
+from harmony_responses.bridge import build_response, counting_ids, parse_sse, stream_response, to_sse
 
 from strategies import identifier, text
 

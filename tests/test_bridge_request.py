@@ -17,7 +17,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from harmony_responses import HarmonyEncoding, Role
-from harmony_responses.bridge_request import RequestError, parse_request, request_to_conversation, tool_policy
+from harmony_responses.bridge import RequestError, parse_request, request_to_conversation, tool_policy
 
 from conftest import SHARED, require
 

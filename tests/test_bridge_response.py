@@ -10,8 +10,8 @@ import pytest
 from responses_checker import assert_valid_response, check_stream
 
 from harmony_responses import HarmonyEncoding
-from harmony_responses.bridge_request import parse_request
-from harmony_responses.bridge_response import (
+from harmony_responses.bridge import parse_request
+from harmony_responses.bridge import (
     build_response,
     chat_completion_chunks,
     counting_ids,
@@ -186,7 +186,7 @@ def test_chat_completion_forms(encoding: HarmonyEncoding) -> None:
 
 
 def test_parse_sse_reads_crlf_and_names_bad_lines(encoding: HarmonyEncoding) -> None:
-    from harmony_responses.bridge_response import SSEError
+    from harmony_responses.bridge import SSEError
 
     events = events_of(encoding, tokens(encoding, "<|channel|>final<|message|>Hi<|return|>"))
     wire = "".join(to_sse(events))

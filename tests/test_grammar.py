@@ -12,7 +12,7 @@ import pytest
 from corpus_tool import CORPUS, ERROR, CorpusCase, dump_corpus, load_all, load_corpus, update
 
 from harmony_responses import HarmonyEncoding, HarmonyParseError, parse_text, parse_tokens
-from harmony_responses import _grammar as tables
+from harmony_responses._tables import grammar as tables
 from harmony_responses.lalr import GrammarError, IncrementalParser
 
 from conftest import ROOT
@@ -76,7 +76,7 @@ def test_tables_are_canonical() -> None:
 
 
 def test_control_terminals_come_from_the_spec() -> None:
-    from harmony_responses import _spec
+    from harmony_responses._tables import spec as _spec
 
     assert tables.CONTROL_TERMINALS[_spec.TOKEN_START] == "START"
     assert tables.CONTROL_TERMINALS[_spec.TOKEN_END_DONE_SAMPLING] == "END_DONE_SAMPLING"
@@ -99,11 +99,11 @@ def test_generation_is_byte_identical_under_two_hash_seeds() -> None:
         )
         outputs.append(json.loads(run.stdout))
     assert outputs[0] == outputs[1]
-    assert "python/harmony_responses/_grammar.py" in outputs[0]
-    on_disk = (ROOT / "generated" / "python" / "harmony_responses" / "_grammar.py").read_bytes()
+    assert "python/harmony_responses/_generated/grammar.py" in outputs[0]
+    on_disk = (ROOT / "generated" / "python" / "harmony_responses" / "_generated" / "grammar.py").read_bytes()
     import hashlib
 
-    assert hashlib.sha256(on_disk).hexdigest() == outputs[0]["python/harmony_responses/_grammar.py"]
+    assert hashlib.sha256(on_disk).hexdigest() == outputs[0]["python/harmony_responses/_generated/grammar.py"]
 
 
 def test_compiler_renumbers_lark_tables_the_same_way_each_time() -> None:

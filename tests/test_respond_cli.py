@@ -9,7 +9,7 @@ import pytest
 from responses_checker import assert_valid_response, check_stream
 
 from harmony_responses import HarmonyEncoding
-from harmony_responses.bridge_response import parse_sse
+from harmony_responses.bridge import parse_sse
 from harmony_responses.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "responses"

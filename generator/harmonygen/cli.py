@@ -15,7 +15,7 @@ from .openapi_sync import SyncError, write_sync
 
 def _add_paths(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=Path, default=None, help="project root (default: nearest pyproject.toml)")
-    for flag in ("spec", "grammar", "templates", "output"):
+    for flag in ("spec", "grammar", "templates", "runtime", "output"):
         p.add_argument(f"--{flag}", default=None, help=f"override [tool.harmonygen] {flag}")
 
 
@@ -42,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     sync.add_argument("document", type=Path, help="the OpenAPI 3.1 document (JSON)")
     _add_paths(sync)
     args = parser.parse_args(argv)
-    config = load_config(args.root, spec=args.spec, grammar=args.grammar, templates=args.templates, output=args.output)
+    config = load_config(
+        args.root,
+        spec=args.spec,
+        grammar=args.grammar,
+        templates=args.templates,
+        runtime=args.runtime,
+        output=args.output,
+    )
     if args.command == "sync-openapi":
         return _sync_openapi(args.document, config.spec_dir / "responses")
     try:

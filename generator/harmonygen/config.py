@@ -14,6 +14,7 @@ class Config:
     spec: str = "spec"
     grammar: str = "grammar"
     templates: str = "templates"
+    runtime: str = "runtime"
     output: str = "generated"
 
     def path(self, rel: str) -> Path:
@@ -30,6 +31,10 @@ class Config:
     @property
     def templates_dir(self) -> Path:
         return self.root / self.templates
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.root / self.runtime
 
     @property
     def output_dir(self) -> Path:
@@ -49,7 +54,7 @@ def load_config(root: Path | None = None, **overrides: Any) -> Config:
     root = find_root(Path.cwd()) if root is None else root
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     table = data.get("tool", {}).get("harmonygen", {})
-    known = {"spec", "grammar", "templates", "output"}
+    known = {"spec", "grammar", "templates", "runtime", "output"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ValueError(f"pyproject.toml [tool.harmonygen]: unknown keys {unknown}; known: {sorted(known)}")

@@ -76,8 +76,8 @@ def _sha(data: bytes) -> str:
 
 
 def _inputs(config: Config, ir_sources: list[str]) -> dict[str, str]:
-    paths = set(ir_sources)
-    for folder in (config.templates_dir,):
+    paths = {s for s in ir_sources if "*" not in s}
+    for folder in (config.templates_dir, config.runtime_dir):
         for p in folder.rglob("*"):
             if p.is_file() and not (set(p.parts) & _IGNORED_DIRS):
                 paths.add(str(p.relative_to(config.root)))

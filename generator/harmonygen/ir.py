@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+FORMAT_VERSION = 1
+"""The layout of the generated tables; runtimes check it at import. Bump it when a table changes shape."""
+
 
 @dataclass(frozen=True)
 class SpecialToken:

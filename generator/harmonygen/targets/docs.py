@@ -39,15 +39,31 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return f"({args}){returns}"
 
 
-def api_modules(python_outputs: list[Output]) -> list[ApiModule]:
+RUNTIME_PACKAGE = "python/harmony_responses"
+
+
+def runtime_sources(config: Config) -> dict[str, str]:
+    """The hand-written Python runtime: path relative to the project root → text, in path order."""
+    folder = config.runtime_dir / RUNTIME_PACKAGE
+    return {
+        p.relative_to(config.root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(folder.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+def runtime_glob(config: Config) -> str:
+    return f"{config.runtime}/{RUNTIME_PACKAGE}/**/*.py"
+
+
+def api_modules(runtime: dict[str, str], config: Config) -> list[ApiModule]:
     modules = []
-    for out in python_outputs:
-        if not out.path.endswith(".py"):
+    prefix = f"{config.runtime}/python/"
+    for path, text in runtime.items():
+        module_name = path.removeprefix(prefix).removesuffix(".py").replace("/", ".")
+        if module_name.endswith("__init__") or any(part.startswith("_") for part in module_name.split(".")):
             continue
-        module_name = out.path.removeprefix("python/").removesuffix(".py").replace("/", ".")
-        if module_name.endswith("__init__") or module_name.rsplit(".", 1)[-1].startswith("_"):
-            continue
-        tree = ast.parse(out.text)
+        tree = ast.parse(text)
         entries = []
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
@@ -100,7 +116,9 @@ def model_docs(outputs: list[Output]) -> tuple[list[ModelDoc], list[tuple[str, s
     return classes, aliases
 
 
-def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
+def context(
+    project: ProjectIR, python_outputs: list[Output], runtime: dict[str, str], config: Config
+) -> dict[str, Any]:
     h = project.harmony
     models, aliases = model_docs(python_outputs)
     return {
@@ -118,21 +136,24 @@ def context(project: ProjectIR, python_outputs: list[Output]) -> dict[str, Any]:
         "mapping": dict(h.mapping),
         "channels": dict(h.channels),
         "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
-        "api": api_modules(python_outputs),
+        "api": api_modules(runtime, config),
         "models": models,
         "aliases": aliases,
     }
 
 
 def emit(project: ProjectIR, env: jinja2.Environment, config: Config, python_outputs: list[Output]) -> list[Output]:
-    ctx = context(project, python_outputs)
+    runtime = runtime_sources(config)
+    ctx = context(project, python_outputs, runtime, config)
     folder = config.templates_dir / "docs"
     outputs = []
     for path in sorted(folder.glob("*.jinja")):
         name = f"docs/{path.name}"
         sources = tuple(project.harmony.sources)
-        if path.name.startswith(("api.", "types.")):
-            sources = tuple(sorted({s for o in python_outputs for s in o.sources}))
+        if path.name.startswith("api."):
+            sources = (runtime_glob(config),)
+        elif path.name.startswith("types."):
+            sources = tuple(sorted({s for o in python_outputs if o.path == TYPES_MODULE for s in o.sources}))
         outputs.append(
             Output(
                 path=f"docs/{path.name[: -len('.jinja')]}",

@@ -20,7 +20,7 @@ from .base import Output
 from .python import PACKAGE, Constant, constant
 
 GRAMMAR_FILE = "harmony.lark"
-TEMPLATE = "grammar/_grammar.py.jinja"
+TEMPLATE = f"python/{PACKAGE}/_generated/grammar.py.jinja"
 END = "$END"
 # Terminals that are not control tokens: the lexer makes them from text.
 TEXT_TERMINALS = ("ROLE", "TO", "WORD", "TEXT")
@@ -163,7 +163,7 @@ def emit(project: ProjectIR, env: jinja2.Environment, config: Config) -> list[Ou
     text = env.get_template(TEMPLATE).render(constants=lower(tables, project), grammar=rel)
     return [
         Output(
-            path=f"python/{PACKAGE}/_grammar.py",
+            path=f"python/{PACKAGE}/_generated/grammar.py",
             text=text,
             sources=(rel, *project.harmony.sources),
             template=f"{config.templates}/{TEMPLATE}",

@@ -8,13 +8,13 @@ from typing import Any
 import jinja2
 
 from ..config import Config
-from ..ir import HarmonyIR, ProjectIR
+from ..ir import FORMAT_VERSION, HarmonyIR, ProjectIR
 from ..pyprint import py_literal
 from .base import Output
-from .responses import SUBPACKAGE as RESPONSES_SUBPACKAGE
 
 PACKAGE = "harmony_responses"
-TEMPLATE_DIR = f"python/{PACKAGE}"
+TEMPLATE_DIR = f"python/{PACKAGE}/_generated"
+GRAMMAR_TEMPLATE = "grammar.py.jinja"  # rendered by the grammar target
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ def context(project: ProjectIR) -> dict[str, Any]:
         "reasoning_efforts": h.reasoning_efforts,
         "encoding": h.encoding,
         "package": PACKAGE,
+        "format_version": FORMAT_VERSION,
     }
 
 
@@ -129,15 +130,13 @@ def emit(project: ProjectIR, env: jinja2.Environment, config: Config) -> list[Ou
     folder = config.templates_dir / TEMPLATE_DIR
     for path in sorted(folder.rglob("*.jinja")):
         rel = path.relative_to(folder).as_posix()
-        if rel.startswith("_macros") or "/_macros" in rel:
+        if rel == GRAMMAR_TEMPLATE:
             continue
-        if rel.startswith(f"{RESPONSES_SUBPACKAGE}/"):
-            continue  # rendered by the responses target
         name = f"{TEMPLATE_DIR}/{rel}"
         text = env.get_template(name).render(**ctx)
         outputs.append(
             Output(
-                path=f"python/{PACKAGE}/{rel[: -len('.jinja')]}",
+                path=f"{TEMPLATE_DIR}/{rel[: -len('.jinja')]}",
                 text=text,
                 sources=sources,
                 template=f"{config.templates}/{name}",

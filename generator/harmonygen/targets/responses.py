@@ -26,7 +26,7 @@ SUBPACKAGE = "types"
 TEMPLATE_DIR = f"python/{PACKAGE}/{SUBPACKAGE}"
 MODELS_MODULE = "_models"
 DMCG_VERSION = "0.89.0"
-BASE_CLASS = f"{PACKAGE}.{SUBPACKAGE}._base.SpecModel"
+BASE_CLASS = f"{PACKAGE}._types_base.SpecModel"  # hand-written, in the runtime
 # Root-level aliases that get a ready-made TypeAdapter in `types/__init__.py`: (adapter, union).
 ADAPTERS = (
     ("ItemFieldAdapter", "ItemField"),
@@ -107,7 +107,7 @@ def post_pass(code: str, unions: tuple[ItemUnionIR, ...], env: jinja2.Environmen
     code = "".join(lines)
     imports = (
         "from pydantic import Discriminator, Tag\n"
-        "from ._base import ExtensionItem, item_discriminator\n"
+        "from .._types_base import ExtensionItem, item_discriminator\n"
         "from typing import Union\n"
     )
     anchor = "from __future__ import annotations\n"
@@ -117,7 +117,7 @@ def post_pass(code: str, unions: tuple[ItemUnionIR, ...], env: jinja2.Environmen
     base_import = f"from {BASE_CLASS.rsplit('.', 1)[0]} import "
     if base_import not in code:
         raise GenerationError(f"datamodel-code-generator's output lacks `{base_import}...`")
-    return code.replace(base_import, "from ._base import ", 1)
+    return code.replace(base_import, "from .._types_base import ", 1)
 
 
 def ruff(code: str, filename: str) -> str:
@@ -173,7 +173,7 @@ def emit(env: jinja2.Environment, config: Config) -> list[Output]:
             template=f"datamodel-code-generator {DMCG_VERSION} + {config.templates}/{TEMPLATE_DIR}/_macros.py.jinja",
         )
     ]
-    for name in ("__init__.py", "_base.py"):
+    for name in ("__init__.py",):
         template = f"{TEMPLATE_DIR}/{name}.jinja"
         text = env.get_template(template).render(**ctx)
         if name == "__init__.py":

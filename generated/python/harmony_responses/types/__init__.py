@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import TypeAdapter
 
-from ._base import ExtensionItem, SpecModel, is_vendor_type
+from .._types_base import ExtensionItem, SpecModel, is_vendor_type
 from ._models import (
     AllowedToolChoice,
     AllowedToolsParam,

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
-from ._base import ExtensionItem, SpecModel, item_discriminator
+from .._types_base import ExtensionItem, SpecModel, item_discriminator
 
 AssistantMessageItemParamContent1 = TypeAliasType(
     "AssistantMessageItemParamContent1", Annotated[str, Field(max_length=10485760)]

@@ -8,32 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from . import _spec
-
-
-class Role(str, Enum):
-    """Who wrote a message."""
-
-{% for r in roles %}
-    {{ r.name }} = {{ r.value | py }}
-{% endfor %}
-
-    @classmethod
-    def _missing_(cls, value: object) -> Role:
-        raise ValueError(_spec.ERR_UNKNOWN_ROLE.format(value=value))
-
-
-class ReasoningEffort(str, Enum):
-    """How hard the model should think; rendered lower-case in the system message."""
-
-{% for e in reasoning_efforts %}
-    {{ e.name }} = {{ e.value | py }}
-{% endfor %}
+from ._tables import ReasoningEffort as ReasoningEffort
+from ._tables import Role as Role
+from ._tables import spec as _spec
 
 
 class Author(BaseModel):

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from . import _spec
+from ._tables import spec as _spec
 from .models import Role
 
 _JOINER = "\u2060"
@@ -33,7 +33,11 @@ _CHANNEL_ALT = "|".join(re.escape(c) for c in _CHANNELS)
 _RECIPIENT_RE = re.compile(re.escape(_spec.HEADER_RECIPIENT_KEYWORD + _spec.HEADER_FUNCTION_NAMESPACE) + r"\.\S*")
 _GLUED_RE = re.compile(re.escape(Role.ASSISTANT.value) + "(?:" + _CHANNEL_ALT + ")(?![a-z])")
 _SIGNAL_RE = re.compile(
-    "(?:^|\\s|" + re.escape(Role.ASSISTANT.value) + ")(?:" + _CHANNEL_ALT + ")(?![a-z])"
+    "(?:^|\\s|"
+    + re.escape(Role.ASSISTANT.value)
+    + ")(?:"
+    + _CHANNEL_ALT
+    + ")(?![a-z])"
     + "|(?:^|\\s)(?:json|code)(?=\\{|\\s|$)|<\\|"
 )
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)

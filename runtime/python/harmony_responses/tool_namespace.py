@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import _spec
+from ._tables import spec as _spec
 from .models import ToolDescription, ToolNamespaceConfig
 
 _COMMENT = _spec.TOOLS_COMMENT_PREFIX
@@ -81,7 +81,11 @@ def json_display(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, Mapping):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{json_display(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{json_display(v)}" for k, v in value.items())
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(json_display(v) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)

@@ -12,7 +12,7 @@ import re
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from . import _spec
+from ._tables import spec as _spec
 from .errors import HarmonyError
 from .models import Author, Message, Role, TextContent
 
@@ -25,7 +25,10 @@ _CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _ROLES = {role.value: role for role in Role}
 # Rust's char::is_whitespace (Unicode White_Space); Python's isspace() also counts \x1c-\x1f.
-_UNICODE_WS = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_UNICODE_WS = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 _UNICODE_WS_STR = "".join(sorted(_UNICODE_WS))
 _ASCII_WS = re.compile("[ \t\n\x0c\r]+")
 _CHANNEL_END = re.compile("[<" + re.escape(_UNICODE_WS_STR) + "]")

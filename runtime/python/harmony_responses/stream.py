@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _grammar, _spec
+from ._tables import grammar as _grammar
+from ._tables import spec as _spec
 from .errors import HarmonyError
 from .lalr import GrammarError, IncrementalParser
 from .models import Author, Message, Role, TextContent
@@ -532,9 +533,7 @@ class HarmonyStreamParser:
             return
         if term in _STOP_TERMINALS:
             if not self._lenient:
-                raise HarmonyParseError(
-                    f"{_TERMINAL_SPELLING[term]} inside a message header", self._pos, self._unit
-                )
+                raise HarmonyParseError(f"{_TERMINAL_SPELLING[term]} inside a message header", self._pos, self._unit)
             self._close_header("header_cut_by_stop", f"{_TERMINAL_SPELLING[term]} inside a header", term)
             return
         try:
@@ -643,9 +642,7 @@ class HarmonyStreamParser:
             and last.recipient is not None
             and header.recipient == Role.ASSISTANT.value
         ):
-            self._recover(
-                "invented_tool_result", f"{author_name} answered right after the call to {last.recipient}"
-            )
+            self._recover("invented_tool_result", f"{author_name} answered right after the call to {last.recipient}")
         self._region = "body"
         self._body = []
         self._body_run = False
@@ -711,7 +708,9 @@ class HarmonyStreamParser:
         else:
             first = self._last is None
             rule = "text_before_start" if first else "junk_between_messages"
-            self._recover(rule, "text before the first message" if first else "text between messages", text, self._junk_pos)
+            self._recover(
+                rule, "text before the first message" if first else "text between messages", text, self._junk_pos
+            )
 
     def _stripped_fallback(self) -> bool:
         """`analysis…assistantfinal…`: special tokens were stripped by the server; split on channel words."""

@@ -10,12 +10,12 @@ import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from enum import Enum
 from typing import Literal
 
 import tiktoken
 
-from . import _spec
+from ._tables import HarmonyEncodingName
+from ._tables import spec as _spec
 from ._vocab import load_ranks
 from .errors import HarmonyError
 from .models import (
@@ -31,15 +31,6 @@ from .models import (
     TextContent,
 )
 from .tool_namespace import render_tools_section
-
-
-class HarmonyEncodingName(str, Enum):
-    """Names accepted by `load_harmony_encoding`."""
-
-    {{ encoding.enum_member }} = {{ encoding.name | py }}
-
-    def __str__(self) -> str:
-        return str(self.value)
 
 
 def _all_special_tokens() -> dict[str, int]:
@@ -124,9 +115,7 @@ class HarmonyEncoding:
     ) -> list[int]:
         """Encode text; spellings of special tokens raise unless allowed or no longer disallowed."""
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
-        disallowed = (
-            self.special_tokens_set - allowed if disallowed_special == "all" else frozenset(disallowed_special)
-        )
+        disallowed = self.special_tokens_set - allowed if disallowed_special == "all" else frozenset(disallowed_special)
         if disallowed:
             key = frozenset(disallowed)
             pattern = self._special_regex_cache.get(key)
@@ -287,9 +276,7 @@ class HarmonyEncoding:
                     last_assistant_final = msg.channel == _spec.CONV_FINAL_CHANNEL
                     break
             if last_assistant_final:
-                drop_before = next(
-                    (i for i, m in enumerate(messages) if m.channel == _spec.CONV_FINAL_CHANNEL), -1
-                )
+                drop_before = next((i for i, m in enumerate(messages) if m.channel == _spec.CONV_FINAL_CHANNEL), -1)
         for index, msg in enumerate(messages):
             if index < drop_before and msg.channel == _spec.CONV_DROP_ANALYSIS_CHANNEL:
                 continue
