@@ -13,16 +13,18 @@ import jinja2
 
 from . import __version__
 from .config import Config
+from .ir import ProjectIR
+from .ir_schema import validate_ir
 from .loader import load_project
 from .pyprint import py_literal
 from .targets import docs as docs_target
-from .targets import grammar as grammar_target
 from .targets import python as python_target
 from .targets import responses as responses_target
 from .targets.base import Output
 from .tree import sync_tree
 
 MANIFEST = "MANIFEST.json"
+IR_FILE = "ir.json"
 _IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
 
@@ -76,7 +78,7 @@ def _sha(data: bytes) -> str:
 
 
 def _inputs(config: Config, ir_sources: list[str]) -> dict[str, str]:
-    paths = {s for s in ir_sources if "*" not in s}
+    paths = {s for s in ir_sources if config.path(s).is_file()}
     for folder in (config.templates_dir, config.runtime_dir):
         for p in folder.rglob("*"):
             if p.is_file() and not (set(p.parts) & _IGNORED_DIRS):
@@ -84,15 +86,24 @@ def _inputs(config: Config, ir_sources: list[str]) -> dict[str, str]:
     return {rel: _sha(config.path(rel).read_bytes()) for rel in sorted(paths)}
 
 
+def build_ir(config: Config) -> str:
+    """The IR of the project's spec and grammar, in its canonical JSON form, validated against its schema."""
+    text = load_project(config).to_json()
+    validate_ir(json.loads(text))
+    return text
+
+
 def generate(config: Config) -> GenerateResult:
-    project = load_project(config)
+    ir_text = build_ir(config)
+    # Every target reads the IR back from its JSON: an emitter sees what a port in another language reads.
+    ir = ProjectIR.from_json(ir_text)
     env = make_env(config)
-    outputs: list[Output] = []
-    package_outputs = python_target.emit(project, env, config)
-    package_outputs += responses_target.emit(env, config)
-    package_outputs += grammar_target.emit(project, env, config)
+    everything = tuple(sorted({path for paths in ir.sources.values() for path in paths}))
+    outputs = [Output(IR_FILE, ir_text, everything, "harmonygen's ProjectIR.to_json")]
+    package_outputs = python_target.emit(ir, env, config.templates)
+    package_outputs += responses_target.emit(ir, env, config.templates)
     outputs += package_outputs
-    outputs += docs_target.emit(project, env, config, package_outputs)
+    outputs += docs_target.emit(ir, env, config.templates, (config.runtime_dir, config.runtime), package_outputs)
     files: dict[str, str] = {}
     for out in outputs:
         if out.path in files:

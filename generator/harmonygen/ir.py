@@ -1,26 +1,42 @@
-"""The intermediate representation between the spec files and the emitters.
+"""The language-neutral intermediate representation between the sources and the emitters.
 
-Every emitter reads these frozen dataclasses and nothing else, so a port to another language
-starts from the same facts. `to_json` gives the canonical, sorted form written to `generated/ir.json`.
+`load_project` (loader.py) reads spec/ and grammar/ into a `ProjectIR`; `ProjectIR.to_json` gives its
+canonical form, written to `generated/ir.json` and validated against `ir.schema.json`. The engine hands
+every target the IR read back from that JSON (`ProjectIR.from_json`), so an emitter sees exactly the
+facts a port in another language reads, and nothing else.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any
 
 FORMAT_VERSION = 1
-"""The layout of the generated tables; runtimes check it at import. Bump it when a table changes shape."""
+"""The layout of the IR and of the tables printed from it; runtimes check it at import. Bump it when a
+table changes shape."""
 
 
 @dataclass(frozen=True)
 class SpecialToken:
     id: int
     spelling: str
-    kind: str  # "stop" | "structural" | "reserved"
-    format_token: str | None  # the renderer's name for it, when it has a role in the format
+    kind: str  # "stop" | "structural"
+    format_token: str | None  # the token's role in the format, when it has one
+    terminator: str | None  # for a stop token: how a message it ends is said to end
+
+
+@dataclass(frozen=True)
+class TokensIR:
+    spelling_open: str  # every special token's spelling starts with this
+    spelling_close: str  # ... and ends with this
+    named: tuple[SpecialToken, ...]  # by id
+    reserved_spelling: str  # with `{id}`
+    reserved_ranges: tuple[tuple[int, int], ...]  # inclusive
+    stop_sets: dict[str, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -36,19 +52,58 @@ class EncodingIR:
 
 
 @dataclass(frozen=True)
-class NamedValue:
-    """An enum member: python name, wire value and, where it differs, how it renders."""
+class RoleIR:
+    name: str  # the enum member
+    value: str  # as rendered and in JSON
+    debug_name: str  # as the reference's error texts print it
 
+
+@dataclass(frozen=True)
+class EffortIR:
     name: str
     value: str
-    rendered: str | None = None
+    rendered: str
+
+
+@dataclass(frozen=True)
+class NamedWithPurposes:
+    """A channel or a content type: its name, and what the runtime uses it for."""
+
+    name: str
+    purposes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeaderIR:
+    render_order: tuple[str, ...]  # header parts, named like the grammar's rules
+    author_name_separator: str
+    part_separator: str
+    recipient_keyword: str
+    broadcast_recipient: str
+    function_namespace: str
+    namespace_separator: str
+    content_types: tuple[NamedWithPurposes, ...]
+
+
+@dataclass(frozen=True)
+class FormatIR:
+    roles: tuple[RoleIR, ...]
+    reasoning_efforts: tuple[EffortIR, ...]
+    channels: tuple[NamedWithPurposes, ...]
+    header: HeaderIR
+    system_defaults: dict[str, Any]
+    system_sections: dict[str, str]
+    developer_sections: dict[str, str]
+    tools_section: dict[str, str]
+    conversation: dict[str, Any]
+    errors: dict[str, str]
 
 
 @dataclass(frozen=True)
 class ToolIR:
     name: str
     description: str
-    parameters: Any  # JSON Schema (dict) or None; key order is significant and kept
+    parameters: Any  # JSON Schema (an object) or None; key order is significant and kept
 
 
 @dataclass(frozen=True)
@@ -59,45 +114,168 @@ class NamespaceIR:
 
 
 @dataclass(frozen=True)
-class HarmonyIR:
-    sources: tuple[str, ...]
-    encoding: EncodingIR
-    tokens: tuple[SpecialToken, ...]  # the named tokens only, by id
-    reserved_ranges: tuple[tuple[int, int], ...]
-    reserved_spelling: str
-    stop_sets: tuple[tuple[str, tuple[int, ...]], ...]
-    roles: tuple[NamedValue, ...]
-    role_debug_names: tuple[tuple[str, str], ...]
-    reasoning_efforts: tuple[NamedValue, ...]
-    channels: tuple[tuple[str, str], ...]
-    header: tuple[tuple[str, str], ...]
-    system_defaults: tuple[tuple[str, Any], ...]
-    system_sections: tuple[tuple[str, str], ...]
-    developer_sections: tuple[tuple[str, str], ...]
-    tools_section: tuple[tuple[str, str], ...]
-    conversation: tuple[tuple[str, Any], ...]
-    errors: tuple[tuple[str, str], ...]
-    builtin_namespaces: tuple[NamespaceIR, ...]
-    # Harmony → Responses names, flattened: (("items_message_id_prefix", "msg"), ...)
-    mapping: tuple[tuple[str, Any], ...] = ()
+class RuleIR:
+    origin: str
+    expansion: tuple[str, ...]
 
-    def format_token_ids(self) -> tuple[tuple[str, int], ...]:
-        return tuple(sorted((t.format_token, t.id) for t in self.tokens if t.format_token))
 
-    def all_special_tokens(self) -> tuple[SpecialToken, ...]:
-        out = list(self.tokens)
-        for lo, hi in self.reserved_ranges:
-            for i in range(lo, hi + 1):
-                out.append(SpecialToken(i, self.reserved_spelling.format(id=i), "reserved", None))
-        return tuple(sorted(out, key=lambda t: t.id))
+@dataclass(frozen=True)
+class StateIR:
+    actions: dict[str, int]  # symbol → the next state (shift or goto, >= 0) or ~rule (reduce, < 0)
+    expected: tuple[str, ...]  # the terminals (end of input included) that have an action here, sorted
+
+
+@dataclass(frozen=True)
+class GrammarIR:
+    """Canonical LALR tables: states numbered breadth-first in sorted symbol order, rules sorted."""
+
+    source: str
+    start_rule: str
+    end_terminal: str
+    terminals: tuple[str, ...]  # every terminal but the end of input, sorted
+    rules: tuple[RuleIR, ...]
+    start_state: int
+    accept_state: int
+    states: tuple[StateIR, ...]
+    control_terminals: tuple[tuple[int, str], ...]  # token id → terminal, by id
+    lexer_terminals: dict[str, str]  # what the lexer makes from text (role, recipient, word, text) → terminal
+
+
+@dataclass(frozen=True)
+class ParsingIR:
+    eos_terminator: str
+    events: dict[str, str]  # start, delta, end, recovered → the event's type
+    recovery_rules: dict[str, str]  # rule id → what the repair does
+    errors: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ItemKindIR:
+    kind: str  # the runtime's handle
+    type: str  # the item's `type` on the wire
+    id_prefix: str
+    channel_purpose: str | None = None
+    call_id_prefix: str | None = None
+    text: dict[str, str] | None = None  # part, delta, done
+    arguments: dict[str, str] | None = None  # delta, done
+    phases: dict[str, str] | None = None  # channel purpose → message phase
+
+
+@dataclass(frozen=True)
+class ErrorIR:
+    code: str
+    type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class MappingIR:
+    """Harmony → Open Responses: item kinds, the stream's opening and closing events, errors, SSE, Chat."""
+
+    items: tuple[ItemKindIR, ...]
+    response: dict[str, str]
+    stream: dict[str, Any]
+    errors: tuple[ErrorIR, ...]
+    openai_reasoning_events: dict[str, str]
+    sse: dict[str, str]
+    chat: dict[str, Any]
+    event_order: dict[str, tuple[str, ...]]  # item shape (text, arguments, plain) → its events in order
+
+
+@dataclass(frozen=True)
+class UnionVariantIR:
+    type: str | None  # the `type` tag; None: the key may be absent or null
+    role: str | None  # the `role` tag, when `type` alone does not pick the variant
+    model: str
+
+
+@dataclass(frozen=True)
+class ItemUnionIR:
+    name: str
+    variants: tuple[UnionVariantIR, ...]
+    models: tuple[str, ...]  # the member models, in the spec's order
+    fallback: str  # the model for vendor-prefixed types
+
+
+@dataclass(frozen=True)
+class ResponsesIR:
+    version: str
+    schemas: dict[str, Any]  # component name → the synced JSON Schema, key order kept
+    named_unions: tuple[str, ...]
+    item_unions: tuple[ItemUnionIR, ...]
+    streaming_event_types: tuple[str, ...]  # every event `type` of the StreamingEvent union
 
 
 @dataclass(frozen=True)
 class ProjectIR:
+    format_version: int
     generator_version: str
-    harmony: HarmonyIR
-    grammar_sources: tuple[str, ...] = ()
-    extra: tuple[tuple[str, Any], ...] = ()
+    sources: dict[str, tuple[str, ...]]  # section → the files it was read from
+    encoding: EncodingIR
+    tokens: TokensIR
+    format: FormatIR
+    builtin_namespaces: tuple[NamespaceIR, ...]
+    grammar: GrammarIR
+    parsing: ParsingIR
+    mapping: MappingIR
+    responses: ResponsesIR
+
+    def sources_of(self, *sections: str) -> tuple[str, ...]:
+        """The files the named sections were read from, sorted, without repeats."""
+        return tuple(sorted({path for s in sections for path in self.sources[s]}))
+
+    def format_token_ids(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted((t.format_token, t.id) for t in self.tokens.named if t.format_token))
+
+    def all_special_tokens(self) -> tuple[SpecialToken, ...]:
+        out = list(self.tokens.named)
+        for lo, hi in self.tokens.reserved_ranges:
+            for i in range(lo, hi + 1):
+                out.append(SpecialToken(i, self.tokens.reserved_spelling.format(id=i), "reserved", None, None))
+        return tuple(sorted(out, key=lambda t: t.id))
+
+    def to_data(self) -> Any:
+        return _to_data(self)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True, ensure_ascii=False)
+        """The canonical form: keys in the order of the IR's definitions and of the sources (JSON Schema
+        property order is meaningful), one space of indent, UTF-8 kept, a final newline."""
+        return json.dumps(self.to_data(), indent=1, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ProjectIR:
+        data = json.loads(text)
+        data.pop("@generated", None)
+        return typing.cast(ProjectIR, _from_data(cls, data))
+
+
+def _to_data(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_to_data(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _to_data(v) for k, v in value.items()}
+    return value
+
+
+def _from_data(hint: Any, data: Any) -> Any:
+    """Rebuild a value of type `hint` from its JSON data (the inverse of `_to_data`)."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return data
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return None if data is None else _from_data(options[0], data)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        hints = typing.get_type_hints(hint)
+        return hint(**{f.name: _from_data(hints[f.name], data[f.name]) for f in dataclasses.fields(hint)})
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_data(args[0], v) for v in data)
+        return tuple(_from_data(a, v) for a, v in zip(args, data, strict=True))
+    if origin is dict:
+        _, value_hint = typing.get_args(hint)
+        return {k: _from_data(value_hint, v) for k, v in data.items()}
+    return data

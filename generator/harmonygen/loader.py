@@ -1,4 +1,5 @@
-"""spec/ and grammar/ → IR. Validation errors name the file and the JSON path."""
+"""spec/ and grammar/ → the IR. Errors name the file and the JSON path; the files are checked against
+each other (a name one file uses must be defined by the file that owns it)."""
 
 from __future__ import annotations
 
@@ -7,140 +8,369 @@ from typing import Any
 
 from . import __version__
 from .config import Config
-from .ir import EncodingIR, HarmonyIR, NamedValue, NamespaceIR, ProjectIR, SpecialToken, ToolIR
+from .errors import SpecError
+from .ir import (
+    FORMAT_VERSION,
+    EffortIR,
+    EncodingIR,
+    ErrorIR,
+    FormatIR,
+    HeaderIR,
+    ItemKindIR,
+    MappingIR,
+    NamedWithPurposes,
+    NamespaceIR,
+    ParsingIR,
+    ProjectIR,
+    RoleIR,
+    SpecialToken,
+    TokensIR,
+    ToolIR,
+)
+from .lalr_tables import GrammarError, compile_grammar
+from .responses_ir import load_responses
 
+__all__ = ["SpecError", "load_project"]
 
-class SpecError(ValueError):
-    """A spec file is missing something or has the wrong shape."""
+TOKENS = "harmony/tokens.json"
+FORMAT = "harmony/format.json"
+PARSING = "harmony/parsing.json"
+BUILTINS = "harmony/builtin_tools.json"
+MAPPING = "mapping/harmony_responses.json"
+GRAMMAR_FILE = "harmony.lark"
+# What the runtime relies on a channel or a content type being there for.
+CHANNEL_PURPOSES = ("reasoning", "preamble", "tool_calls", "answer")
+CONTENT_TYPE_PURPOSES = ("function_arguments",)
 
 
 class _Doc:
-    def __init__(self, config: Config, rel: str) -> None:
-        self.rel = rel
-        path = config.path(rel)
+    """A spec file; `get` walks a JSON path and checks the type found there."""
+
+    def __init__(self, config: Config, name: str) -> None:
+        self.rel = f"{config.spec.rstrip('/')}/{name}"
         try:
-            self.data = json.loads(path.read_text(encoding="utf-8"))
+            self.data = json.loads(config.path(self.rel).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
-            raise SpecError(f"{rel}: file not found") from exc
+            raise SpecError(f"{self.rel}: file not found") from exc
         except json.JSONDecodeError as exc:
-            raise SpecError(f"{rel}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+            raise SpecError(f"{self.rel}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+
+    def where(self, path: tuple[str | int, ...]) -> str:
+        return "$" + "".join(f"[{k!r}]" if isinstance(k, str) else f"[{k}]" for k in path)
 
     def get(self, *path: str | int, kind: type | tuple[type, ...] = object) -> Any:
         node: Any = self.data
-        where = "$"
-        for key in path:
-            where += f"[{key!r}]" if isinstance(key, str) else f"[{key}]"
+        for i, key in enumerate(path):
             try:
                 node = node[key]
             except (KeyError, IndexError, TypeError) as exc:
-                raise SpecError(f"{self.rel}: {where} is missing") from exc
-        if not isinstance(node, kind):
-            raise SpecError(f"{self.rel}: {where} should be {kind}, found {type(node).__name__}")
+                raise SpecError(f"{self.rel}: {self.where(path[: i + 1])} is missing") from exc
+        if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
+            raise SpecError(f"{self.rel}: {self.where(path)} should be {_kind_name(kind)}, found {type(node).__name__}")
         return node
 
-    def pairs(self, *path: str) -> tuple[tuple[str, Any], ...]:
-        return tuple(self.get(*path, kind=dict).items())
+    def opt(self, *path: str | int, kind: type | tuple[type, ...] = object) -> Any:
+        try:
+            return self.get(*path, kind=kind)
+        except SpecError:
+            parent = self.get(*path[:-1], kind=dict)
+            if path[-1] not in parent:
+                return None
+            raise
+
+    def table(self, *path: str | int) -> dict[str, Any]:
+        return {k: v for k, v in self.get(*path, kind=dict).items() if not k.startswith("$")}
+
+    def strings(self, *path: str | int) -> dict[str, str]:
+        out = self.table(*path)
+        for key, value in out.items():
+            if not isinstance(value, str):
+                raise SpecError(f"{self.rel}: {self.where((*path, key))} should be a string")
+        return out
+
+    def fail(self, path: tuple[str | int, ...], message: str) -> SpecError:
+        return SpecError(f"{self.rel}: {self.where(path)} {message}")
 
 
-TOKENS = "spec/harmony/tokens.json"
-FORMAT = "spec/harmony/format.json"
-BUILTINS = "spec/harmony/builtin_tools.json"
-MAPPING = "spec/mapping/harmony_responses.json"
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a boolean"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested objects → `a_b_c` keys; an object whose keys are not identifiers stays a table."""
-    out: list[tuple[str, Any]] = []
-    for key, value in data.items():
-        if key.startswith("$"):
-            continue
-        name = f"{prefix}_{key}" if prefix else key
-        if isinstance(value, dict) and all(k.isidentifier() for k in value):
-            out.extend(flatten(value, name))
-        else:
-            out.append((name, value))
-    return out
-
-
-def _rel(config: Config, name: str) -> str:
-    return name.replace("spec/", config.spec.rstrip("/") + "/", 1)
-
-
-def load_harmony(config: Config) -> HarmonyIR:
-    tok = _Doc(config, _rel(config, TOKENS))
-    fmt = _Doc(config, _rel(config, FORMAT))
-    bi = _Doc(config, _rel(config, BUILTINS))
-    mapping = _Doc(config, _rel(config, MAPPING))
+def _tokens(tok: _Doc) -> tuple[EncodingIR, TokensIR]:
     enc = tok.get("encoding", kind=dict)
     ranks = tok.get("encoding", "base_ranks", kind=dict)
     encoding = EncodingIR(
-        name=enc["name"],
-        enum_member=enc["enum_member"],
-        tiktoken_name=enc["tiktoken_name"],
+        name=tok.get("encoding", "name", kind=str),
+        enum_member=tok.get("encoding", "enum_member", kind=str),
+        tiktoken_name=tok.get("encoding", "tiktoken_name", kind=str),
         pattern=enc["pattern"],
         ranks_file=ranks["file"],
         ranks_sha256=ranks["sha256"],
         ranks_env_var=ranks["env_var"],
         ranks_tiktoken_name=ranks["tiktoken_name"],
     )
-    tokens = []
-    for i, raw in enumerate(tok.get("named", kind=list)):
-        tokens.append(
+    opening = tok.get("spelling_affixes", "open", kind=str)
+    closing = tok.get("spelling_affixes", "close", kind=str)
+    named = []
+    for i in range(len(tok.get("named", kind=list))):
+        spelling = tok.get("named", i, "spelling", kind=str)
+        if not (spelling.startswith(opening) and spelling.endswith(closing)):
+            raise tok.fail(("named", i, "spelling"), f"does not start with {opening!r} and end with {closing!r}")
+        named.append(
             SpecialToken(
                 id=tok.get("named", i, "id", kind=int),
-                spelling=tok.get("named", i, "spelling", kind=str),
+                spelling=spelling,
                 kind=tok.get("named", i, "kind", kind=str),
-                format_token=raw.get("format_token"),
+                format_token=tok.opt("named", i, "format_token", kind=(str, type(None))),
+                terminator=tok.opt("named", i, "terminator", kind=(str, type(None))),
             )
         )
-    tokens.sort(key=lambda t: t.id)
-    by_format = {t.format_token: t.id for t in tokens if t.format_token}
-    stop_sets = []
-    for name, members in sorted(tok.pairs("stop_sets")):
+    named.sort(key=lambda t: t.id)
+    by_format = {t.format_token: t.id for t in named if t.format_token}
+    stop_sets = {}
+    for name, members in sorted(tok.table("stop_sets").items()):
         missing = [m for m in members if m not in by_format]
         if missing:
-            raise SpecError(f"{tok.rel}: $['stop_sets'][{name!r}] names unknown format tokens {missing}")
-        stop_sets.append((name, tuple(sorted(by_format[m] for m in members))))
+            raise tok.fail(("stop_sets", name), f"names unknown format tokens {missing}")
+        stop_sets[name] = tuple(sorted(by_format[m] for m in members))
     ranges = tuple((int(lo), int(hi)) for lo, hi in tok.get("reserved", "ranges", kind=list))
-    ids = [t.id for t in tokens] + [i for lo, hi in ranges for i in range(lo, hi + 1)]
+    ids = [t.id for t in named] + [i for lo, hi in ranges for i in range(lo, hi + 1)]
     if len(ids) != len(set(ids)):
         raise SpecError(f"{tok.rel}: a token id is listed twice (named and reserved ranges overlap)")
-    namespaces = []
-    for n, ns in enumerate(bi.get("namespaces", kind=list)):
-        tools = tuple(
-            ToolIR(name=t["name"], description=t["description"], parameters=t.get("parameters"))
-            for t in bi.get("namespaces", n, "tools", kind=list)
+    reserved = tok.get("reserved", "spelling", kind=str)
+    if not (reserved.startswith(opening) and reserved.endswith(closing) and "{id}" in reserved):
+        raise tok.fail(("reserved", "spelling"), f"should be {opening}…{{id}}…{closing}")
+    for t in named:
+        if (t.terminator is not None) != (t.kind == "stop"):
+            raise SpecError(f"{tok.rel}: token {t.spelling} has a terminator if and only if it is a stop token")
+    return encoding, TokensIR(opening, closing, tuple(named), reserved, ranges, stop_sets)
+
+
+def _purposed(doc: _Doc, path: tuple[str, ...], required: tuple[str, ...]) -> tuple[NamedWithPurposes, ...]:
+    out = []
+    seen: dict[str, str] = {}
+    for i, raw in enumerate(doc.get(*path, kind=list)):
+        name = doc.get(*path, i, "name", kind=str)
+        purposes = tuple(doc.get(*path, i, "purposes", kind=list))
+        for purpose in purposes:
+            if purpose in seen:
+                raise doc.fail((*path, i), f"purpose {purpose!r} is also {seen[purpose]!r}'s")
+            seen[purpose] = name
+        out.append(NamedWithPurposes(name, purposes))
+    missing = [p for p in required if p not in seen]
+    if missing:
+        raise doc.fail(path, f"has no entry for the purposes {missing}")
+    return tuple(out)
+
+
+def _format(fmt: _Doc) -> FormatIR:
+    roles = tuple(
+        RoleIR(
+            fmt.get("roles", i, "name", kind=str),
+            fmt.get("roles", i, "value", kind=str),
+            fmt.get("roles", i, "debug_name", kind=str),
         )
-        namespaces.append(NamespaceIR(name=ns["name"], description=ns.get("description"), tools=tools))
-    return HarmonyIR(
-        sources=(tok.rel, fmt.rel, bi.rel, mapping.rel),
-        encoding=encoding,
-        tokens=tuple(tokens),
-        reserved_ranges=ranges,
-        reserved_spelling=tok.get("reserved", "spelling", kind=str),
-        stop_sets=tuple(stop_sets),
-        roles=tuple(NamedValue(r["name"], r["value"]) for r in fmt.get("roles", kind=list)),
-        role_debug_names=fmt.pairs("role_debug_names"),
-        reasoning_efforts=tuple(
-            NamedValue(r["name"], r["value"], r["rendered"]) for r in fmt.get("reasoning_efforts", kind=list)
-        ),
-        channels=fmt.pairs("channels"),
-        header=fmt.pairs("header"),
-        system_defaults=fmt.pairs("system_defaults"),
-        system_sections=fmt.pairs("system_sections"),
-        developer_sections=fmt.pairs("developer_sections"),
-        tools_section=fmt.pairs("tools_section"),
-        conversation=fmt.pairs("conversation"),
-        errors=fmt.pairs("errors"),
-        builtin_namespaces=tuple(namespaces),
-        mapping=tuple(flatten(mapping.get(kind=dict))),
+        for i in range(len(fmt.get("roles", kind=list)))
     )
+    efforts = tuple(
+        EffortIR(
+            fmt.get("reasoning_efforts", i, "name", kind=str),
+            fmt.get("reasoning_efforts", i, "value", kind=str),
+            fmt.get("reasoning_efforts", i, "rendered", kind=str),
+        )
+        for i in range(len(fmt.get("reasoning_efforts", kind=list)))
+    )
+    h = fmt.table("header")
+    header = HeaderIR(
+        render_order=tuple(fmt.get("header", "render_order", kind=list)),
+        author_name_separator=fmt.get("header", "author_name_separator", kind=str),
+        part_separator=fmt.get("header", "part_separator", kind=str),
+        recipient_keyword=fmt.get("header", "recipient_keyword", kind=str),
+        broadcast_recipient=fmt.get("header", "broadcast_recipient", kind=str),
+        function_namespace=fmt.get("header", "function_namespace", kind=str),
+        namespace_separator=fmt.get("header", "namespace_separator", kind=str),
+        content_types=_purposed(fmt, ("header", "content_types"), CONTENT_TYPE_PURPOSES),
+    )
+    extra = sorted(set(h) - {f for f in HeaderIR.__dataclass_fields__})
+    if extra:
+        raise fmt.fail(("header",), f"has unknown keys {extra}")
+    defaults = fmt.table("system_defaults")
+    if defaults.get("reasoning_effort") not in {e.value for e in efforts}:
+        raise fmt.fail(("system_defaults", "reasoning_effort"), "is not a reasoning effort's value")
+    return FormatIR(
+        roles=roles,
+        reasoning_efforts=efforts,
+        channels=_purposed(fmt, ("channels",), CHANNEL_PURPOSES),
+        header=header,
+        system_defaults=defaults,
+        system_sections=fmt.strings("system_sections"),
+        developer_sections=fmt.strings("developer_sections"),
+        tools_section=fmt.strings("tools_section"),
+        conversation=fmt.table("conversation"),
+        errors=fmt.strings("errors"),
+    )
+
+
+def _builtins(bi: _Doc) -> tuple[NamespaceIR, ...]:
+    namespaces = []
+    for n in range(len(bi.get("namespaces", kind=list))):
+        tools = tuple(
+            ToolIR(
+                name=bi.get("namespaces", n, "tools", t, "name", kind=str),
+                description=bi.get("namespaces", n, "tools", t, "description", kind=str),
+                parameters=bi.opt("namespaces", n, "tools", t, "parameters", kind=dict),
+            )
+            for t in range(len(bi.get("namespaces", n, "tools", kind=list)))
+        )
+        namespaces.append(
+            NamespaceIR(
+                name=bi.get("namespaces", n, "name", kind=str),
+                description=bi.opt("namespaces", n, "description", kind=(str, type(None))),
+                tools=tools,
+            )
+        )
+    return tuple(namespaces)
+
+
+def _parsing(par: _Doc) -> ParsingIR:
+    return ParsingIR(
+        eos_terminator=par.get("eos_terminator", kind=str),
+        events=par.strings("events"),
+        recovery_rules=par.strings("recovery_rules"),
+        errors=par.strings("errors"),
+    )
+
+
+def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: set[str]) -> MappingIR:
+    purposes = {p for c in fmt.channels for p in c.purposes}
+    known_events = set(event_types)
+
+    def event(path: tuple[str | int, ...]) -> str:
+        name = mp.get(*path, kind=str)
+        if name not in known_events:
+            raise mp.fail(path, f"names {name!r}, which is not an event of spec/responses' StreamingEvent")
+        return name
+
+    items = []
+    for kind, raw in mp.table("items").items():
+        path: tuple[str, ...] = ("items", kind)
+        item_type = mp.get(*path, "type", kind=str)
+        if item_type not in item_types and ":" not in item_type:
+            raise mp.fail((*path, "type"), f"{item_type!r} is neither an output item type nor vendor-prefixed")
+        text = arguments = None
+        if "text" in raw:
+            text = {"part": mp.get(*path, "text", "part", kind=str)}
+            text.update({key: event((*path, "text", key)) for key in ("delta", "done")})
+        if "arguments" in raw:
+            arguments = {key: event((*path, "arguments", key)) for key in ("delta", "done")}
+        phases = mp.strings(*path, "phases") if "phases" in raw else None
+        for purpose in [*(phases or {}), *([raw["channel_purpose"]] if "channel_purpose" in raw else [])]:
+            if purpose not in purposes:
+                raise mp.fail(path, f"names channel purpose {purpose!r}, which no channel in {FORMAT} has")
+        items.append(
+            ItemKindIR(
+                kind=kind,
+                type=item_type,
+                id_prefix=mp.get(*path, "id_prefix", kind=str),
+                channel_purpose=mp.opt(*path, "channel_purpose", kind=str),
+                call_id_prefix=mp.opt(*path, "call_id_prefix", kind=str),
+                text=text,
+                arguments=arguments,
+                phases=phases,
+            )
+        )
+    stream = mp.table("stream")
+    for key, value in stream.items():
+        if isinstance(value, str):
+            event(("stream", key))
+        elif isinstance(value, list):
+            for i in range(len(value)):
+                event(("stream", key, i))
+        else:
+            for sub in value:
+                event(("stream", key, sub))
+    errors = tuple(
+        ErrorIR(code, mp.get("errors", code, "type", kind=str), mp.get("errors", code, "message", kind=str))
+        for code in mp.table("errors")
+    )
+    order: dict[str, tuple[str, ...]] = {}
+    for item in items:
+        seq = [stream["item_added"]]
+        if item.text is not None:
+            seq += [stream["part_added"], item.text["delta"] + "*", item.text["done"], stream["part_done"]]
+        if item.arguments is not None:
+            seq += [item.arguments["delta"] + "*", item.arguments["done"]]
+        order[item.kind] = (*seq, stream["item_done"])
+    return MappingIR(
+        items=tuple(items),
+        response=mp.strings("response"),
+        stream=stream,
+        errors=errors,
+        openai_reasoning_events=mp.strings("openai_reasoning_events"),
+        sse=mp.strings("sse"),
+        chat=mp.table("chat"),
+        event_order=order,
+    )
+
+
+def _output_item_types(responses: Any) -> set[str]:
+    from .responses_ir import _enum_of, schema
+
+    out = set()
+    for ref in schema(responses, "ItemField")["oneOf"]:
+        values, _ = _enum_of(schema(responses, ref["$ref"].removesuffix(".json")).get("properties", {}).get("type"))
+        out.update(values)
+    return out
 
 
 def load_project(config: Config) -> ProjectIR:
-    grammar = (
-        tuple(sorted(str(p.relative_to(config.root)) for p in config.grammar_dir.glob("*.lark")))
-        if config.grammar_dir.is_dir()
-        else ()
+    tok, fmt_doc = _Doc(config, TOKENS), _Doc(config, FORMAT)
+    par, bi, mp = _Doc(config, PARSING), _Doc(config, BUILTINS), _Doc(config, MAPPING)
+    encoding, tokens = _tokens(tok)
+    fmt = _format(fmt_doc)
+    parsing = _parsing(par)
+    grammar_rel = f"{config.grammar.rstrip('/')}/{GRAMMAR_FILE}"
+    try:
+        grammar_text = config.path(grammar_rel).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise SpecError(f"{grammar_rel}: file not found") from exc
+    try:
+        grammar = compile_grammar(
+            grammar_text,
+            grammar_rel,
+            control_terminals={t.id: t.format_token.upper() for t in tokens.named if t.format_token},
+            lexer_terminals=par.strings("lexer_terminals"),
+        )
+    except GrammarError as exc:
+        raise SpecError(str(exc)) from exc
+    rules = {r.origin for r in grammar.rules}
+    unknown = [part for part in fmt.header.render_order if part not in rules]
+    if unknown:
+        raise fmt_doc.fail(("header", "render_order"), f"names {unknown}, which are not rules of {grammar_rel}")
+    responses, responses_sources = load_responses(config)
+    mapping = _mapping(mp, fmt, responses.streaming_event_types, _output_item_types(responses))
+    return ProjectIR(
+        format_version=FORMAT_VERSION,
+        generator_version=__version__,
+        sources={
+            "generator": ("harmonygen's FORMAT_VERSION",),
+            "encoding": (tok.rel,),
+            "tokens": (tok.rel,),
+            "format": (fmt_doc.rel,),
+            "builtin_namespaces": (bi.rel,),
+            "grammar": (grammar_rel, tok.rel, par.rel),
+            "parsing": (par.rel,),
+            "mapping": (mp.rel, *responses_sources),
+            "responses": responses_sources,
+        },
+        encoding=encoding,
+        tokens=tokens,
+        format=fmt,
+        builtin_namespaces=_builtins(bi),
+        grammar=grammar,
+        parsing=parsing,
+        mapping=mapping,
+        responses=responses,
     )
-    return ProjectIR(generator_version=__version__, harmony=load_harmony(config), grammar_sources=grammar)

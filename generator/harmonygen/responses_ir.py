@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
-from .loader import SpecError
+from .errors import SpecError
+from .ir import ItemUnionIR, ResponsesIR, UnionVariantIR
 
 INDEX = "index.json"
 SCHEMAS = "schemas"
@@ -23,49 +23,18 @@ EXTENSIBLE_UNIONS = ("ItemField", "ItemParam")
 EXTENSION_CLASS = "ExtensionItem"
 
 
-@dataclass(frozen=True)
-class SchemaIR:
-    name: str
-    schema: Any  # the synced JSON Schema, key order kept
+STREAMING_EVENT = "StreamingEvent"
 
 
-@dataclass(frozen=True)
-class UnionVariantIR:
-    type: str | None  # the `type` tag; None: the key may be absent or null
-    role: str | None  # the `role` tag, when `type` alone does not pick the variant
-    model: str
-
-
-@dataclass(frozen=True)
-class ItemUnionIR:
-    name: str
-    variants: tuple[UnionVariantIR, ...]
-    models: tuple[str, ...]  # the member models, in the spec's order
-    fallback: str  # the model for vendor-prefixed types
-
-
-@dataclass(frozen=True)
-class ResponsesIR:
-    sources: tuple[str, ...]
-    version: str
-    schemas: tuple[SchemaIR, ...]
-    named_unions: tuple[str, ...]
-
-    def schema(self, name: str) -> Any:
-        for s in self.schemas:
-            if s.name == name:
-                return s.schema
-        raise KeyError(name)
-
-
-def load_responses(config: Config) -> ResponsesIR:
+def load_responses(config: Config) -> tuple[ResponsesIR, tuple[str, ...]]:
+    """The synced schemas and the unions the emitters need, and the files they were read from."""
     base = config.spec.rstrip("/") + "/responses"
     index_rel = f"{base}/{INDEX}"
     try:
         index = json.loads(config.path(index_rel).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise SpecError(f"{index_rel}: file not found; run `harmonygen sync-openapi PATH`") from exc
-    schemas = []
+    schemas: dict[str, Any] = {}
     for name, digest in index["schemas"].items():
         rel = f"{base}/{SCHEMAS}/{name}.json"
         try:
@@ -74,13 +43,42 @@ def load_responses(config: Config) -> ResponsesIR:
             raise SpecError(f"{rel}: listed in {index_rel} but missing; re-run `harmonygen sync-openapi`") from exc
         if hashlib.sha256(data).hexdigest() != digest:
             raise SpecError(f"{rel}: differs from the synced copy ({index_rel}); re-run `harmonygen sync-openapi`")
-        schemas.append(SchemaIR(name, json.loads(data)))
-    return ResponsesIR(
-        sources=(index_rel,),
+        schemas[name] = json.loads(data)
+    partial = ResponsesIR(
         version=index["version"],
-        schemas=tuple(schemas),
+        schemas=schemas,
         named_unions=tuple(index["named_unions"]),
+        item_unions=(),
+        streaming_event_types=(),
     )
+    return (
+        ResponsesIR(
+            version=partial.version,
+            schemas=schemas,
+            named_unions=partial.named_unions,
+            item_unions=item_unions(partial),
+            streaming_event_types=_event_types(schemas),
+        ),
+        (index_rel,),
+    )
+
+
+def _event_types(schemas: dict[str, Any]) -> tuple[str, ...]:
+    union = schemas.get(STREAMING_EVENT)
+    if union is None:
+        raise SpecError(f"spec/responses: no {STREAMING_EVENT} schema; re-run `harmonygen sync-openapi`")
+    out = []
+    for ref in union["oneOf"]:
+        values, _ = _enum_of(schemas[ref["$ref"].removesuffix(".json")].get("properties", {}).get("type"))
+        out += values
+    return tuple(out)
+
+
+def schema(ir: ResponsesIR, name: str) -> Any:
+    try:
+        return ir.schemas[name]
+    except KeyError:
+        raise SpecError(f"spec/responses: no schema named {name!r}") from None
 
 
 def _lower(node: Any) -> Any:
@@ -120,7 +118,7 @@ def lower_bundle(ir: ResponsesIR) -> dict[str, Any]:
     """One JSON Schema document holding every schema under `$defs`, references made local."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$defs": {s.name: _lower(s.schema) for s in sorted(ir.schemas, key=lambda s: s.name)},
+        "$defs": {name: _lower(ir.schemas[name]) for name in sorted(ir.schemas)},
     }
 
 
@@ -142,15 +140,15 @@ def _enum_of(prop: Any) -> tuple[list[str], bool]:
 def item_unions(ir: ResponsesIR) -> tuple[ItemUnionIR, ...]:
     out = []
     for name in EXTENSIBLE_UNIONS:
-        union = ir.schema(name)
+        union = schema(ir, name)
         models = [ref["$ref"].removesuffix(".json") for ref in union["oneOf"]]
         by_type: dict[str | None, list[tuple[str, list[str]]]] = {}
         for model in models:
-            schema = ir.schema(model)
-            props = schema.get("properties", {})
+            member = schema(ir, model)
+            props = member.get("properties", {})
             values, nullable = _enum_of(props.get("type"))
             tags: list[str | None] = list(values)
-            if nullable or "type" not in schema.get("required", []):
+            if nullable or "type" not in member.get("required", []):
                 tags.append(None)
             roles, _ = _enum_of(props.get("role"))
             for t in tags:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 
-from ..config import Config
 from ..ir import ProjectIR
 from .base import Output
 
@@ -42,23 +42,19 @@ def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 RUNTIME_PACKAGE = "python/harmony_responses"
 
 
-def runtime_sources(config: Config) -> dict[str, str]:
-    """The hand-written Python runtime: path relative to the project root → text, in path order."""
-    folder = config.runtime_dir / RUNTIME_PACKAGE
+def runtime_sources(runtime_dir: Path) -> dict[str, str]:
+    """The hand-written Python runtime: module path under `runtime_dir/python` → text, in path order."""
+    folder = runtime_dir / RUNTIME_PACKAGE
     return {
-        p.relative_to(config.root).as_posix(): p.read_text(encoding="utf-8")
+        p.relative_to(runtime_dir / "python").as_posix(): p.read_text(encoding="utf-8")
         for p in sorted(folder.rglob("*.py"))
         if "__pycache__" not in p.parts
     }
 
 
-def runtime_glob(config: Config) -> str:
-    return f"{config.runtime}/{RUNTIME_PACKAGE}/**/*.py"
-
-
-def api_modules(runtime: dict[str, str], config: Config) -> list[ApiModule]:
+def api_modules(runtime: dict[str, str]) -> list[ApiModule]:
     modules = []
-    prefix = f"{config.runtime}/python/"
+    prefix = ""
     for path, text in runtime.items():
         module_name = path.removeprefix(prefix).removesuffix(".py").replace("/", ".")
         if module_name.endswith("__init__") or any(part.startswith("_") for part in module_name.split(".")):
@@ -116,50 +112,58 @@ def model_docs(outputs: list[Output]) -> tuple[list[ModelDoc], list[tuple[str, s
     return classes, aliases
 
 
-def context(
-    project: ProjectIR, python_outputs: list[Output], runtime: dict[str, str], config: Config
-) -> dict[str, Any]:
-    h = project.harmony
+def context(ir: ProjectIR, python_outputs: list[Output], runtime: dict[str, str]) -> dict[str, Any]:
+    fmt = ir.format
     models, aliases = model_docs(python_outputs)
+    channels: dict[str, str] = {p: c.name for c in fmt.channels for p in c.purposes}
+    content_types: dict[str, str] = {p: c.name for c in fmt.header.content_types for p in c.purposes}
     return {
-        "harmony": h,
-        "special_tokens": h.all_special_tokens(),
-        "named_tokens": h.tokens,
-        "stop_sets": h.stop_sets,
-        "system_defaults": dict(h.system_defaults),
-        "system_sections": dict(h.system_sections),
-        "developer_sections": dict(h.developer_sections),
-        "tools_section": dict(h.tools_section),
-        "header": dict(h.header),
-        "conversation": dict(h.conversation),
-        "reasoning_efforts": h.reasoning_efforts,
-        "mapping": dict(h.mapping),
-        "channels": dict(h.channels),
-        "tok": {t.format_token: t.spelling for t in h.tokens if t.format_token},
-        "api": api_modules(runtime, config),
+        "ir": ir,
+        "fmt": fmt,
+        "header": fmt.header,
+        "channels": channels,
+        "content_types": content_types,
+        "special_tokens": ir.all_special_tokens(),
+        "tok": {t.format_token: t.spelling for t in ir.tokens.named if t.format_token},
+        "items": {item.kind: item for item in ir.mapping.items},
+        "api": api_modules(runtime),
         "models": models,
         "aliases": aliases,
     }
 
 
-def emit(project: ProjectIR, env: jinja2.Environment, config: Config, python_outputs: list[Output]) -> list[Output]:
-    runtime = runtime_sources(config)
-    ctx = context(project, python_outputs, runtime, config)
-    folder = config.templates_dir / "docs"
+# Each page: the IR sections it reads (besides the runtime or the types module, for api and types).
+PAGES = {
+    "tokens.md": ("encoding", "tokens"),
+    "format.md": ("tokens", "format", "builtin_namespaces"),
+    "parsing.md": ("grammar", "parsing", "tokens"),
+    "responses.md": ("mapping", "format", "tokens"),
+    "api.md": (),
+    "types.md": (),
+}
+
+
+def emit(
+    ir: ProjectIR, env: jinja2.Environment, templates: str, runtime: tuple[Path, str], python_outputs: list[Output]
+) -> list[Output]:
+    """`runtime` is the runtime folder on disk and as the project names it (for headers)."""
+    runtime_dir, runtime_rel = runtime
+    ctx = context(ir, python_outputs, runtime_sources(runtime_dir))
     outputs = []
-    for path in sorted(folder.glob("*.jinja")):
-        name = f"docs/{path.name}"
-        sources = tuple(project.harmony.sources)
-        if path.name.startswith("api."):
-            sources = (runtime_glob(config),)
-        elif path.name.startswith("types."):
+    for page, sections in PAGES.items():
+        name = f"docs/{page}.jinja"
+        if page == "api.md":
+            sources: tuple[str, ...] = (f"{runtime_rel}/{RUNTIME_PACKAGE}/**/*.py",)
+        elif page == "types.md":
             sources = tuple(sorted({s for o in python_outputs if o.path == TYPES_MODULE for s in o.sources}))
+        else:
+            sources = ir.sources_of(*sections)
         outputs.append(
             Output(
-                path=f"docs/{path.name[: -len('.jinja')]}",
+                path=f"docs/{page}",
                 text=env.get_template(name).render(**ctx),
                 sources=sources,
-                template=f"{config.templates}/{name}",
+                template=f"{templates}/{name}",
             )
         )
     return outputs

@@ -17,8 +17,8 @@ from typing import Any
 
 import jinja2
 
-from ..config import Config
-from ..responses_ir import ItemUnionIR, ResponsesIR, item_unions, load_responses, lower_bundle
+from ..ir import ItemUnionIR, ProjectIR, ResponsesIR
+from ..responses_ir import lower_bundle
 from .base import Output
 
 PACKAGE = "harmony_responses"
@@ -149,12 +149,13 @@ def emit_models(ir: ResponsesIR, env: jinja2.Environment) -> str:
         f'"""Open Responses {ir.version} models: datamodel-code-generator {DMCG_VERSION} + harmonygen post-pass."""'
     )
     code = run_datamodel_codegen(lower_bundle(ir), header)
-    code = post_pass(code, item_unions(ir), env)
+    code = post_pass(code, ir.item_unions, env)
     return ruff(code, f"{MODELS_MODULE}.py")
 
 
-def emit(env: jinja2.Environment, config: Config) -> list[Output]:
-    ir = load_responses(config)
+def emit(project: ProjectIR, env: jinja2.Environment, templates: str) -> list[Output]:
+    ir = project.responses
+    sources = project.sources_of("responses")
     models = emit_models(ir, env)
     names = public_names(models)
     base_exports = ["ExtensionItem", "SpecModel", "is_vendor_type"]
@@ -169,8 +170,8 @@ def emit(env: jinja2.Environment, config: Config) -> list[Output]:
         Output(
             path=f"{TEMPLATE_DIR}/{MODELS_MODULE}.py",
             text=models,
-            sources=ir.sources,
-            template=f"datamodel-code-generator {DMCG_VERSION} + {config.templates}/{TEMPLATE_DIR}/_macros.py.jinja",
+            sources=sources,
+            template=f"datamodel-code-generator {DMCG_VERSION} + {templates}/{TEMPLATE_DIR}/_macros.py.jinja",
         )
     ]
     for name in ("__init__.py",):
@@ -179,8 +180,6 @@ def emit(env: jinja2.Environment, config: Config) -> list[Output]:
         if name == "__init__.py":
             text = ruff(text, name)
         outputs.append(
-            Output(
-                path=f"{TEMPLATE_DIR}/{name}", text=text, sources=ir.sources, template=f"{config.templates}/{template}"
-            )
+            Output(path=f"{TEMPLATE_DIR}/{name}", text=text, sources=sources, template=f"{templates}/{template}")
         )
     return outputs
