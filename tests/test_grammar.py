@@ -107,20 +107,27 @@ def test_generation_is_byte_identical_under_two_hash_seeds() -> None:
 
 
 def test_compiler_renumbers_lark_tables_the_same_way_each_time() -> None:
-    from harmonygen.targets.grammar import compile_grammar
+    from harmonygen.lalr_tables import compile_grammar
 
     text = (ROOT / "grammar" / "harmony.lark").read_text(encoding="utf-8")
-    first, second = compile_grammar(text), compile_grammar(text)
+    terminals = {"control_terminals": dict(tables.CONTROL_TERMINALS), "lexer_terminals": {"w": "ROLE", "x": "TO"}}
+    terminals["lexer_terminals"].update({"y": "WORD", "z": "TEXT"})
+    first, second = (
+        compile_grammar(text, "harmony.lark", **terminals),
+        compile_grammar(text, "harmony.lark", **terminals),
+    )
     assert first == second
-    assert first.actions == tables.ACTIONS
+    assert tuple(s.actions for s in first.states) == tables.ACTIONS
 
 
 def test_grammar_errors_are_reported() -> None:
-    from harmonygen.targets.grammar import GrammarError as CompileError
-    from harmonygen.targets.grammar import compile_grammar
+    from harmonygen.lalr_tables import GrammarError as CompileError
+    from harmonygen.lalr_tables import compile_grammar
 
     with pytest.raises(CompileError):
-        compile_grammar("start: missing_rule\n")
+        compile_grammar("start: missing_rule\n", "bad.lark")
+    with pytest.raises(CompileError, match=r"terminals \['STRAY'\]"):
+        compile_grammar("start: STRAY\n%declare STRAY\n", "bad.lark")
 
 
 # -- the interactive parser -----------------------------------------------------------------------

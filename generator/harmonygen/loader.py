@@ -151,7 +151,7 @@ def _tokens(tok: _Doc) -> tuple[EncodingIR, TokensIR]:
 def _purposed(doc: _Doc, path: tuple[str, ...], required: tuple[str, ...]) -> tuple[NamedWithPurposes, ...]:
     out = []
     seen: dict[str, str] = {}
-    for i, raw in enumerate(doc.get(*path, kind=list)):
+    for i in range(len(doc.get(*path, kind=list))):
         name = doc.get(*path, i, "name", kind=str)
         purposes = tuple(doc.get(*path, i, "purposes", kind=list))
         for purpose in purposes:
@@ -355,7 +355,7 @@ def load_project(config: Config) -> ProjectIR:
         format_version=FORMAT_VERSION,
         generator_version=__version__,
         sources={
-            "generator": ("harmonygen's FORMAT_VERSION",),
+            "generator": ("generator/harmonygen/ir.py",),
             "encoding": (tok.rel,),
             "tokens": (tok.rel,),
             "format": (fmt_doc.rel,),

@@ -103,6 +103,14 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     out.append(constant("REASONING_RENDERED", {e.value: e.rendered for e in fmt.reasoning_efforts}, "dict[str, str]"))
     out.append(constant("CHANNELS", tuple(c.name for c in fmt.channels), doc="Every channel, in the spec's order."))
     out += [constant(symbol("channel", p), c.name) for c in fmt.channels for p in c.purposes]
+    out.append(
+        constant(
+            "CHANNEL_BY_PURPOSE",
+            {p: c.name for c in fmt.channels for p in c.purposes},
+            "dict[str, str]",
+            "What a channel is used for → the channel.",
+        )
+    )
     out.append(constant("HEADER_RENDER_ORDER", h.render_order, doc="Header parts (grammar rules), as rendered."))
     out += _group(
         "header",
@@ -131,7 +139,7 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     out.append(
         constant("RECOVERY_RULES", p.recovery_rules, "dict[str, str]", "Lenient repairs: rule id → what it does.")
     )
-    out += [constant(symbol("rule", rule), rule) for rule in p.recovery_rules]
+    out += [constant(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
     out += _mapping_constants(ir)
     out.append(
@@ -194,7 +202,7 @@ def _mapping_constants(ir: ProjectIR) -> list[Constant]:
 
 def grammar_constants(ir: ProjectIR) -> list[Constant]:
     g = ir.grammar
-    origins = sorted({r.origin for r in g.rules})
+    origins = sorted({r.origin for r in g.rules if not r.origin.startswith("_")})  # not lark's helper rules
     out = [
         constant("END", g.end_terminal, doc="The end-of-input terminal."),
         constant("START_RULE", g.start_rule, doc="The rule a whole input reduces to."),

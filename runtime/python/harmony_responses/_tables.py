@@ -8,7 +8,7 @@ saying what to regenerate, instead of misbehaving later (tree-sitter's ABI check
 from __future__ import annotations
 
 from ._generated import FORMAT_VERSION, grammar, spec
-from ._generated.enums import HarmonyEncodingName, ReasoningEffort, Role
+from ._generated.enums import HarmonyEncodingName, ItemKind, ReasoningEffort, Role, Terminator
 
 RUNTIME_FORMAT_VERSION = 1
 """The version of the generated tables' layout that this runtime reads."""
@@ -19,4 +19,13 @@ if FORMAT_VERSION != RUNTIME_FORMAT_VERSION:
         f"version {RUNTIME_FORMAT_VERSION}; regenerate with `harmonygen generate` from the matching generator"
     )
 
-__all__ = ["FORMAT_VERSION", "HarmonyEncodingName", "ReasoningEffort", "Role", "grammar", "spec"]
+__all__ = [
+    "FORMAT_VERSION",
+    "HarmonyEncodingName",
+    "ItemKind",
+    "ReasoningEffort",
+    "Role",
+    "Terminator",
+    "grammar",
+    "spec",
+]

@@ -55,6 +55,8 @@ _ROLE_TEXT = {role: role.value for role in Role}
 _EFFORT_TEXT = {effort: _spec.REASONING_RENDERED[effort.value] for effort in ReasoningEffort}
 _CONSTRAIN_SPELLING = _spec.SPELLING_CONSTRAIN
 _FUNCTIONS = _spec.HEADER_FUNCTION_NAMESPACE
+_RECIPIENT_PREFIX = _spec.HEADER_PART_SEPARATOR + _spec.HEADER_RECIPIENT_KEYWORD
+_FUNCTION_CHANNEL_NOTE = _spec.SYS_FUNCTION_CHANNEL_NOTE.format(channel=_spec.CHANNEL_TOOL_CALLS, namespace=_FUNCTIONS)
 
 
 def _has_function_tools(messages: Sequence[Message]) -> bool:
@@ -189,7 +191,7 @@ class HarmonyEncoding:
             if cc.channel_required:
                 text += _spec.SYS_CHANNEL_REQUIRED
             if has_function_tools:
-                text += _spec.SYS_LINE_SEPARATOR + _spec.SYS_FUNCTION_CHANNEL_NOTE
+                text += _spec.SYS_LINE_SEPARATOR + _FUNCTION_CHANNEL_NOTE
             sections.append(text)
         return _spec.SYS_SECTION_SEPARATOR.join(sections)
 
@@ -233,20 +235,20 @@ class HarmonyEncoding:
                 out += piece(_spec.HEADER_AUTHOR_NAME_SEPARATOR + name)
         recipient = message.recipient
         if recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT:
-            out += piece(_spec.HEADER_RECIPIENT_PREFIX + recipient)
+            out += piece(_RECIPIENT_PREFIX + recipient)
         if message.channel is not None:
             out.append(_spec.TOKEN_CHANNEL)
             out += piece(message.channel)
         content_type = message.content_type
         if content_type is not None:
             if content_type.startswith(_CONSTRAIN_SPELLING):
-                out += piece(_spec.HEADER_CONTENT_TYPE_SEPARATOR)
+                out += piece(_spec.HEADER_PART_SEPARATOR)
                 out.append(_spec.TOKEN_CONSTRAIN)
                 rest = content_type[len(_CONSTRAIN_SPELLING) :]
                 if rest:
                     out += piece(rest)
             else:
-                out += piece(_spec.HEADER_CONTENT_TYPE_SEPARATOR + content_type)
+                out += piece(_spec.HEADER_PART_SEPARATOR + content_type)
         out.append(_spec.TOKEN_MESSAGE)
         for content in message.content:
             self._content_into(content, role, out, has_function_tools)
@@ -273,12 +275,12 @@ class HarmonyEncoding:
             last_assistant_final = False
             for msg in reversed(messages):
                 if msg.author.role == Role.ASSISTANT:
-                    last_assistant_final = msg.channel == _spec.CONV_FINAL_CHANNEL
+                    last_assistant_final = msg.channel == _spec.CHANNEL_ANSWER
                     break
             if last_assistant_final:
-                drop_before = next((i for i, m in enumerate(messages) if m.channel == _spec.CONV_FINAL_CHANNEL), -1)
+                drop_before = next((i for i, m in enumerate(messages) if m.channel == _spec.CHANNEL_ANSWER), -1)
         for index, msg in enumerate(messages):
-            if index < drop_before and msg.channel == _spec.CONV_DROP_ANALYSIS_CHANNEL:
+            if index < drop_before and msg.channel == _spec.CHANNEL_REASONING:
                 continue
             self._render_into(msg, out, has_tools)
         return messages
@@ -313,7 +315,7 @@ class HarmonyEncoding:
         messages = self._conversation_into(conversation, config, out)
         if messages:
             last = messages[-1]
-            if last.author.role == Role.ASSISTANT and last.channel == _spec.CONV_FINAL_CHANNEL and out:
+            if last.author.role == Role.ASSISTANT and last.channel == _spec.CHANNEL_ANSWER and out:
                 out[-1] = _spec.TOKEN_END_DONE_SAMPLING
         return out
 

@@ -28,7 +28,7 @@ _SPECIAL_RE = re.compile(
     + "|"
     + re.escape(_spec.RESERVED_SPELLING).replace(re.escape("{id}"), "[0-9]+")
 )
-_CHANNELS = (_spec.CHANNEL_ANALYSIS, _spec.CHANNEL_COMMENTARY, _spec.CHANNEL_FINAL)
+_CHANNELS = _spec.CHANNELS
 _CHANNEL_ALT = "|".join(re.escape(c) for c in _CHANNELS)
 _RECIPIENT_RE = re.compile(re.escape(_spec.HEADER_RECIPIENT_KEYWORD + _spec.HEADER_FUNCTION_NAMESPACE) + r"\.\S*")
 _GLUED_RE = re.compile(re.escape(Role.ASSISTANT.value) + "(?:" + _CHANNEL_ALT + ")(?![a-z])")

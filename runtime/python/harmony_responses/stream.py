@@ -52,7 +52,7 @@ _CONSTRAIN = _SPELLING[_spec.TOKEN_CONSTRAIN]
 _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _FUNCTIONS = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _ROLES = {role.value: role for role in Role}
-_CHANNELS = (_spec.CHANNEL_ANALYSIS, _spec.CHANNEL_COMMENTARY, _spec.CHANNEL_FINAL)
+_CHANNELS = _spec.CHANNELS
 _WORD_RE = re.compile(r"\S+")
 _CONTROL_RE = re.compile("|".join(re.escape(s) for s in sorted(_SPELLING_TERMINAL, key=len, reverse=True)))
 _PREFIXES = frozenset(s[:i] for s in _SPELLING_TERMINAL for i in range(1, len(s)))

@@ -47,10 +47,6 @@ LEXER_TERMINAL_WORD: str = "WORD"
 LEXER_TERMINAL_TEXT: str = "TEXT"
 """The terminal the lexer makes of a text."""
 
-RULE___BODY_STAR_1: str = "__body_star_1"
-
-RULE___START_STAR_0: str = "__start_star_0"
-
 RULE_AUTHOR: str = "author"
 
 RULE_BODY: str = "body"

@@ -113,6 +113,9 @@ CHANNEL_TOOL_CALLS: str = "commentary"
 
 CHANNEL_ANSWER: str = "final"
 
+CHANNEL_BY_PURPOSE: dict[str, str] = {"reasoning": "analysis", "preamble": "commentary", "tool_calls": "commentary", "answer": "final"}
+"""What a channel is used for → the channel."""
+
 HEADER_RENDER_ORDER: tuple[str, ...] = ("author", "recipient", "channel", "content_type")
 """Header parts (grammar rules), as rendered."""
 
@@ -261,47 +264,47 @@ RECOVERY_RULES: dict[str, str] = {
 }
 """Lenient repairs: rule id → what it does."""
 
-RULE_TEXT_BEFORE_START: str = "text_before_start"
+RECOVERY_TEXT_BEFORE_START: str = "text_before_start"
 
-RULE_JUNK_BETWEEN_MESSAGES: str = "junk_between_messages"
+RECOVERY_JUNK_BETWEEN_MESSAGES: str = "junk_between_messages"
 
-RULE_EXTRA_STOP: str = "extra_stop"
+RECOVERY_EXTRA_STOP: str = "extra_stop"
 
-RULE_STRAY_CONTROL: str = "stray_control"
+RECOVERY_STRAY_CONTROL: str = "stray_control"
 
-RULE_MISSING_START: str = "missing_start"
+RECOVERY_MISSING_START: str = "missing_start"
 
-RULE_REPEATED_START: str = "repeated_start"
+RECOVERY_REPEATED_START: str = "repeated_start"
 
-RULE_DOUBLED_ROLE: str = "doubled_role"
+RECOVERY_DOUBLED_ROLE: str = "doubled_role"
 
-RULE_MISSING_ROLE: str = "missing_role"
+RECOVERY_MISSING_ROLE: str = "missing_role"
 
-RULE_EMPTY_CHANNEL: str = "empty_channel"
+RECOVERY_EMPTY_CHANNEL: str = "empty_channel"
 
-RULE_DOUBLED_CHANNEL: str = "doubled_channel"
+RECOVERY_DOUBLED_CHANNEL: str = "doubled_channel"
 
-RULE_DOUBLED_RECIPIENT: str = "doubled_recipient"
+RECOVERY_DOUBLED_RECIPIENT: str = "doubled_recipient"
 
-RULE_STRAY_HEADER_WORD: str = "stray_header_word"
+RECOVERY_STRAY_HEADER_WORD: str = "stray_header_word"
 
-RULE_MISSING_FUNCTIONS_PREFIX: str = "missing_functions_prefix"
+RECOVERY_MISSING_FUNCTIONS_PREFIX: str = "missing_functions_prefix"
 
-RULE_GLUED_CONTENT_TYPE: str = "glued_content_type"
+RECOVERY_GLUED_CONTENT_TYPE: str = "glued_content_type"
 
-RULE_HEADER_CUT_BY_STOP: str = "header_cut_by_stop"
+RECOVERY_HEADER_CUT_BY_STOP: str = "header_cut_by_stop"
 
-RULE_EOF_IN_HEADER: str = "eof_in_header"
+RECOVERY_EOF_IN_HEADER: str = "eof_in_header"
 
-RULE_STRIPPED_SPECIAL_TOKENS: str = "stripped_special_tokens"
+RECOVERY_STRIPPED_SPECIAL_TOKENS: str = "stripped_special_tokens"
 
-RULE_UNSTRUCTURED_TEXT: str = "unstructured_text"
+RECOVERY_UNSTRUCTURED_TEXT: str = "unstructured_text"
 
-RULE_AFTER_TOOL_CALL: str = "after_tool_call"
+RECOVERY_AFTER_TOOL_CALL: str = "after_tool_call"
 
-RULE_INVENTED_TOOL_RESULT: str = "invented_tool_result"
+RECOVERY_INVENTED_TOOL_RESULT: str = "invented_tool_result"
 
-RULE_INVALID_TOKEN: str = "invalid_token"
+RECOVERY_INVALID_TOKEN: str = "invalid_token"
 
 ITEM_KINDS: dict[str, dict[str, Any]] = {
     "reasoning": {

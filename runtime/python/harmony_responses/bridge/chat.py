@@ -26,14 +26,14 @@ from ..types import (
 
 
 def _chat_id(response_id: str) -> str:
-    prefix = _spec.MAP_RESPONSE_ID_PREFIX + "_"
-    return _spec.MAP_CHAT_ID_PREFIX + "_" + response_id.removeprefix(prefix)
+    prefix = _spec.RESPONSE_ID_PREFIX + "_"
+    return _spec.CHAT_ID_PREFIX + "_" + response_id.removeprefix(prefix)
 
 
 def _finish_reason(incomplete: bool, has_calls: bool) -> str:
     if incomplete:
-        return _spec.MAP_CHAT_FINISH_REASONS_INCOMPLETE
-    return _spec.MAP_CHAT_FINISH_REASONS_TOOL_CALLS if has_calls else _spec.MAP_CHAT_FINISH_REASONS_STOP
+        return _spec.CHAT_FINISH_REASONS["incomplete"]
+    return _spec.CHAT_FINISH_REASONS["tool_calls"] if has_calls else _spec.CHAT_FINISH_REASONS["stop"]
 
 
 def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
     usage = response.usage
     return {
         "id": _chat_id(response.id),
-        "object": _spec.MAP_CHAT_OBJECT,
+        "object": _spec.CHAT_OBJECT,
         "created": response.created_at,
         "model": response.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -89,7 +89,7 @@ def chat_completion_chunks(events: Iterable[StreamingEvent]) -> Iterator[dict[st
             r = event.response
             head = {
                 "id": _chat_id(r.id),
-                "object": _spec.MAP_CHAT_CHUNK_OBJECT,
+                "object": _spec.CHAT_CHUNK_OBJECT,
                 "created": r.created_at,
                 "model": r.model,
             }

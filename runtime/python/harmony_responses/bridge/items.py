@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..encoding import HarmonyEncoding
 from ..errors import HarmonyError
@@ -66,9 +67,11 @@ _SPECIAL_OPEN = "<|"
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _CONTENT = StreamState.CONTENT
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)  # <|call|>, <|return|>: sampling stops
-EXTENSION_TOOL_CALL = _spec.MAP_ITEMS_EXTENSION_TYPE  # the vendor-prefixed item type for non-function tool calls
+EXTENSION_TOOL_CALL = _spec.ITEM_KINDS[ItemKind.TOOL_CALL][
+    "type"
+]  # the vendor-prefixed item type for non-function tool calls
 IdFactory = Callable[[str], str]
-ItemKind = Literal["reasoning", "message", "function_call", "extension"]
+_PHASES: dict[str, str] = _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"]
 Status = Literal["in_progress", "completed", "incomplete"]
 
 
@@ -177,11 +180,7 @@ class _Item:
             content: list[Any] = [ReasoningTextContent(text=text)] if status != "in_progress" else []
             return ReasoningBody(id=self.id, summary=[], content=content)
         if self.kind == "message":
-            phase: Any = (
-                _spec.MAP_MESSAGE_PHASES_COMMENTARY
-                if self.channel == _spec.CHANNEL_COMMENTARY
-                else _spec.MAP_MESSAGE_PHASES_DEFAULT
-            )
+            phase: Any = _PHASES["preamble"] if self.channel == _spec.CHANNEL_PREAMBLE else _PHASES["answer"]
             parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if status != "in_progress" else []
             return Message(id=self.id, status=status, role="assistant", content=parts, phase=phase)
         if self.kind == "function_call":
@@ -325,7 +324,7 @@ class ResponseStreamer:
         self._ids = ids
         self._clock = clock
         self._input_tokens = input_tokens
-        self._response_id = response_id or ids(_spec.MAP_RESPONSE_ID_PREFIX)
+        self._response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
         self._created_at = int(clock()) if created_at is None else created_at
         self._seq = 0
         self._output: list[Any] = []  # finished item bodies
@@ -384,17 +383,37 @@ class ResponseStreamer:
             recipient = None  # `<|channel|>final <|constrain|>json` is a content type, read as a recipient
         index = len(self._output)
         if recipient is not None and recipient.startswith(_FUNCTIONS_PREFIX):
-            item = _Item("function_call", self._ids(_spec.MAP_ITEMS_FUNCTION_CALL_ID_PREFIX), index, channel, recipient)
-            item.call_id = self._ids(_spec.MAP_ITEMS_FUNCTION_CALL_CALL_ID_PREFIX)
+            item = _Item(
+                ItemKind.FUNCTION_CALL,
+                self._ids(_spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["id_prefix"]),
+                index,
+                channel,
+                recipient,
+            )
+            item.call_id = self._ids(_spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["call_id_prefix"])
             item.name = recipient[len(_FUNCTIONS_PREFIX) :]
         elif p.current_role not in (Role.ASSISTANT, None) or (
             recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT
         ):
-            item = _Item("extension", self._ids(_spec.MAP_ITEMS_EXTENSION_ID_PREFIX), index, channel, recipient)
-        elif channel == _spec.CHANNEL_ANALYSIS:
-            item = _Item("reasoning", self._ids(_spec.MAP_ITEMS_REASONING_ID_PREFIX), index, channel, recipient)
+            item = _Item(
+                ItemKind.TOOL_CALL,
+                self._ids(_spec.ITEM_KINDS[ItemKind.TOOL_CALL]["id_prefix"]),
+                index,
+                channel,
+                recipient,
+            )
+        elif channel == _spec.CHANNEL_REASONING:
+            item = _Item(
+                ItemKind.REASONING,
+                self._ids(_spec.ITEM_KINDS[ItemKind.REASONING]["id_prefix"]),
+                index,
+                channel,
+                recipient,
+            )
         else:
-            item = _Item("message", self._ids(_spec.MAP_ITEMS_MESSAGE_ID_PREFIX), index, channel, recipient)
+            item = _Item(
+                ItemKind.MESSAGE, self._ids(_spec.ITEM_KINDS[ItemKind.MESSAGE]["id_prefix"]), index, channel, recipient
+            )
         self._item = item
         cls = _DELTA_EVENTS.get(item.kind)
         if cls is not None:

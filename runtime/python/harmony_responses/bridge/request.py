@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..models import (
     Author,
@@ -53,8 +54,12 @@ from ..types import (
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
-_JSON_CONTENT_TYPE = _CONSTRAIN + _spec.HEADER_JSON_CONTENT_TYPE
+_JSON_CONTENT_TYPE = _CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EFFORTS = {e.value.lower(): e for e in ReasoningEffort}
+# An assistant message's phase → the channel it was written on.
+_CHANNEL_OF_PHASE = {
+    phase: _spec.CHANNEL_BY_PURPOSE[purpose] for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
+}
 
 
 class RequestError(ValueError):
@@ -235,14 +240,12 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
         elif isinstance(item, AssistantMessageItemParam):
             texts = _text_parts(item.content, where, ("output_text", "refusal"))
-            channel = (
-                _spec.CHANNEL_COMMENTARY if item.phase == _spec.MAP_MESSAGE_PHASES_COMMENTARY else _spec.CHANNEL_FINAL
-            )
+            channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
             turns.append(_assistant("".join(texts), channel))
         elif isinstance(item, FunctionCallItemParam):
             call_names[item.call_id] = item.name
             turns.append(
-                _assistant(item.arguments, _spec.CHANNEL_COMMENTARY)
+                _assistant(item.arguments, _spec.CHANNEL_TOOL_CALLS)
                 .with_recipient(_FUNCTIONS_PREFIX + item.name)
                 .with_content_type(_JSON_CONTENT_TYPE)
             )
@@ -258,7 +261,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             turns.append(
                 Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
                 .with_recipient(Role.ASSISTANT.value)
-                .with_channel(_spec.CHANNEL_COMMENTARY)
+                .with_channel(_spec.CHANNEL_TOOL_CALLS)
             )
         elif isinstance(item, ReasoningItemParam):
             if item.encrypted_content is not None:
@@ -267,7 +270,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
                 )
             text = "".join(part.text for part in item.summary)
             if text:
-                turns.append(_assistant(text, _spec.CHANNEL_ANALYSIS))
+                turns.append(_assistant(text, _spec.CHANNEL_REASONING))
         elif isinstance(item, ItemReferenceParam):
             raise RequestError(
                 "item_reference_not_found",

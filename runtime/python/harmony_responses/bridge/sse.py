@@ -15,9 +15,9 @@ from ..types import (
     StreamingEventAdapter,
 )
 
-OPENAI_REASONING_EVENTS = dict(_spec.MAP_OPENAI_REASONING_EVENTS)
+OPENAI_REASONING_EVENTS = dict(_spec.OPENAI_REASONING_EVENTS)
 _FROM_OPENAI = {v: k for k, v in OPENAI_REASONING_EVENTS.items()}
-DONE = _spec.MAP_SSE_DONE
+DONE = _spec.SSE_DONE
 _q = json.encoder.encode_basestring
 
 
