@@ -1,9 +1,16 @@
 """Completion tokens → Open Responses SSE text, against openai-harmony 0.0.8's bare parser, same process.
 
-The ~20k-token completion of bench_parse.py (analysis, preambles, function calls, builtin calls, tool
-results, finals) is fed one token at a time through `stream_response` and `to_sse`, producing the full
-SSE text; the reference does only `StreamableParser.process` per token. Bar: our whole bridge costs at
-most 1x the reference's parser (ratio = reference time / our time >= 1).
+Two workloads, each fed one token at a time:
+
+- headers: the ~20k-token completion of bench_parse.py (analysis, preambles, function calls, builtin
+  calls, tool results, finals), read as a whole transcript;
+- text: one long assistant turn of about 20k tokens that is mostly text (reasoning, preambles, the
+  answer; no call ends it early), so that nearly every token is one delta event.
+
+Ours runs the whole bridge: the lenient event parser, the item/event state machine and the SSE text
+(`SSEStreamer.feed`, one frame per delta); the reference does only `StreamableParser.process` per token.
+Bar: our whole bridge costs at most 1x the reference's parser (ratio = reference time / our time >= 1).
+Also shown: the typed path (`to_sse(stream_response(...))`), which builds one event object per delta.
 
     TIKTOKEN_ENCODINGS_BASE=../shared/vocab .venv/bin/python bench/bench_bridge.py
 """
@@ -21,8 +28,37 @@ os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().pa
 import openai_harmony as ref  # noqa: E402
 from bench_parse import best, completion  # noqa: E402
 
-from harmony_responses import HarmonyEncodingName, load_harmony_encoding  # noqa: E402
-from harmony_responses.bridge import parse_sse, stream_response, to_sse  # noqa: E402
+from harmony_responses import HarmonyEncoding, HarmonyEncodingName, Message, Role, load_harmony_encoding  # noqa: E402
+from harmony_responses.bridge import (  # noqa: E402
+    SSEStreamer,
+    counting_ids,
+    parse_sse,
+    stream_response,
+    stream_sse,
+    to_sse,
+)
+
+
+def long_turn(encoding: HarmonyEncoding, n_tokens: int) -> list[int]:
+    """One assistant turn, mostly text: reasoning, a preamble, more reasoning, the answer (after the prompt's
+    `<|start|>assistant`)."""
+    a = Role.ASSISTANT
+    reasoning = "The user asks how to plan a week in Paris on a budget; weigh museums, food and transport. "
+    answer = "Here is a plan: walk the Marais on Monday, use the Navigo pass, picnic by the Seine — bon appétit! "
+    unit = len(encoding.encode(reasoning * 4 + answer * 4))
+    rounds = max(1, n_tokens // unit)
+    messages = [
+        Message.from_role_and_content(a, reasoning * 2 * rounds).with_channel("analysis"),
+        Message.from_role_and_content(a, "Let me lay out the week day by day.").with_channel("commentary"),
+        Message.from_role_and_content(a, reasoning * 2 * rounds).with_channel("analysis"),
+        Message.from_role_and_content(a, answer * 4 * rounds).with_channel("final"),
+    ]
+    tokens: list[int] = []
+    for m in messages:
+        tokens += encoding.render(m)
+    tokens = tokens[2:]  # the prompt ends with <|start|>assistant
+    tokens[-1] = encoding.encode("<|return|>", allowed_special="all")[0]
+    return tokens
 
 
 def main() -> None:
@@ -32,32 +68,49 @@ def main() -> None:
     args = ap.parse_args()
     ours_enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
     ref_enc = ref.load_harmony_encoding(ref.HarmonyEncodingName.HARMONY_GPT_OSS)
-    tokens = completion(ours_enc, args.tokens)
-    n = len(tokens)
+    workloads = {
+        "headers": (completion(ours_enc, args.tokens), None, {"role": None, "stop_at_turn_end": False}),
+        "text": (long_turn(ours_enc, args.tokens), ref.Role.ASSISTANT, {}),
+    }
+    for name, (tokens, ref_role, options) in workloads.items():
+        n = len(tokens)
 
-    def ref_process() -> None:
-        p = ref.StreamableParser(ref_enc, None)
-        for t in tokens:
-            p.process(t)
+        def ref_process(tokens: list[int] = tokens, role: object = ref_role) -> None:
+            p = ref.StreamableParser(ref_enc, role)
+            for t in tokens:
+                p.process(t)
 
-    def ours_sse() -> list[str]:
-        # a generator of single tokens: the bridge sees one token at a time, as from a sampler
-        one_by_one = (t for t in tokens)
-        events = stream_response(one_by_one, ours_enc, None, role=None, stop_at_turn_end=False)
-        return list(to_sse(events))
+        def ours_sse(tokens: list[int] = tokens, options: dict[str, object] = options) -> list[str]:
+            # one token a call, as a server gets them from its engine
+            streamer = SSEStreamer(ours_enc, None, **options)  # type: ignore[arg-type]
+            out = [streamer.start()]
+            feed = streamer.feed
+            for t in tokens:
+                out.append(feed(t))
+            out.append(streamer.finish())
+            return out
 
-    frames = ours_sse()
-    events = parse_sse(frames)
-    assert events[-1].type == "response.completed", events[-1].type
-    assert len(events) == len(frames) - 1
+        def ours_typed(tokens: list[int] = tokens, options: dict[str, object] = options) -> list[str]:
+            return list(to_sse(stream_response((t for t in tokens), ours_enc, None, **options)))  # type: ignore[arg-type]
 
-    t_ref = best(ref_process, args.repeat)
-    t_ours = best(ours_sse, args.repeat)
-    us = 1e6 / n
-    print(f"completion: {n} tokens -> {len(events)} events, {sum(map(len, frames)) / 1e6:.1f} MB of SSE")
-    print(f"reference StreamableParser.process alone      {t_ref * us:7.3f} us/token")
-    print(f"ours stream_response + to_sse, token by token {t_ours * us:7.3f} us/token")
-    print(f"ratio {t_ref / t_ours:5.2f}x (reference parser time / our whole bridge; bar >= 1x)")
+        fixed = {**options, "ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0}
+        frames = ours_sse(options=fixed)
+        fixed["ids"] = counting_ids()
+        assert "".join(frames) == "".join(stream_sse(tokens, ours_enc, None, **fixed))  # type: ignore[arg-type]
+        events = parse_sse(frames)
+        assert events[-1].type == "response.completed", events[-1].type
+        deltas = sum(e.type.endswith(".delta") for e in events)
+        t_ref = best(ref_process, args.repeat)
+        t_ours = best(ours_sse, args.repeat)
+        t_typed = best(ours_typed, args.repeat)
+        us = 1e6 / n
+        print(
+            f"{name}: {n} tokens -> {len(events)} events ({deltas} deltas), {sum(map(len, frames)) / 1e6:.1f} MB of SSE"
+        )
+        print(f"  reference StreamableParser.process alone          {t_ref * us:7.3f} us/token")
+        print(f"  ours SSEStreamer.feed (parser + items + SSE)     {t_ours * us:7.3f} us/token")
+        print(f"  ours to_sse(stream_response) (typed events)       {t_typed * us:7.3f} us/token")
+        print(f"  cost of our bridge / reference parser: {t_ours / t_ref:4.2f}x (bar <= 1.00x)")
 
 
 if __name__ == "__main__":

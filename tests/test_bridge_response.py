@@ -121,12 +121,26 @@ def test_a_budget_cut_mid_item_ends_incomplete(encoding: HarmonyEncoding) -> Non
     assert to_chat_completion(final)["choices"][0]["finish_reason"] == "length"
 
 
-def test_a_parse_error_is_an_error_event_then_failed(encoding: HarmonyEncoding) -> None:
+def test_strict_mode_fails_where_lenient_mode_repairs_and_says_so(encoding: HarmonyEncoding) -> None:
     text = "<|channel|>final<|message|>Hi<|end|>junk before start"
-    events = events_of(encoding, tokens(encoding, text))
-    check_stream(dumped(events))
-    assert [e.type for e in events[-2:]] == ["error", "response.failed"]
-    assert events[-1].response.error is not None  # type: ignore[union-attr]
+    strict = list(stream_response(tokens(encoding, text), encoding, ids=counting_ids(), created_at=1, strict=True))
+    check_stream(dumped(strict))
+    assert [e.type for e in strict[-2:]] == ["error", "response.failed"]
+    failed = strict[-1].response  # type: ignore[union-attr]
+    assert failed.error is not None and failed.error.code == "model_output_invalid"
+    assert "text outside a message" in failed.error.message and "at token 5" in failed.error.message
+    seen: list[Any] = []
+    lenient = list(stream_response(tokens(encoding, text), encoding, ids=counting_ids(), on_repair=seen.append))
+    check_stream(dumped(lenient))
+    final = lenient[-1].response  # type: ignore[union-attr]
+    assert lenient[-1].type == "response.completed"
+    assert [o.content[0].text for o in final.output] == ["Hi"]  # type: ignore[union-attr]
+    (repair,) = final.model_dump(mode="json")["harmony:repairs"]
+    assert repair["rule"] == "junk_between_messages" and repair["text"] == "junk before start"
+    assert [r.rule for r in seen] == ["junk_between_messages"]
+    # no repair, no field
+    clean = build_response(tokens(encoding, "<|channel|>final<|message|>Hi<|return|>"), encoding)
+    assert "harmony:repairs" not in clean.model_dump(mode="json")
 
 
 def test_text_chunks_give_the_same_events_as_tokens(encoding: HarmonyEncoding) -> None:
@@ -200,7 +214,8 @@ def test_parse_sse_reads_crlf_and_names_bad_lines(encoding: HarmonyEncoding) -> 
 
 
 def test_a_failed_stream_ends_its_chat_chunks_with_an_error_object(encoding: HarmonyEncoding) -> None:
-    events = events_of(encoding, tokens(encoding, "<|channel|>final<|message|>Hi<|end|>junk"))
+    completion = tokens(encoding, "<|channel|>final<|message|>Hi<|end|>junk")
+    events = list(stream_response(completion, encoding, ids=counting_ids(), created_at=1, strict=True))
     chunks = list(chat_completion_chunks(events))
     assert chunks[-1]["error"]["code"] == "model_output_invalid"
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])

@@ -150,7 +150,7 @@ def test_feed_bytes_split_inside_a_character(encoding: HarmonyEncoding) -> None:
 
 
 def test_every_rule_is_tested() -> None:
-    tested = {case[0] for case in LENIENT_CASES} | {"after_tool_call", "invalid_token"}
+    tested = {case[0] for case in LENIENT_CASES} | {"after_tool_call", "after_turn_end", "invalid_token"}
     assert tested == set(RECOVERY_RULES)
 
 
@@ -266,7 +266,7 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         "<|channel|>commentary to=functions.f<|call|>",
         [("commentary", "functions.f", "")],
     ),
-    ("eof_in_header", "assistant", [], "<|channel|>commentary to=functions.f", [("commentary", "functions.f", "")]),
+    ("eof_in_header", "assistant", [], "<|channel|>commentary to=functions.f", []),
     (
         "stripped_special_tokens",
         "assistant",
@@ -457,3 +457,33 @@ def test_cli_parse_modes_and_errors() -> None:
 
 def test_reference_parser_errors_are_harmony_errors(encoding: HarmonyEncoding) -> None:
     assert issubclass(HarmonyParseError, HarmonyError)
+
+
+def test_a_header_cut_by_the_end_of_the_stream_is_no_message_and_keeps_its_words(encoding: HarmonyEncoding) -> None:
+    text = "<|start|>assistant to=functions.f"
+    positions = set()
+    for cut in range(1, len(text)):  # the same repair, wherever the text was split
+        parser = HarmonyStreamParser(encoding, None, "lenient")
+        events = parser.feed_text(text[:cut]) + parser.feed_text(text[cut:]) + parser.close()
+        assert not [e for e in events if isinstance(e, (MessageStart, MessageEnd))]
+        (repair,) = [e for e in events if isinstance(e, Recovered)]
+        assert (repair.rule, repair.text) == ("eof_in_header", "assistant to=functions.f")
+        positions.add(repair.position)
+    assert positions == {len(text)}
+
+
+def test_an_empty_completion_is_nothing_at_all(encoding: HarmonyEncoding) -> None:
+    for feed in ("text", "tokens"):
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        events = (parser.feed_text("") if feed == "text" else parser.feed_tokens([])) + parser.close()
+        assert events == []
+
+
+def test_stop_at_turn_end_sets_aside_what_follows_a_return(encoding: HarmonyEncoding) -> None:
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient", stop_at_turn_end=True)
+    text = "<|channel|>final<|message|>Done.<|return|><|start|>assistant<|channel|>final<|message|>More<|end|>"
+    events = parser.feed_text(text) + parser.close()
+    assert [e.message.content for e in events if isinstance(e, MessageEnd)] == ["Done."]
+    (aside,) = [e for e in events if isinstance(e, Recovered)]
+    assert aside.rule == "after_turn_end"
+    assert aside.text == "<|start|>assistant<|channel|>final<|message|>More<|end|>"

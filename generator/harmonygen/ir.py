@@ -145,7 +145,9 @@ class GrammarIR:
 class ParsingIR:
     eos_terminator: str
     events: dict[str, str]  # start, delta, end, recovered → the event's type
+    units: dict[str, str]  # input kind (tokens, text) → what a position counts
     recovery_rules: dict[str, str]  # rule id → what the repair does
+    details: dict[str, str]  # what a repair reports, by situation
     errors: dict[str, str]
 
 

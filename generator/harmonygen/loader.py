@@ -238,7 +238,9 @@ def _parsing(par: _Doc) -> ParsingIR:
     return ParsingIR(
         eos_terminator=par.get("eos_terminator", kind=str),
         events=par.strings("events"),
+        units=par.strings("units"),
         recovery_rules=par.strings("recovery_rules"),
+        details=par.strings("details"),
         errors=par.strings("errors"),
     )
 

@@ -136,6 +136,8 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     p = ir.parsing
     out.append(constant("PARSE_EOS_TERMINATOR", p.eos_terminator))
     out += _group("parse_event", p.events.items())
+    out += _group("parse_unit", p.units.items())
+    out += _group("parse_detail", p.details.items())
     out.append(
         constant("RECOVERY_RULES", p.recovery_rules, "dict[str, str]", "Lenient repairs: rule id → what it does.")
     )

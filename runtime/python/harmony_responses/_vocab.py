@@ -50,10 +50,10 @@ def load_ranks() -> dict[bytes, int]:
     if data is not None:
         return _parse_ranks(data)
     try:
-        import tiktoken
+        from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
 
-        base = tiktoken.get_encoding(_spec.RANKS_TIKTOKEN_NAME)
-        return dict(base._mergeable_ranks)
+        ranks: dict[bytes, int] = ENCODING_CONSTRUCTORS[_spec.RANKS_TIKTOKEN_NAME]()["mergeable_ranks"]
+        return ranks
     except Exception as exc:
         raise HarmonyError(
             _spec.ERR_RANKS_MISSING.format(

@@ -33,7 +33,8 @@ from .models import (
 from .tool_namespace import render_tools_section
 
 
-def _all_special_tokens() -> dict[str, int]:
+@functools.lru_cache(maxsize=1)
+def _special_tokens() -> dict[str, int]:
     specials = dict(_spec.NAMED_TOKENS)
     for lo, hi in _spec.RESERVED_RANGES:
         for token in range(lo, hi + 1):
@@ -47,7 +48,7 @@ def _tiktoken_encoding() -> tiktoken.Encoding:
         name=_spec.ENCODING_TIKTOKEN_NAME,
         pat_str=_spec.PATTERN,
         mergeable_ranks=load_ranks(),
-        special_tokens=_all_special_tokens(),
+        special_tokens=_special_tokens(),
     )
 
 
@@ -72,11 +73,12 @@ def _has_function_tools(messages: Sequence[Message]) -> bool:
 class HarmonyEncoding:
     """Renders conversations to token ids and decodes ids, as openai-harmony's HarmonyEncoding."""
 
-    def __init__(self, name: str, encoding: tiktoken.Encoding) -> None:
+    def __init__(self, name: str, encoding: tiktoken.Encoding, special_tokens: dict[str, int]) -> None:
         self._name = name
         self._enc = encoding
-        self._core = encoding._core_bpe
-        self._specials: dict[str, int] = dict(encoding._special_tokens)
+        self._encode_ordinary = encoding.encode_ordinary
+        self._decode_bytes = encoding.decode_bytes
+        self._specials = dict(special_tokens)
         self._special_ids = frozenset(self._specials.values())
         self._n_base = encoding.max_token_value + 1 - len(self._specials)
         self._piece_cache: dict[str, list[int]] = {}
@@ -92,18 +94,15 @@ class HarmonyEncoding:
 
     # -- encoding ------------------------------------------------------------------------------
 
-    def _ordinary(self, text: str) -> list[int]:
-        try:
-            return self._core.encode_ordinary(text)  # type: ignore[no-any-return]
-        except UnicodeEncodeError:
-            fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return self._core.encode_ordinary(fixed)  # type: ignore[no-any-return]
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode text as ordinary text: a control-token spelling in it stays text."""
+        return self._encode_ordinary(text)
 
     def _piece(self, text: str) -> list[int]:
         """Encode a short header piece, memoised: headers repeat across every conversation."""
         cached = self._piece_cache.get(text)
         if cached is None:
-            cached = self._ordinary(text)
+            cached = self._encode_ordinary(text)
             if len(self._piece_cache) < 4096:
                 self._piece_cache[text] = cached
         return cached
@@ -142,7 +141,7 @@ class HarmonyEncoding:
         return out
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        return self._core.decode_bytes(self._check_tokens(tokens))  # type: ignore[no-any-return]
+        return self._decode_bytes(self._check_tokens(tokens))
 
     def decode_utf8(self, tokens: Sequence[int]) -> str:
         """Decode to text; raises HarmonyError on invalid UTF-8 (use `decode` to replace it)."""
@@ -206,17 +205,17 @@ class HarmonyEncoding:
 
     def _content_into(self, content: Content, role: Role, out: list[int], has_function_tools: bool) -> None:
         if isinstance(content, TextContent):
-            out += self._ordinary(content.text)
+            out += self._encode_ordinary(content.text)
         elif isinstance(content, SystemContent):
             if role is not Role.SYSTEM:
                 raise HarmonyError(_spec.ERR_SYSTEM_CONTENT_MISPLACED.format(role=_spec.ROLE_DEBUG_NAMES[role.value]))
-            out += self._ordinary(self._system_text(content, has_function_tools))
+            out += self._encode_ordinary(self._system_text(content, has_function_tools))
         elif isinstance(content, DeveloperContent):
             if role is not Role.DEVELOPER:
                 raise HarmonyError(
                     _spec.ERR_DEVELOPER_CONTENT_MISPLACED.format(role=_spec.ROLE_DEBUG_NAMES[role.value])
                 )
-            out += self._ordinary(self._developer_text(content))
+            out += self._encode_ordinary(self._developer_text(content))
         else:
             raise HarmonyError(_spec.ERR_UNKNOWN_CONTENT.format(raw=content))
 
@@ -328,9 +327,9 @@ class HarmonyEncoding:
         from .parser import StreamableParser
 
         parser = StreamableParser(self, role, strict=strict)
-        parser._process_all(list(tokens))
+        parser.process_tokens(tokens)
         parser.process_eos()
-        return parser._messages  # the parser is dropped: no need for the defensive copy
+        return parser.take_messages()
 
 
 def load_harmony_encoding(name: str | HarmonyEncodingName) -> HarmonyEncoding:
@@ -338,7 +337,7 @@ def load_harmony_encoding(name: str | HarmonyEncodingName) -> HarmonyEncoding:
     value = name.value if isinstance(name, HarmonyEncodingName) else str(name)
     if value != _spec.ENCODING_NAME:
         raise ValueError(_spec.ERR_UNKNOWN_ENCODING.format(name=value))
-    return HarmonyEncoding(value, _tiktoken_encoding())
+    return HarmonyEncoding(value, _tiktoken_encoding(), _special_tokens())
 
 
 __all__ = ["HarmonyEncoding", "HarmonyEncodingName", "load_harmony_encoding"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ._tables import grammar as _grammar
+from ._tables import spec as _spec
 from .errors import HarmonyError
 
 Reducer = Callable[[str, list[object]], object]
@@ -17,6 +18,7 @@ Reducer = Callable[[str, list[object]], object]
 _ACTIONS = _grammar.ACTIONS
 _RULES = _grammar.RULES
 _END = _grammar.END
+_START_RULE = _grammar.START_RULE
 
 
 class GrammarError(HarmonyError):
@@ -25,7 +27,8 @@ class GrammarError(HarmonyError):
     def __init__(self, terminal: str, expected: frozenset[str]) -> None:
         self.terminal = terminal
         self.expected = expected
-        super().__init__(f"unexpected {terminal}, expected one of {', '.join(sorted(expected)) or 'nothing'}")
+        listed = ", ".join(sorted(expected)) or _spec.PARSE_ERR_NOTHING
+        super().__init__(_spec.PARSE_ERR_UNEXPECTED_TERMINAL.format(terminal=terminal, expected=listed))
 
 
 def _no_value(origin: str, children: list[object]) -> object:
@@ -66,15 +69,19 @@ class IncrementalParser:
             origin, size = _RULES[~action]
             if size:
                 del states[-size:]
-            if terminal == _END and origin == "start" and len(states) == 1:
+            if terminal == _END and origin == _START_RULE and len(states) == 1:
                 return True
             states.append(_ACTIONS[states[-1]][origin])
 
     def copy(self) -> IncrementalParser:
         twin = IncrementalParser(self._reduce)
-        twin._states = list(self._states)
-        twin._values = list(self._values)
+        twin.restore(self)
         return twin
+
+    def restore(self, other: IncrementalParser) -> None:
+        """Go back to the state `other` (a copy taken earlier) is in."""
+        self._states = list(other._states)
+        self._values = list(other._values)
 
     def _pop(self, size: int) -> list[object]:
         """Take the children of a `size`-symbol rule off both stacks."""
@@ -111,7 +118,7 @@ class IncrementalParser:
                 raise GrammarError(_END, _grammar.EXPECTED[states[-1]])
             origin, size = _RULES[~action]
             value = self._reduce(origin, self._pop(size))
-            if origin == "start" and len(states) == 1:
+            if origin == _START_RULE and len(states) == 1:
                 states.append(_grammar.ACCEPT_STATE)
                 values.append(value)
                 return value

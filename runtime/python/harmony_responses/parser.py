@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -42,14 +44,14 @@ class StreamState(Enum):
     CONTENT = "Content"
 
 
+@dataclass(slots=True)
 class ParsedHeader:
-    __slots__ = ("author", "recipient", "channel", "content_type")
+    """A message header as the reference parses it."""
 
-    def __init__(self, author: Author, recipient: str | None, channel: str | None, content_type: str | None):
-        self.author = author
-        self.recipient = recipient
-        self.channel = channel
-        self.content_type = content_type
+    author: Author
+    recipient: str | None
+    channel: str | None
+    content_type: str | None
 
     def to_dict(self) -> dict[str, Any]:
         author: dict[str, Any] = {"role": self.author.role.value}
@@ -168,8 +170,9 @@ class StreamableParser:
         self._step(token)
         return self
 
-    def _process_all(self, tokens: list[int]) -> None:
-        """`process` every token; a whole body is decoded in one call (same result, fewer steps)."""
+    def process_tokens(self, tokens: Iterable[int]) -> StreamableParser:
+        """`process` every token, in order: the same result, faster (a whole body is decoded in one call)."""
+        tokens = list(tokens)
         n = len(tokens)
         i = 0
         stop = self._stop
@@ -194,6 +197,7 @@ class StreamableParser:
                         continue
             self.process(tokens[i])
             i += 1
+        return self
 
     def process_eos(self) -> StreamableParser:
         self._step(None)
@@ -344,6 +348,11 @@ class StreamableParser:
     def messages(self) -> list[Message]:
         return [m.model_copy(deep=True) for m in self._messages]
 
+    def take_messages(self) -> list[Message]:
+        """The messages parsed so far, handed over (not copied); the parser keeps none of them."""
+        messages, self._messages = self._messages, []
+        return messages
+
     @property
     def tokens(self) -> list[int]:
         return list(self._tokens)
@@ -355,7 +364,7 @@ class StreamableParser:
         if self._state is StreamState.CONTENT and self._header is not None:
             content_tokens: list[int] = []
             for delta in self._deltas:  # the reference re-encodes each decoded delta
-                content_tokens += self._encoding._ordinary(delta)
+                content_tokens += self._encoding.encode_ordinary(delta)
             return {"state": "Content", "header": self._header.to_dict(), "content_tokens": content_tokens}
         return {"state": "ExpectStart"}
 

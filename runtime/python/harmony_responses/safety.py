@@ -21,8 +21,11 @@ from ._tables import spec as _spec
 from .models import Role
 
 _JOINER = "\u2060"
-_ESCAPE_RE = re.compile("<(" + _JOINER + "*)\\|")
-_UNESCAPE_RE = re.compile("<(" + _JOINER + "+)\\|")
+# Every control-token spelling starts with this prefix (`<|`): its first character and the rest.
+_HEAD, _TAIL = _spec.SPELLING_OPEN[0], _spec.SPELLING_OPEN[1:]
+_JSON_ESCAPED_OPEN = f"\\u{ord(_HEAD):04x}" + _TAIL  # the prefix with its first character escaped in JSON
+_ESCAPE_RE = re.compile(re.escape(_HEAD) + "(" + _JOINER + "*)" + re.escape(_TAIL))
+_UNESCAPE_RE = re.compile(re.escape(_HEAD) + "(" + _JOINER + "+)" + re.escape(_TAIL))
 _SPECIAL_RE = re.compile(
     "|".join(re.escape(s) for s in sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
     + "|"
@@ -30,7 +33,10 @@ _SPECIAL_RE = re.compile(
 )
 _CHANNELS = _spec.CHANNELS
 _CHANNEL_ALT = "|".join(re.escape(c) for c in _CHANNELS)
-_RECIPIENT_RE = re.compile(re.escape(_spec.HEADER_RECIPIENT_KEYWORD + _spec.HEADER_FUNCTION_NAMESPACE) + r"\.\S*")
+_RECIPIENT_RE = re.compile(
+    re.escape(_spec.HEADER_RECIPIENT_KEYWORD + _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR)
+    + r"\S*"
+)
 _GLUED_RE = re.compile(re.escape(Role.ASSISTANT.value) + "(?:" + _CHANNEL_ALT + ")(?![a-z])")
 _SIGNAL_RE = re.compile(
     "(?:^|\\s|"
@@ -38,7 +44,10 @@ _SIGNAL_RE = re.compile(
     + ")(?:"
     + _CHANNEL_ALT
     + ")(?![a-z])"
-    + "|(?:^|\\s)(?:json|code)(?=\\{|\\s|$)|<\\|"
+    + "|(?:^|\\s)(?:"
+    + "|".join(re.escape(c) for c in _spec.CONTENT_TYPES)
+    + ")(?=\\{|\\s|$)|"
+    + re.escape(_spec.SPELLING_OPEN)
 )
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
 
@@ -47,17 +56,17 @@ LeakKind = Literal["control_token", "header_fragment", "glued_header"]
 
 def escape_control_tokens(text: str) -> str:
     """Text with no `<|` left; `unescape_control_tokens` inverts it exactly."""
-    return _ESCAPE_RE.sub(lambda m: "<" + m.group(1) + _JOINER + "|", text)
+    return _ESCAPE_RE.sub(lambda m: _HEAD + m.group(1) + _JOINER + _TAIL, text)
 
 
 def unescape_control_tokens(text: str) -> str:
     """The inverse of `escape_control_tokens`."""
-    return _UNESCAPE_RE.sub(lambda m: "<" + m.group(1)[1:] + "|", text)
+    return _UNESCAPE_RE.sub(lambda m: _HEAD + m.group(1)[1:] + _TAIL, text)
 
 
 def escape_control_tokens_json(text: str) -> str:
     """A JSON string literal for `text` in which no control-token spelling appears literally."""
-    return json.dumps(text, ensure_ascii=False).replace("<|", "\\u003c|")
+    return json.dumps(text, ensure_ascii=False).replace(_spec.SPELLING_OPEN, _JSON_ESCAPED_OPEN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,6 +239,62 @@ PARSE_EVENT_END: str = "message_end"
 
 PARSE_EVENT_RECOVERED: str = "recovered"
 
+PARSE_UNIT_TOKENS: str = "token"
+
+PARSE_UNIT_TEXT: str = "character"
+
+PARSE_DETAIL_INVALID_TOKEN: str = "token {token} is not in the vocabulary"
+
+PARSE_DETAIL_STOP_OUTSIDE: str = "{token} outside a message"
+
+PARSE_DETAIL_CHANNEL_OUTSIDE: str = "{token} outside a message: a {role} message"
+
+PARSE_DETAIL_CONTROL_OUTSIDE: str = "{token} outside a message"
+
+PARSE_DETAIL_DOUBLED_ROLE: str = "role {word!r} repeated"
+
+PARSE_DETAIL_EMPTY_CHANNEL: str = "no word after the channel marker"
+
+PARSE_DETAIL_DOUBLED_RECIPIENT: str = "second recipient {word!r} dropped"
+
+PARSE_DETAIL_STRAY_WORD: str = "{word!r} has no place in the header"
+
+PARSE_DETAIL_DOUBLED_CHANNEL: str = "second channel {word!r} dropped"
+
+PARSE_DETAIL_STOP_IN_HEADER: str = "{token} inside a header"
+
+PARSE_DETAIL_REPEATED_START: str = "a header restarted"
+
+PARSE_DETAIL_MISSING_ROLE: str = "a header without an author: {role}"
+
+PARSE_DETAIL_STRAY_CONTROL: str = "{token} has no place in the header"
+
+PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE: str = "{token} without a content type"
+
+PARSE_DETAIL_HEADER_ABANDONED: str = "header abandoned: {reason}"
+
+PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: str = "recipient {recipient!r} is a declared tool"
+
+PARSE_DETAIL_GLUED_CONTENT_TYPE: str = "{recipient!r} split"
+
+PARSE_DETAIL_INVENTED_TOOL_RESULT: str = "{author} answered right after the call to {recipient}"
+
+PARSE_DETAIL_NO_AUTHOR: str = "{detail} with no author: dropped"
+
+PARSE_DETAIL_EOF_IN_HEADER: str = "the stream ended inside a header"
+
+PARSE_DETAIL_AFTER_TOOL_CALL: str = "input after the first tool call"
+
+PARSE_DETAIL_TEXT_BEFORE_START: str = "text before the first message"
+
+PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: str = "text between messages"
+
+PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: str = "no control tokens: split on channel words"
+
+PARSE_DETAIL_UNSTRUCTURED_TEXT: str = "no control tokens: the text is the message body"
+
+PARSE_DETAIL_AFTER_TURN_END: str = "input after the model's turn ended"
+
 RECOVERY_RULES: dict[str, str] = {
     "text_before_start": "text before the first message is set aside; it is in `text`",
     "junk_between_messages": "text between messages is set aside; it is in `text`",
@@ -255,10 +311,11 @@ RECOVERY_RULES: dict[str, str] = {
     "missing_functions_prefix": "a recipient that is a declared tool name without `functions.` gets the prefix",
     "glued_content_type": "`to=functions.NAMEjson`, NAME a declared tool, is split into recipient and content type",
     "header_cut_by_stop": "a stop token inside a header ends a message with that header and no content",
-    "eof_in_header": "the end of the stream inside a header ends a message with that header and no content",
+    "eof_in_header": "the end of the stream inside a header ends no message; the header's words are in `text`",
     "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on channel words",
     "unstructured_text": "text with no control token at all after `<|start|>ROLE` becomes that message's body",
     "after_tool_call": "input after the first completed tool call is ignored (stop_after_tool_call); it is in `text`",
+    "after_turn_end": "input after the message that ended the model's turn (<|call|> or <|return|>) is set aside (stop_at_turn_end); it is in `text`",
     "invented_tool_result": "a tool message written by the model right after its own tool call",
     "invalid_token": "a token id outside the vocabulary is skipped",
 }
@@ -302,9 +359,33 @@ RECOVERY_UNSTRUCTURED_TEXT: str = "unstructured_text"
 
 RECOVERY_AFTER_TOOL_CALL: str = "after_tool_call"
 
+RECOVERY_AFTER_TURN_END: str = "after_turn_end"
+
 RECOVERY_INVENTED_TOOL_RESULT: str = "invented_tool_result"
 
 RECOVERY_INVALID_TOKEN: str = "invalid_token"
+
+PARSE_ERR_AT: str = "{message} at {unit} {position}"
+
+PARSE_ERR_INVALID_TOKEN: str = "invalid token {token}"
+
+PARSE_ERR_EOF_IN_HEADER: str = "the stream ended inside a message header"
+
+PARSE_ERR_TEXT_OUTSIDE: str = "text outside a message: {text!r}, expected {start}"
+
+PARSE_ERR_UNEXPECTED_CONTROL: str = "unexpected {token}, expected {start}"
+
+PARSE_ERR_HEADER_WORD: str = "header word {word!r}: {reason}"
+
+PARSE_ERR_STOP_IN_HEADER: str = "{token} inside a message header"
+
+PARSE_ERR_CONTROL_IN_HEADER: str = "{token} in a message header: {reason}"
+
+PARSE_ERR_INCOMPLETE_HEADER: str = "incomplete message header: {reason}"
+
+PARSE_ERR_UNEXPECTED_TERMINAL: str = "unexpected {terminal}, expected one of {expected}"
+
+PARSE_ERR_NOTHING: str = "nothing"
 
 ITEM_KINDS: dict[str, dict[str, Any]] = {
     "reasoning": {
@@ -387,6 +468,8 @@ EVENT_ORDER: dict[str, tuple[str, ...]] = {
 RESPONSE_ID_PREFIX: str = "resp"
 
 RESPONSE_INCOMPLETE_REASON: str = "max_output_tokens"
+
+RESPONSE_REPAIRS_FIELD: str = "harmony:repairs"
 
 STREAM_OPENING: tuple[str, ...] = ("response.created", "response.in_progress")
 

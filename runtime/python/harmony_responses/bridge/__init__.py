@@ -10,34 +10,41 @@ from __future__ import annotations
 
 from .chat import chat_completion_chunks, to_chat_completion
 from .items import (
+    ResponseBuilder,
     ResponseStreamer,
+    Status,
     build_response,
     counting_ids,
     random_id,
-    response_snapshot,
     stream_response,
     tokens_from_text,
 )
 from .request import RequestError, ToolPolicy, parse_request, request_to_conversation, tool_policy
-from .sse import DONE, OPENAI_REASONING_EVENTS, SSEError, event_json, parse_sse, to_sse
+from .resource import response_snapshot
+from .sse import DONE, OPENAI_REASONING_EVENTS, SSEError, SSEStreamer, event_json, frame, parse_sse, stream_sse, to_sse
 
 __all__ = [
     "DONE",
     "OPENAI_REASONING_EVENTS",
     "RequestError",
+    "ResponseBuilder",
     "ResponseStreamer",
     "SSEError",
+    "SSEStreamer",
+    "Status",
     "ToolPolicy",
     "build_response",
     "chat_completion_chunks",
     "counting_ids",
     "event_json",
+    "frame",
     "parse_request",
     "parse_sse",
     "random_id",
     "request_to_conversation",
     "response_snapshot",
     "stream_response",
+    "stream_sse",
     "to_chat_completion",
     "to_sse",
     "tokens_from_text",

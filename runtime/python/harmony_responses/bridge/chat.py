@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .._tables import Role
 from .._tables import spec as _spec
 from ..types import (
     FunctionCall,
@@ -52,7 +53,7 @@ def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
             )
     finish = _finish_reason(response.status == "incomplete", bool(calls))
     message: dict[str, Any] = {
-        "role": "assistant",
+        "role": Role.ASSISTANT.value,
         "content": "".join(content) if content else None,
         "reasoning_content": "".join(reasoning) if reasoning else None,
     }
@@ -93,7 +94,7 @@ def chat_completion_chunks(events: Iterable[StreamingEvent]) -> Iterator[dict[st
                 "created": r.created_at,
                 "model": r.model,
             }
-            yield chunk({"role": "assistant", "content": ""})
+            yield chunk({"role": Role.ASSISTANT.value, "content": ""})
         elif isinstance(event, ResponseOutputTextDeltaStreamingEvent):
             yield chunk({"content": event.delta})
         elif isinstance(event, ResponseReasoningDeltaStreamingEvent):

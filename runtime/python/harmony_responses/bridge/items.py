@@ -1,17 +1,24 @@
-"""Harmony completion → Open Responses: output items, `ResponseResource`, the event stream, SSE, Chat Completions.
+"""Harmony completion → Open Responses output items and their ordered events: the item/event state machine.
 
-The reference-compatible `StreamableParser` reads the completion one token at a time (text chunks are
-tokenized on the way in). Each Harmony message becomes one output item:
+`ResponseBuilder` reads the completion with the grammar-driven `HarmonyStreamParser`: lenient by default
+(a server never fails a turn on a glitch the parser can repair), strict on request, with the function
+names of the request for the repairs that need them. Each message becomes one output item, of the kind
+the spec's `ITEM_KINDS` table names:
 
-- `analysis` without recipient → `reasoning` (`content: [reasoning_text]`, `summary: []`);
-- `final` (or no channel) → assistant `message` with `output_text`, phase `final_answer`;
-- `commentary` without recipient (a preamble) → `message` with phase `commentary`;
-- recipient `functions.NAME` on any channel → `function_call` (the name after the `functions.` prefix,
-  arguments verbatim, a fresh `call_id`), its arguments streamed as deltas;
-- any other recipient (`browser.search`, `python`) → a vendor-prefixed `harmony:tool_call` item.
+- a recipient in the function namespace → `function_call` (the name after the namespace, the arguments
+  verbatim, a fresh call id), its arguments streamed as deltas;
+- any other recipient (`browser.search`, `python`), or a message not by the assistant → the vendor-prefixed
+  tool-call item;
+- the reasoning channel → `reasoning` (`content: [reasoning_text]`, `summary: []`);
+- anything else → an assistant `message` with `output_text`, its phase by the channel's purpose.
 
-A completion cut mid-message (budget exhausted) ends `incomplete`; a parse error ends with an `error`
-event and `response.failed`.
+Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message (the budget ran out) ends
+`incomplete`; in strict mode a parse error ends with an `error` event and `response.failed`. Every repair
+lenient parsing makes is passed to `on_repair` when it happens and listed on the final response in the
+vendor-prefixed field named by the spec (`harmony:repairs`), so none is silent.
+
+Where events go is the sink's business: `ResponseStreamer` collects typed events (`stream_response`,
+`build_response`); `bridge.sse.SSEStreamer` writes SSE text without building a typed event per delta.
 """
 
 from __future__ import annotations
@@ -19,60 +26,60 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import Enum
+from typing import Any, Protocol
 
-from .._tables import ItemKind
+from .._tables import ItemKind, Role
 from .._tables import spec as _spec
+from .._types_base import SpecModel
 from ..encoding import HarmonyEncoding
-from ..errors import HarmonyError
-from ..models import Role
-from ..parser import StreamableParser, StreamState
+from ..stream import (
+    ContentDelta,
+    Event,
+    HarmonyParseError,
+    HarmonyStreamParser,
+    MessageEnd,
+    MessageStart,
+    Recovered,
+    Region,
+)
 from ..types import (
-    AllowedToolsParam,
     CreateResponseBody,
+    Error,
     ErrorPayload,
-    ErrorStreamingEvent,
     ExtensionItem,
     FunctionCall,
-    JsonSchemaResponseFormatParam,
+    ItemField,
     Message,
     OutputTextContent,
     ReasoningBody,
     ReasoningTextContent,
-    ResponseCompletedStreamingEvent,
-    ResponseContentPartAddedStreamingEvent,
-    ResponseContentPartDoneStreamingEvent,
-    ResponseCreatedStreamingEvent,
-    ResponseFailedStreamingEvent,
-    ResponseFunctionCallArgumentsDeltaStreamingEvent,
-    ResponseFunctionCallArgumentsDoneStreamingEvent,
-    ResponseIncompleteStreamingEvent,
-    ResponseInProgressStreamingEvent,
-    ResponseOutputItemAddedStreamingEvent,
-    ResponseOutputItemDoneStreamingEvent,
-    ResponseOutputTextDeltaStreamingEvent,
-    ResponseOutputTextDoneStreamingEvent,
-    ResponseReasoningDeltaStreamingEvent,
-    ResponseReasoningDoneStreamingEvent,
     ResponseResource,
-    SpecificFunctionParam,
     StreamingEvent,
+    Usage,
 )
+from .resource import response_snapshot, usage
 
-_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
-_SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
-_SPECIAL_OPEN = "<|"
-_CONSTRAIN = _spec.SPELLING_CONSTRAIN
-_CONTENT = StreamState.CONTENT
-_TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)  # <|call|>, <|return|>: sampling stops
-EXTENSION_TOOL_CALL = _spec.ITEM_KINDS[ItemKind.TOOL_CALL][
-    "type"
-]  # the vendor-prefixed item type for non-function tool calls
 IdFactory = Callable[[str], str]
-_PHASES: dict[str, str] = _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"]
-Status = Literal["in_progress", "completed", "incomplete"]
+RepairHook = Callable[[Recovered], None]
+_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
+_SPELLING_OPEN = _spec.SPELLING_OPEN
+_SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
+_ASSISTANT: Any = Role.ASSISTANT.value  # typed as the models' role literal
+
+
+class Status(str, Enum):
+    """An item's or a response's status."""
+
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+
+    __hash__ = str.__hash__
 
 
 def random_id(prefix: str) -> str:
@@ -95,8 +102,8 @@ def tokens_from_text(chunks: Iterable[str], encoding: HarmonyEncoding) -> Iterat
     pending = ""
     for chunk in chunks:
         pending += chunk
-        cut = pending.rfind(_SPECIAL_OPEN)
-        if cut == -1 and pending.endswith(_SPECIAL_OPEN[0]):
+        cut = pending.rfind(_SPELLING_OPEN)
+        if cut == -1 and pending.endswith(_SPELLING_OPEN[0]):
             cut = len(pending) - 1
         if cut != -1 and any(s.startswith(pending[cut:]) for s in _SPECIALS) and pending[cut:] not in _SPECIALS:
             ready, pending = pending[:cut], pending[cut:]
@@ -108,205 +115,178 @@ def tokens_from_text(chunks: Iterable[str], encoding: HarmonyEncoding) -> Iterat
         yield from encoding.encode(pending, allowed_special="all")
 
 
-# Text-like items: their content part (empty when added, full when done) and the event ending their text.
-_TEXT_PARTS: dict[
-    str, tuple[Callable[[str], Any], type[ResponseOutputTextDoneStreamingEvent | ResponseReasoningDoneStreamingEvent]]
-] = {
-    "message": (lambda text: OutputTextContent(text=text, annotations=[]), ResponseOutputTextDoneStreamingEvent),
-    "reasoning": (lambda text: ReasoningTextContent(text=text), ResponseReasoningDoneStreamingEvent),
+# -- the item kinds, from the spec's table ------------------------------------------------------------
+
+
+def _by_type(classes: Iterable[Any]) -> dict[str, Any]:
+    """Model classes by the `type` their instances carry on the wire."""
+    out = {}
+    for cls in classes:
+        tag = cls.model_fields["type"].default if "type" in getattr(cls, "model_fields", {}) else None
+        if isinstance(tag, str):
+            out[tag] = cls
+    return out
+
+
+def _union_members(alias: Any) -> tuple[Any, ...]:
+    """The models of a generated union alias (`TypeAliasType` of an `Annotated` union)."""
+    value = getattr(alias, "__value__", alias)
+    while typing.get_origin(value) is typing.Annotated:
+        value = typing.get_args(value)[0]
+    members = []
+    for member in typing.get_args(value):
+        while typing.get_origin(member) is typing.Annotated:
+            member = typing.get_args(member)[0]
+        members.append(member)
+    return tuple(members)
+
+
+EVENT_CLASSES: dict[str, Any] = _by_type(_union_members(StreamingEvent))
+"""Every streaming event's model, by the event's type (the spec picks them by name, so they are typed `Any`)."""
+_PART_CLASSES = _by_type((OutputTextContent, ReasoningTextContent))
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One kind of output item, as the spec's `ITEM_KINDS` describes it."""
+
+    kind: ItemKind
+    type: str
+    id_prefix: str
+    call_id_prefix: str | None
+    part: Callable[[str], Any] | None  # text → the content part, for items that stream text
+    delta: Any  # the event class of a piece of text or of arguments, or None
+    done: Any  # the event class that ends the text or the arguments, or None
+
+    @property
+    def streams_text(self) -> bool:
+        return self.part is not None
+
+
+def _part_maker(cls: Any) -> Callable[[str], Any]:
+    if cls is OutputTextContent:
+        return lambda text: OutputTextContent(text=text, annotations=[])
+    return lambda text: cls(text=text)
+
+
+def _kind_spec(kind: ItemKind) -> KindSpec:
+    row = _spec.ITEM_KINDS[kind]
+    events = row["text"] or row["arguments"] or {}
+    return KindSpec(
+        kind=kind,
+        type=row["type"],
+        id_prefix=row["id_prefix"],
+        call_id_prefix=row["call_id_prefix"],
+        part=_part_maker(_PART_CLASSES[row["text"]["part"]]) if row["text"] else None,
+        delta=EVENT_CLASSES[events["delta"]] if events else None,
+        done=EVENT_CLASSES[events["done"]] if events else None,
+    )
+
+
+KINDS: dict[ItemKind, KindSpec] = {kind: _kind_spec(kind) for kind in ItemKind}
+_REASONING_CHANNEL = _spec.CHANNEL_BY_PURPOSE[_spec.ITEM_KINDS[ItemKind.REASONING]["channel_purpose"]]
+_PHASE_OF_CHANNEL: dict[str, Any] = {
+    _spec.CHANNEL_BY_PURPOSE[purpose]: phase for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
 }
-
-_DELTA_EVENTS: dict[str, type[StreamingEvent]] = {
-    "message": ResponseOutputTextDeltaStreamingEvent,
-    "reasoning": ResponseReasoningDeltaStreamingEvent,
-    "function_call": ResponseFunctionCallArgumentsDeltaStreamingEvent,
-}
-_DELTA_TYPE_NAMES: dict[type[StreamingEvent], str] = {
-    cls: cls.model_fields["type"].default for cls in _DELTA_EVENTS.values()
-}
-_OPTIONAL_NONE = {
-    cls: {name: None for name, f in cls.model_fields.items() if not f.is_required() and f.default is None}
-    for cls in _DELTA_EVENTS.values()
-}
+_DEFAULT_PHASE = _PHASE_OF_CHANNEL[_spec.CHANNEL_ANSWER]
+_ADDED = EVENT_CLASSES[_spec.STREAM_ITEM_ADDED]
+_ITEM_DONE = EVENT_CLASSES[_spec.STREAM_ITEM_DONE]
+_PART_ADDED = EVENT_CLASSES[_spec.STREAM_PART_ADDED]
+_PART_DONE = EVENT_CLASSES[_spec.STREAM_PART_DONE]
+_CREATED, _IN_PROGRESS = (EVENT_CLASSES[name] for name in _spec.STREAM_OPENING)
+_CLOSING = {Status(status): EVENT_CLASSES[name] for status, name in _spec.STREAM_CLOSING.items()}
+_ERROR_EVENT = EVENT_CLASSES[_spec.STREAM_ERROR]
 
 
-class _DeltaFactory:
-    """Builds one item's delta events without validation (the values come from the parser, already typed).
-
-    An event is equal to `cls(**values)`: same fields, fields-set and (empty) extras. Streaming creates
-    one per token, where validating would cost more than parsing the token.
-    """
-
-    __slots__ = ("cls", "template", "fields_set")
-
-    def __init__(self, cls: type[StreamingEvent], item_id: str, output_index: int) -> None:
-        self.cls = cls
-        values: dict[str, Any] = {"type": _DELTA_TYPE_NAMES[cls], "sequence_number": 0, "item_id": item_id,
-                                  "output_index": output_index}  # fmt: skip
-        if "content_index" in cls.model_fields:
-            values["content_index"] = 0
-        values["delta"] = ""
-        self.fields_set = frozenset(values)
-        self.template = {**values, **_OPTIONAL_NONE[cls]}
-
-    def __call__(self, sequence_number: int, delta: str) -> StreamingEvent:
-        cls = self.cls
-        event = cls.__new__(cls)
-        values = self.template.copy()
-        values["sequence_number"] = sequence_number
-        values["delta"] = delta
-        object.__setattr__(event, "__dict__", values)
-        object.__setattr__(event, "__pydantic_fields_set__", set(self.fields_set))
-        object.__setattr__(event, "__pydantic_extra__", {})
-        object.__setattr__(event, "__pydantic_private__", None)
-        return event
+def kind_of(start: MessageStart) -> ItemKind:
+    """The kind of item a message becomes, by its recipient, author and channel."""
+    recipient = start.recipient
+    if recipient is not None and recipient.startswith(_FUNCTIONS_PREFIX):
+        return ItemKind.FUNCTION_CALL
+    if start.role is not Role.ASSISTANT or (recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT):
+        return ItemKind.TOOL_CALL
+    if start.channel == _REASONING_CHANNEL:
+        return ItemKind.REASONING
+    return ItemKind.MESSAGE
 
 
 @dataclass
-class _Item:
-    kind: ItemKind
+class OpenItem:
+    """An output item being streamed."""
+
+    spec: KindSpec
     id: str
     output_index: int
     channel: str | None
     recipient: str | None
     call_id: str | None = None
     name: str | None = None
-    text: list[str] = field(default_factory=list)
-    delta: _DeltaFactory | None = None
+    wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
+    reasoning: bool = field(init=False)
+    streams: bool = field(init=False)
 
-    def body(self, status: Status) -> Any:
-        text = "".join(self.text)
-        if self.kind == "reasoning":
-            content: list[Any] = [ReasoningTextContent(text=text)] if status != "in_progress" else []
-            return ReasoningBody(id=self.id, summary=[], content=content)
-        if self.kind == "message":
-            phase: Any = _PHASES["preamble"] if self.channel == _spec.CHANNEL_PREAMBLE else _PHASES["answer"]
-            parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if status != "in_progress" else []
-            return Message(id=self.id, status=status, role="assistant", content=parts, phase=phase)
-        if self.kind == "function_call":
+    def __post_init__(self) -> None:
+        self.reasoning = self.spec.kind is ItemKind.REASONING
+        self.streams = self.spec.delta is not None  # its text or arguments go out as deltas
+
+    def body(self, status: Status, text: str = "") -> ItemField:
+        """The item as the spec's model: empty while in progress, with its whole `text` when it ends."""
+        kind = self.spec.kind
+        state: Any = status.value  # typed as the models' status literals
+        done = status is not Status.IN_PROGRESS
+        if kind is ItemKind.REASONING:
+            reasoning: list[Any] = [ReasoningTextContent(text=text)] if done else []
+            return ReasoningBody(id=self.id, summary=[], content=reasoning)
+        if kind is ItemKind.MESSAGE:
+            parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if done else []
+            phase = _PHASE_OF_CHANNEL.get(self.channel or "", _DEFAULT_PHASE)
+            return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase)
+        if kind is ItemKind.FUNCTION_CALL:
             return FunctionCall(
-                id=self.id, call_id=self.call_id or "", name=self.name or "", arguments=text, status=status
+                id=self.id, call_id=self.call_id or "", name=self.name or "", arguments=text, status=state
             )
-        return ExtensionItem.model_validate(
-            {
-                "type": EXTENSION_TOOL_CALL,
-                "id": self.id,
-                "recipient": self.recipient,
-                "channel": self.channel,
-                "arguments": text,
-                "status": status,
-            }
+        # A vendor-prefixed item: every key besides `type` is an extra field.
+        extension: ExtensionItem = _EXTENSION(
+            type=self.spec.type,
+            id=self.id,
+            status=state,
+            arguments=text,
+            recipient=self.recipient,
+            channel=self.channel,
         )
+        return extension
 
 
-def _tool_choice(body: CreateResponseBody | None) -> Any:
-    choice = body.tool_choice if body is not None else None
-    if choice is None:
-        return "auto"
-    if isinstance(choice, SpecificFunctionParam):
-        return {"type": "function", "name": choice.name}
-    if isinstance(choice, AllowedToolsParam):
-        return {
-            "type": "allowed_tools",
-            "tools": [{"type": "function", "name": t.name} for t in choice.tools],
-            "mode": choice.mode or "auto",
-        }
-    return choice
+_EXTENSION: Any = ExtensionItem
 
 
-def _text_field(body: CreateResponseBody | None) -> dict[str, Any]:
-    fmt = body.text.format if body is not None and body.text is not None else None
-    out: dict[str, Any] = {"format": {"type": "text"}}
-    if isinstance(fmt, JsonSchemaResponseFormatParam):
-        out["format"] = {
-            "type": "json_schema",
-            "name": fmt.name or "",
-            "description": fmt.description,
-            "schema": None,  # the spec's ResponseResource echoes no schema (`type: null`)
-            "strict": bool(fmt.strict),
-        }
-    if body is not None and body.text is not None and body.text.verbosity is not None:
-        out["verbosity"] = body.text.verbosity
-    return out
+class Sink(Protocol):
+    """Where a builder's events go."""
+
+    def event(self, event: StreamingEvent) -> None: ...
+
+    def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
+        """Keep a delta, after the events kept before it."""
+
+    def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> Any:
+        """Make a delta and return it instead of keeping it (nothing is kept when this is called)."""
 
 
-def response_snapshot(
-    body: CreateResponseBody | None,
-    *,
-    response_id: str,
-    created_at: int,
-    model: str,
-    status: str,
-    output: list[Any],
-    usage: dict[str, Any] | None = None,
-    error: dict[str, Any] | None = None,
-    incomplete_reason: str | None = None,
-    completed_at: int | None = None,
-) -> ResponseResource:
-    """A full `ResponseResource` (all 31 keys) echoing the request's settings."""
-    b = body if body is not None else CreateResponseBody()
-    tools = [
-        {
-            "type": "function",
-            "name": t.name,
-            "description": t.description,
-            "parameters": t.parameters.model_dump(mode="json") if t.parameters is not None else None,
-            "strict": t.strict,
-        }
-        for t in (b.tools or [])
-    ]
-    reasoning = None
-    if b.reasoning is not None:
-        reasoning = {"effort": b.reasoning.effort, "summary": b.reasoning.summary}
-    data = {
-        "id": response_id,
-        "object": "response",
-        "created_at": created_at,
-        "completed_at": completed_at,
-        "status": status,
-        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
-        "model": b.model or model,
-        "previous_response_id": None,
-        "instructions": b.instructions,
-        "output": output,
-        "error": error,
-        "tools": tools,
-        "tool_choice": _tool_choice(b),
-        "truncation": b.truncation or "disabled",
-        "parallel_tool_calls": True if b.parallel_tool_calls is None else b.parallel_tool_calls,
-        "text": _text_field(b),
-        "top_p": 1.0 if b.top_p is None else b.top_p,
-        "presence_penalty": b.presence_penalty or 0.0,
-        "frequency_penalty": b.frequency_penalty or 0.0,
-        "top_logprobs": b.top_logprobs or 0,
-        "temperature": 1.0 if b.temperature is None else b.temperature,
-        "reasoning": reasoning,
-        "usage": usage,
-        "max_output_tokens": b.max_output_tokens,
-        "max_tool_calls": b.max_tool_calls,
-        "store": False,
-        "background": False,
-        "service_tier": "default",
-        "metadata": dict(b.metadata) if b.metadata is not None else {},
-        "safety_identifier": b.safety_identifier,
-        "prompt_cache_key": b.prompt_cache_key,
-    }
-    return ResponseResource.model_validate(data)
+class ResponseBuilder:
+    """Completion tokens or text → the response's events, sent to `sink` in the spec's order.
 
-
-class ResponseStreamer:
-    """Turns completion tokens into Open Responses events; `feed(token)` and `finish()` return events.
-
-    `input_tokens` is the prompt's length, for `usage`. Events carry one `sequence_number` counter.
-    `role=None` reads a completion that starts with its own `<|start|>`; `stop_at_turn_end=False` keeps
-    reading after `<|call|>`/`<|return|>` (a whole transcript; messages not by the assistant become
-    `harmony:tool_call` items too, with their recipient).
+    `request` is the request the completion answers (its settings are echoed; its function names
+    feed the parser's repairs). `input_tokens` is the prompt's length, for `usage`. `role=None` reads a
+    completion that starts with its own `<|start|>`; `stop_at_turn_end=False` keeps reading after
+    `<|call|>`/`<|return|>` (a whole transcript). `strict=True` fails the response on the first
+    deviation from the grammar instead of repairing it.
     """
 
     def __init__(
         self,
         encoding: HarmonyEncoding,
-        request: CreateResponseBody | None = None,
+        request: CreateResponseBody | None,
+        sink: Sink,
         *,
         model: str = "gpt-oss",
         input_tokens: int = 0,
@@ -316,258 +296,351 @@ class ResponseStreamer:
         clock: Callable[[], float] = time.time,
         role: Role | None = Role.ASSISTANT,
         stop_at_turn_end: bool = True,
+        strict: bool = False,
+        tools: Iterable[str] | None = None,
+        on_repair: RepairHook | None = None,
     ) -> None:
-        self._parser = StreamableParser(encoding, role)
-        self._stop_at_turn_end = stop_at_turn_end
+        names = tools if tools is not None else [t.name for t in (request.tools or [])] if request else []
+        self._parser = HarmonyStreamParser(
+            encoding, role, "strict" if strict else "lenient", names, stop_at_turn_end=stop_at_turn_end
+        )
+        self._feed_body_token = self._parser.feed_body_token
+        self._encoding = encoding
+        self._sink = sink
         self._request = request
         self._model = model
         self._ids = ids
         self._clock = clock
+        self._on_repair = on_repair
         self._input_tokens = input_tokens
-        self._response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
+        self.response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
         self._created_at = int(clock()) if created_at is None else created_at
         self._seq = 0
-        self._output: list[Any] = []  # finished item bodies
-        self._item: _Item | None = None
-        self._output_tokens = 0
-        self._reasoning_tokens = 0
-        self._finished = False
+        self._output: list[ItemField] = []  # finished items
+        self._item: OpenItem | None = None
+        self._repairs: list[Recovered] = []
+        self._reasoning_tokens = 0  # of the reasoning items closed so far
+        self._reasoning_from = 0  # the token that opened the reasoning item being read
+        self._text: list[str] = []  # completion text, when it came as text (for usage)
         self._started = False
-        self._turn_over = False
+        self._finished = False
 
-    # -- helpers --------------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------------------
 
-    def _n(self) -> int:
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def repairs(self) -> list[Recovered]:
+        return list(self._repairs)
+
+    def next_sequence_number(self) -> int:
         n = self._seq
         self._seq = n + 1
         return n
 
-    def _usage(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self._input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": self._output_tokens,
-            "output_tokens_details": {"reasoning_tokens": self._reasoning_tokens},
-            "total_tokens": self._input_tokens + self._output_tokens,
-        }
-
-    def snapshot(self, status: str, **extra: Any) -> ResponseResource:
+    def snapshot(self, status: Status, **extra: Any) -> ResponseResource:
+        """The response as it stands (an open item is included as `incomplete` unless in progress)."""
         output = list(self._output)
-        if self._item is not None and status != "in_progress":
-            output.append(self._item.body("incomplete"))
+        if self._item is not None and status is not Status.IN_PROGRESS:
+            output.append(self._item.body(Status.INCOMPLETE, self._parser.current_content))
+        repairs = [_repair_dict(r) for r in self._repairs] if status is not Status.IN_PROGRESS else None
         return response_snapshot(
             self._request,
-            response_id=self._response_id,
+            response_id=self.response_id,
             created_at=self._created_at,
             model=self._model,
-            status=status,
+            status=status.value,
             output=output,
+            repairs=repairs,
             **extra,
         )
 
-    def start(self) -> list[StreamingEvent]:
-        """`response.created` and `response.in_progress` (sent once, before any item)."""
+    def usage(self) -> Usage:
+        output_tokens, reasoning_tokens = self._parser.tokens_read, self._reasoning_tokens
+        if self._item is not None and self._item.reasoning and not self._text:
+            reasoning_tokens += output_tokens - self._reasoning_from
+        if self._text:  # the completion came as text: count its tokens now
+            output_tokens = len(self._encoding.encode("".join(self._text), allowed_special="all"))
+        return usage(self._input_tokens, output_tokens, reasoning_tokens)
+
+    # -- input ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """`response.created` and `response.in_progress` (sent once, before anything else)."""
         if self._started:
-            return []
-        self._started = True
-        snap = self.snapshot("in_progress")
-        return [
-            ResponseCreatedStreamingEvent(sequence_number=self._n(), response=snap),
-            ResponseInProgressStreamingEvent(sequence_number=self._n(), response=snap),
-        ]
-
-    def _open(self, out: list[StreamingEvent]) -> None:
-        p = self._parser
-        channel, recipient = p.current_channel, p.current_recipient
-        if recipient is not None and recipient.startswith(_CONSTRAIN):
-            recipient = None  # `<|channel|>final <|constrain|>json` is a content type, read as a recipient
-        index = len(self._output)
-        if recipient is not None and recipient.startswith(_FUNCTIONS_PREFIX):
-            item = _Item(
-                ItemKind.FUNCTION_CALL,
-                self._ids(_spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["id_prefix"]),
-                index,
-                channel,
-                recipient,
-            )
-            item.call_id = self._ids(_spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["call_id_prefix"])
-            item.name = recipient[len(_FUNCTIONS_PREFIX) :]
-        elif p.current_role not in (Role.ASSISTANT, None) or (
-            recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT
-        ):
-            item = _Item(
-                ItemKind.TOOL_CALL,
-                self._ids(_spec.ITEM_KINDS[ItemKind.TOOL_CALL]["id_prefix"]),
-                index,
-                channel,
-                recipient,
-            )
-        elif channel == _spec.CHANNEL_REASONING:
-            item = _Item(
-                ItemKind.REASONING,
-                self._ids(_spec.ITEM_KINDS[ItemKind.REASONING]["id_prefix"]),
-                index,
-                channel,
-                recipient,
-            )
-        else:
-            item = _Item(
-                ItemKind.MESSAGE, self._ids(_spec.ITEM_KINDS[ItemKind.MESSAGE]["id_prefix"]), index, channel, recipient
-            )
-        self._item = item
-        cls = _DELTA_EVENTS.get(item.kind)
-        if cls is not None:
-            item.delta = _DeltaFactory(cls, item.id, index)
-        out.append(
-            ResponseOutputItemAddedStreamingEvent(
-                sequence_number=self._n(), output_index=index, item=item.body("in_progress")
-            )
-        )
-        text_part = _TEXT_PARTS.get(item.kind)
-        if text_part is None:
             return
-        out.append(
-            ResponseContentPartAddedStreamingEvent(
-                sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, part=text_part[0]("")
-            )
-        )
+        self._started = True
+        snap = self.snapshot(Status.IN_PROGRESS)
+        self._sink.event(_CREATED(sequence_number=self.next_sequence_number(), response=snap))
+        self._sink.event(_IN_PROGRESS(sequence_number=self.next_sequence_number(), response=snap))
 
-    def _delta(self, delta: str, out: list[StreamingEvent]) -> None:
+    def feed_token(self, token: int) -> Any:
+        """One more completion token. When it is plain text continuing a streamed body (the fast path), its
+        delta is made by the sink's `hand_delta` and returned; otherwise the events go to the sink, and
+        the result is None."""
+        item = self._item  # set only while an item's body is streaming
+        if item is not None:
+            text = self._feed_body_token(token)
+            if text is not None:  # the fast path: plain text continuing the body
+                if item.streams:
+                    n = self._seq
+                    self._seq = n + 1
+                    return self._sink.hand_delta(item, n, text)
+                return None
+        elif self._finished:
+            return None
+        elif not self._started:
+            self.start()
+        try:
+            events = self._parser.feed_tokens((token,))
+        except HarmonyParseError as exc:
+            self._fail_parse(exc)
+            return
+        self._handle(events)
+        return None
+
+    def feed_text(self, chunk: str) -> None:
+        """A chunk of completion text, control tokens spelled out (for engines that return no ids)."""
+        if self._finished:
+            return
+        if not self._started:
+            self.start()
+        self._text.append(chunk)
+        try:
+            events = self._parser.feed_text(chunk)
+        except HarmonyParseError as exc:
+            self._fail_parse(exc)
+            return
+        self._handle(events)
+
+    def finish(self, stopped: bool | None = None) -> None:
+        """The end of the completion: a cut item and `response.incomplete`, or `response.completed`.
+
+        `stopped` is what the engine said: True, it stopped on a stop token (which it may not have passed
+        on, as llama.cpp and Ollama do not): an open message is complete; False, the budget ran out: the
+        response is incomplete; None (not known): incomplete when the completion ends inside a message.
+        """
+        if self._finished:
+            return
+        if not self._started:
+            self.start()
+        region = self._parser.region
+        cut = region is Region.BODY or region is Region.HEADER  # the completion ends inside a message
+        try:
+            events = self._parser.close()
+        except HarmonyParseError:  # strict mode, a header cut short: that is the budget's doing, not a failure
+            events = []
+        self._handle(events, eos_status=Status.COMPLETED if stopped else Status.INCOMPLETE)
+        self._finished = True
+        if self._item is not None:
+            self._close(Status.COMPLETED if stopped else Status.INCOMPLETE, self._parser.current_content)
+        if stopped is False or (stopped is None and cut):
+            snap = self.snapshot(
+                Status.INCOMPLETE, usage=self.usage(), incomplete_reason=_spec.RESPONSE_INCOMPLETE_REASON
+            )
+            self._sink.event(_CLOSING[Status.INCOMPLETE](sequence_number=self.next_sequence_number(), response=snap))
+        else:
+            snap = self.snapshot(Status.COMPLETED, usage=self.usage(), completed_at=int(self._clock()))
+            self._sink.event(_CLOSING[Status.COMPLETED](sequence_number=self.next_sequence_number(), response=snap))
+
+    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> None:
+        """End with `error` and `response.failed` (the engine went away, or the output is not Harmony)."""
+        if self._finished:
+            return
+        if not self._started:
+            self.start()
+        self._finished = True
+        kind = _spec.ERRORS[code]["type"] if code in _spec.ERRORS else "server_error"
+        payload = ErrorPayload(type=kind, code=code, message=message, param=None)
+        self._sink.event(_ERROR_EVENT(sequence_number=self.next_sequence_number(), error=payload))
+        snap = self.snapshot(Status.FAILED, error=Error(code=code, message=message), usage=self.usage())
+        self._sink.event(_CLOSING[Status.FAILED](sequence_number=self.next_sequence_number(), response=snap))
+
+    # -- parser events → item events ----------------------------------------------------------------
+
+    def _fail_parse(self, exc: HarmonyParseError) -> None:
+        template = _spec.ERRORS[_spec.ERROR_MODEL_OUTPUT_INVALID]["message"]
+        self.fail(template.format(detail=exc))
+
+    def _handle(self, events: list[Event], eos_status: Status = Status.INCOMPLETE) -> OpenItem | None:
+        opened = None
+        for event in events:
+            if isinstance(event, ContentDelta):
+                item = self._item
+                if item is not None and item.streams:
+                    self._sink.delta(item, self.next_sequence_number(), event.text)
+            elif isinstance(event, MessageStart):
+                opened = self._open(event)
+            elif isinstance(event, MessageEnd):
+                ended_by_stream = event.terminator.value == _spec.PARSE_EOS_TERMINATOR
+                self._close(eos_status if ended_by_stream else Status.COMPLETED, event.message.content)
+            else:
+                self._repairs.append(event)
+                if self._on_repair is not None:
+                    self._on_repair(event)
+        return opened
+
+    def _open(self, start: MessageStart) -> OpenItem:
+        spec = KINDS[kind_of(start)]
+        item = OpenItem(spec, self._ids(spec.id_prefix), len(self._output), start.channel, start.recipient)
+        if spec.kind is ItemKind.FUNCTION_CALL:
+            item.call_id = self._ids(spec.call_id_prefix or spec.id_prefix)
+            item.name = (start.recipient or "")[len(_FUNCTIONS_PREFIX) :]
+        self._item = item
+        self._reasoning_from = self._parser.tokens_read - 1
+        sink = self._sink
+        sink.event(_ADDED(sequence_number=self.next_sequence_number(), output_index=item.output_index,
+                          item=item.body(Status.IN_PROGRESS)))  # fmt: skip
+        if spec.part is not None:
+            sink.event(_PART_ADDED(sequence_number=self.next_sequence_number(), item_id=item.id,
+                                   output_index=item.output_index, content_index=0, part=spec.part("")))  # fmt: skip
+        return item
+
+    def _close(self, status: Status, text: str) -> None:
         item = self._item
         assert item is not None
-        item.text.append(delta)
-        make = item.delta
-        if make is not None:  # extension items carry their text in output_item.done only
-            n = self._seq
-            self._seq = n + 1
-            out.append(make(n, delta))
-
-    def _close(self, status: Status, out: list[StreamingEvent]) -> None:
-        item = self._item
-        assert item is not None
-        text = "".join(item.text)
-        index = item.output_index
-        text_part = _TEXT_PARTS.get(item.kind)
-        if text_part is not None:
-            make_part, done_event = text_part
-            out.append(
-                done_event(sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0, text=text)
-            )
-            out.append(
-                ResponseContentPartDoneStreamingEvent(
-                    sequence_number=self._n(), item_id=item.id, output_index=index, content_index=0,
-                    part=make_part(text),
-                )
-            )  # fmt: skip
-        elif item.kind == "function_call":
-            out.append(
-                ResponseFunctionCallArgumentsDoneStreamingEvent(
-                    sequence_number=self._n(), item_id=item.id, output_index=index, arguments=text
-                )
-            )
-        body = item.body(status)
-        out.append(ResponseOutputItemDoneStreamingEvent(sequence_number=self._n(), output_index=index, item=body))
+        spec, sink, index = item.spec, self._sink, item.output_index
+        if spec.part is not None and spec.done is not None:
+            sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
+                                 content_index=0, text=text))  # fmt: skip
+            sink.event(_PART_DONE(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
+                                  content_index=0, part=spec.part(text)))  # fmt: skip
+        elif spec.done is not None:
+            sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
+                                 arguments=text))  # fmt: skip
+        if item.reasoning:
+            if self._text:  # text input: count the tokens it stands for: <|message|>, the text, the stop
+                self._reasoning_tokens += len(self._encoding.encode(text)) + 1 + (status is Status.COMPLETED)
+            else:  # from the token that opened the body to the one that closed it
+                self._reasoning_tokens += self._parser.tokens_read - self._reasoning_from
+        body = item.body(status, text)
+        sink.event(_ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=index, item=body))
         self._output.append(body)
         self._item = None
 
-    # -- feeding --------------------------------------------------------------------------------
+
+def _repair_dict(repair: Recovered) -> dict[str, Any]:
+    return {"rule": repair.rule, "detail": repair.detail, "position": repair.position, "text": repair.text}
+
+
+# -- typed events -------------------------------------------------------------------------------------
+
+
+def _delta_event(cls: Any, item: OpenItem) -> Callable[[int, str], StreamingEvent]:
+    """Builds `item`'s delta events without validating them again (the values are the parser's, typed)."""
+    content = {"content_index": 0} if "content_index" in cls.model_fields else {}
+    base = {"item_id": item.id, "output_index": item.output_index, **content}
+    fields = {"type", "sequence_number", "delta", *base}
+    kind = cls.model_fields["type"].default
+
+    def make(sequence_number: int, delta: str) -> StreamingEvent:
+        event: StreamingEvent = cls.model_construct(
+            fields, type=kind, sequence_number=sequence_number, delta=delta, **base
+        )
+        return event
+
+    return make
+
+
+class _EventList:
+    """A sink that keeps typed events until they are taken."""
+
+    def __init__(self) -> None:
+        self.events: list[StreamingEvent] = []
+
+    def event(self, event: StreamingEvent) -> None:
+        self.events.append(event)
+
+    def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
+        self.events.append(self.hand_delta(item, sequence_number, text))
+
+    def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> StreamingEvent:
+        make = item.wire
+        if make is None:
+            make = item.wire = _delta_event(item.spec.delta, item)
+        event: StreamingEvent = make(sequence_number, text)
+        return event
+
+    def take(self) -> list[StreamingEvent]:
+        events, self.events = self.events, []
+        return events
+
+
+class ResponseStreamer:
+    """Completion tokens (or text) → typed Open Responses events: `feed`, `feed_text`, `finish`, `fail`.
+
+    Each call returns the events it caused, in order; the options are `ResponseBuilder`'s.
+    """
+
+    def __init__(self, encoding: HarmonyEncoding, request: CreateResponseBody | None = None, **options: Any) -> None:
+        self._sink = _EventList()
+        self._builder = ResponseBuilder(encoding, request, self._sink, **options)
+
+    @property
+    def response_id(self) -> str:
+        return self._builder.response_id
+
+    @property
+    def repairs(self) -> list[Recovered]:
+        return self._builder.repairs
+
+    def snapshot(self, status: Status) -> ResponseResource:
+        return self._builder.snapshot(status)
+
+    def start(self) -> list[StreamingEvent]:
+        self._builder.start()
+        return self._sink.take()
 
     def feed(self, token: int) -> list[StreamingEvent]:
-        """The events one more completion token causes (empty once the response has ended)."""
-        if self._finished or self._turn_over:
-            return []  # after <|call|> or <|return|> the model's turn is over: later tokens are not output
-        out = self.start() if not self._started else []
-        p = self._parser
-        before = p._state
-        try:
-            p.process(token)
-        except HarmonyError as exc:
-            return out + self._fail(str(exc))
-        self._output_tokens += 1
-        after = p._state
-        item = self._item
-        if item is not None and item.kind == "reasoning":
-            self._reasoning_tokens += 1
-        if after is _CONTENT:
-            if before is not _CONTENT:
-                self._open(out)
-                if self._item is not None and self._item.kind == "reasoning":
-                    self._reasoning_tokens += 1  # the token that opened the body
-            else:
-                delta = p.last_content_delta
-                if delta:
-                    self._delta(delta, out)
-        elif before is _CONTENT and item is not None:  # a stop token ended the body
-            self._close("completed", out)
-            self._turn_over = self._stop_at_turn_end and token in _TURN_ENDS
-        return out
+        delta = self._builder.feed_token(token)
+        return [delta] if delta is not None else self._sink.take()
 
-    def _fail(self, message: str) -> list[StreamingEvent]:
-        self._finished = True
-        error = {"code": "model_output_invalid", "message": message}
-        payload = ErrorPayload(type="server_error", code=error["code"], message=message, param=None)
-        return [
-            ErrorStreamingEvent(sequence_number=self._n(), error=payload),
-            ResponseFailedStreamingEvent(
-                sequence_number=self._n(), response=self.snapshot("failed", error=error, usage=self._usage())
-            ),
-        ]
+    def feed_text(self, chunk: str) -> list[StreamingEvent]:
+        self._builder.feed_text(chunk)
+        return self._sink.take()
 
-    def finish(self) -> list[StreamingEvent]:
-        """The closing events: a cut item and `response.incomplete`, or `response.completed`."""
-        if self._finished:
-            return []
-        out = self.start() if not self._started else []
-        self._finished = True
-        now = int(self._clock())
-        if self._item is not None or self._parser.state is StreamState.HEADER:
-            if self._item is not None:
-                self._close("incomplete", out)
-            snap = self.snapshot("incomplete", usage=self._usage(), incomplete_reason="max_output_tokens")
-            out.append(ResponseIncompleteStreamingEvent(sequence_number=self._n(), response=snap))
-        else:
-            snap = self.snapshot("completed", usage=self._usage(), completed_at=now)
-            out.append(ResponseCompletedStreamingEvent(sequence_number=self._n(), response=snap))
-        return out
+    def finish(self, stopped: bool | None = None) -> list[StreamingEvent]:
+        self._builder.finish(stopped)
+        return self._sink.take()
 
-    def fail(self, message: str) -> list[StreamingEvent]:
-        """End the stream with `error` and `response.failed` (e.g. the model server went away)."""
-        if self._finished:
-            return []
-        return (self.start() if not self._started else []) + self._fail(message)
+    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> list[StreamingEvent]:
+        self._builder.fail(message, code)
+        return self._sink.take()
 
 
-def _token_stream(completion: Iterable[int] | Iterable[str], encoding: HarmonyEncoding) -> Iterator[int]:
-    it = iter(completion)
-    first = next(it, None)
-    if first is None:
-        return
-    rest = itertools.chain([first], it)
-    if isinstance(first, str):
-        yield from tokens_from_text(rest, encoding)  # type: ignore[arg-type]
-    else:
-        yield from rest
+Completion = Iterable[int] | Iterable[str]
+
+
+def feed_all(
+    completion: Completion, feed_token: Callable[[int], Any], feed_text: Callable[[str], Any]
+) -> Iterator[Any]:
+    """Feed a completion given as token ids or as text chunks (decided by its first element)."""
+    for piece in completion:
+        yield feed_text(piece) if isinstance(piece, str) else feed_token(piece)
 
 
 def stream_response(
-    completion: Iterable[int] | Iterable[str],
+    completion: Completion,
     encoding: HarmonyEncoding,
     request: CreateResponseBody | None = None,
     **options: Any,
 ) -> Iterator[StreamingEvent]:
     """The typed event stream for a completion given as token ids or text chunks.
 
-    `options` go to `ResponseStreamer` (`model`, `input_tokens`, `response_id`, `created_at`, `ids`).
+    `options` go to `ResponseBuilder` (`model`, `input_tokens`, `response_id`, `created_at`, `ids`,
+    `strict`, `on_repair`, ...).
     """
     streamer = ResponseStreamer(encoding, request, **options)
     yield from streamer.start()
-    for token in _token_stream(completion, encoding):
-        yield from streamer.feed(token)
+    for events in feed_all(completion, streamer.feed, streamer.feed_text):
+        yield from events
     yield from streamer.finish()
 
 
 def build_response(
-    completion: Iterable[int] | Iterable[str],
+    completion: Completion,
     encoding: HarmonyEncoding,
     request: CreateResponseBody | None = None,
     **options: Any,
@@ -578,3 +651,25 @@ def build_response(
         last = event
     response: ResponseResource = last.response
     return response
+
+
+__all__ = [
+    "EVENT_CLASSES",
+    "KINDS",
+    "IdFactory",
+    "KindSpec",
+    "OpenItem",
+    "RepairHook",
+    "ResponseBuilder",
+    "ResponseStreamer",
+    "Sink",
+    "SpecModel",
+    "Status",
+    "build_response",
+    "counting_ids",
+    "feed_all",
+    "kind_of",
+    "random_id",
+    "stream_response",
+    "tokens_from_text",
+]

@@ -56,6 +56,7 @@ _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _JSON_CONTENT_TYPE = _CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EFFORTS = {e.value.lower(): e for e in ReasoningEffort}
+_OUTPUT_TEXT = _spec.ITEM_KINDS[ItemKind.MESSAGE]["text"]["part"]
 # An assistant message's phase → the channel it was written on.
 _CHANNEL_OF_PHASE = {
     phase: _spec.CHANNEL_BY_PURPOSE[purpose] for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
@@ -239,7 +240,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             texts = _text_parts(item.content, where, ("input_text",))
             turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
         elif isinstance(item, AssistantMessageItemParam):
-            texts = _text_parts(item.content, where, ("output_text", "refusal"))
+            texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
             channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
             turns.append(_assistant("".join(texts), channel))
         elif isinstance(item, FunctionCallItemParam):

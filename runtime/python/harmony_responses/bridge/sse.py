@@ -4,65 +4,166 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from .._tables import spec as _spec
-from ..types import (
-    ResponseFunctionCallArgumentsDeltaStreamingEvent,
-    ResponseOutputTextDeltaStreamingEvent,
-    ResponseReasoningDeltaStreamingEvent,
-    StreamingEvent,
-    StreamingEventAdapter,
-)
+from ..encoding import HarmonyEncoding
+from ..types import CreateResponseBody, StreamingEvent, StreamingEventAdapter
+from .items import Completion, OpenItem, ResponseBuilder, feed_all
 
 OPENAI_REASONING_EVENTS = dict(_spec.OPENAI_REASONING_EVENTS)
 _FROM_OPENAI = {v: k for k, v in OPENAI_REASONING_EVENTS.items()}
 DONE = _spec.SSE_DONE
-_q = json.encoder.encode_basestring
-
-
-_DELTA_TYPES = frozenset(
-    (
-        ResponseOutputTextDeltaStreamingEvent,
-        ResponseReasoningDeltaStreamingEvent,
-        ResponseFunctionCallArgumentsDeltaStreamingEvent,
-    )
-)
+DONE_FRAME = f"data: {DONE}\n\n"
+ReasoningNames = Literal["spec", "openai"]
+_json_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept as is (as pydantic writes it)
 
 
 def event_json(event: StreamingEvent) -> str:
-    """One event's JSON body, on one line (delta events, the bulk of a stream, by a fast path)."""
-    if type(event) in _DELTA_TYPES and not event.__pydantic_extra__:
-        fields_set = event.__pydantic_fields_set__
-        d = event.__dict__
-        if "logprobs" in fields_set or "obfuscation" in fields_set:
-            return event.model_dump_json()
-        content = ',"content_index":' + str(d["content_index"]) if "content_index" in d else ""
-        return "".join(
-            (
-                '{"type":"', d["type"], '","sequence_number":', str(d["sequence_number"]), ',"item_id":',
-                _q(d["item_id"]), ',"output_index":', str(d["output_index"]), content, ',"delta":', _q(d["delta"]),
-                "}",
-            )
-        )  # fmt: skip
+    """One event's JSON body, on one line."""
     return event.model_dump_json()
 
 
-def to_sse(events: Iterable[StreamingEvent], reasoning_names: Literal["spec", "openai"] = "spec") -> Iterator[str]:
+def frame(event: StreamingEvent, reasoning_names: ReasoningNames = "spec") -> str:
+    """One event as SSE text: its `event:` line, its `data:` line and the blank line that ends it."""
+    body = event.model_dump_json()
+    name: str = event.type
+    if reasoning_names == "openai" and name in OPENAI_REASONING_EVENTS:
+        renamed = OPENAI_REASONING_EVENTS[name]
+        body = body.replace(json.dumps(name), json.dumps(renamed), 1)
+        name = renamed
+    return f"event: {name}\ndata: {body}\n\n"
+
+
+def to_sse(events: Iterable[StreamingEvent], reasoning_names: ReasoningNames = "spec") -> Iterator[str]:
     """The wire form: `event: TYPE` and `data: JSON` lines, a blank line after each, then `data: [DONE]`.
 
     `reasoning_names="openai"` names raw reasoning events `response.reasoning_text.*` (OpenAI's hosted
     API and the gpt-oss reference server) instead of the spec's `response.reasoning.*`.
     """
-    rename = OPENAI_REASONING_EVENTS if reasoning_names == "openai" else {}
     for event in events:
-        body = event_json(event)
-        name: str = event.type
-        if name in rename:
-            name = rename[name]
-            body = body.replace(json.dumps(event.type), json.dumps(name), 1)
-        yield f"event: {name}\ndata: {body}\n\n"
-    yield f"data: {DONE}\n\n"
+        yield frame(event, reasoning_names)
+    yield DONE_FRAME
+
+
+class _Frames:
+    """A `ResponseBuilder` sink that writes SSE text: deltas straight from their text, never as typed events."""
+
+    __slots__ = ("frames", "_names", "_escaped")
+
+    def __init__(self, reasoning_names: ReasoningNames) -> None:
+        self.frames: list[str] = []
+        self._names: ReasoningNames = reasoning_names
+        self._escaped: dict[str, str] = {}  # a piece of text → its JSON string; tokens repeat
+
+    def event(self, event: StreamingEvent) -> None:
+        self.frames.append(frame(event, self._names))
+
+    def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
+        self.frames.append(self.hand_delta(item, sequence_number, text))
+
+    def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> str:
+        parts = item.wire
+        if parts is None:
+            parts = item.wire = self._delta_parts(item)
+        escaped = self._escaped.get(text)
+        if escaped is None:
+            escaped = self._escaped[text] = _json_string(text)
+        return f"{parts[0]}{sequence_number}{parts[1]}{escaped}}}\n\n"
+
+    def _delta_parts(self, item: OpenItem) -> tuple[str, str]:
+        """The delta frame of `item` around its sequence number and its text, written as its model would be."""
+        cls = item.spec.delta
+        sample = cls(sequence_number=0, item_id=item.id, output_index=item.output_index, content_index=0, delta="")
+        name: str = sample.type
+        if self._names == "openai":
+            name = OPENAI_REASONING_EVENTS.get(name, name)
+        body = sample.model_dump_json()
+        if json.dumps(sample.type) in body:
+            body = body.replace(json.dumps(sample.type), json.dumps(name), 1)
+        head, _, rest = body.partition(_SEQUENCE_ZERO)
+        middle, _, _ = rest.rpartition(_DELTA_EMPTY)
+        return f"event: {name}\ndata: {head}{_SEQUENCE_KEY}", middle + _DELTA_KEY
+
+    def take(self) -> str:
+        out = "".join(self.frames)
+        self.frames.clear()
+        return out
+
+
+# The delta frame's template is cut from a sample event's JSON at these two places.
+_SEQUENCE_KEY = '"sequence_number":'
+_SEQUENCE_ZERO = _SEQUENCE_KEY + "0"
+_DELTA_KEY = ',"delta":'
+_DELTA_EMPTY = _DELTA_KEY + '""'
+
+
+class SSEStreamer:
+    """Completion tokens (or text) → SSE text, for servers: `start`, `feed`, `feed_text`, `finish`, `fail`.
+
+    Each call returns the SSE text of the events it caused ("" when none); `finish` and `fail` end it
+    with `data: [DONE]`. The events are those `ResponseStreamer` yields, written as `to_sse` writes
+    them, but a delta's frame is made from its text without building the typed event.
+    """
+
+    def __init__(
+        self,
+        encoding: HarmonyEncoding,
+        request: CreateResponseBody | None = None,
+        *,
+        reasoning_names: ReasoningNames = "spec",
+        **options: Any,
+    ) -> None:
+        self._frames = _Frames(reasoning_names)
+        self._builder = ResponseBuilder(encoding, request, self._frames, **options)
+        self._feed_token = self._builder.feed_token
+
+    @property
+    def builder(self) -> ResponseBuilder:
+        """The state machine behind the stream (its response id, repairs and snapshot)."""
+        return self._builder
+
+    def start(self) -> str:
+        self._builder.start()
+        return self._frames.take()
+
+    def feed(self, token: int) -> str:
+        frame: str | None = self._feed_token(token)
+        if frame is not None:  # a delta from the fast path: no other event came with it
+            return frame
+        return self._frames.take()
+
+    def feed_text(self, chunk: str) -> str:
+        self._builder.feed_text(chunk)
+        return self._frames.take()
+
+    def finish(self, stopped: bool | None = None) -> str:
+        done = not self._builder.finished
+        self._builder.finish(stopped)
+        return self._frames.take() + (DONE_FRAME if done else "")
+
+    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> str:
+        done = not self._builder.finished
+        self._builder.fail(message, code)
+        return self._frames.take() + (DONE_FRAME if done else "")
+
+
+def stream_sse(
+    completion: Completion,
+    encoding: HarmonyEncoding,
+    request: CreateResponseBody | None = None,
+    *,
+    reasoning_names: ReasoningNames = "spec",
+    **options: Any,
+) -> Iterator[str]:
+    """The SSE text for a completion given as token ids or text chunks: the same bytes as
+    `to_sse(stream_response(...))`, produced without a typed event per delta. Yields no empty strings."""
+    streamer = SSEStreamer(encoding, request, reasoning_names=reasoning_names, **options)
+    yield streamer.start()
+    for text in feed_all(completion, streamer.feed, streamer.feed_text):
+        if text:
+            yield text
+    yield streamer.finish()
 
 
 class SSEError(ValueError):

@@ -1,0 +1,131 @@
+"""The `ResponseResource` of a response: its state, its output, and the request's settings echoed back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tables import spec as _spec
+from ..types import (
+    AllowedToolChoice,
+    AllowedToolsParam,
+    CreateResponseBody,
+    Error,
+    FunctionTool,
+    FunctionToolChoice,
+    IncompleteDetails,
+    InputTokensDetails,
+    ItemField,
+    JsonSchemaResponseFormat,
+    JsonSchemaResponseFormatParam,
+    OutputTokensDetails,
+    Reasoning,
+    ResponseResource,
+    SpecificFunctionParam,
+    TextField,
+    TextResponseFormat,
+    Usage,
+)
+
+ToolChoice = Any  # the echoed tool_choice: "auto" | "none" | "required" | FunctionToolChoice | AllowedToolChoice
+
+
+def _tool_choice(body: CreateResponseBody) -> ToolChoice:
+    choice = body.tool_choice
+    if choice is None:
+        return "auto"
+    if isinstance(choice, SpecificFunctionParam):
+        return FunctionToolChoice(name=choice.name)
+    if isinstance(choice, AllowedToolsParam):
+        return AllowedToolChoice(
+            tools=[FunctionToolChoice(name=t.name) for t in choice.tools], mode=choice.mode or "auto"
+        )
+    return choice
+
+
+def _text_field(body: CreateResponseBody) -> TextField:
+    fmt = body.text.format if body.text is not None else None
+    echoed: TextResponseFormat | JsonSchemaResponseFormat = TextResponseFormat()
+    if isinstance(fmt, JsonSchemaResponseFormatParam):
+        # The spec's ResponseResource echoes no schema (`type: null`).
+        echoed = JsonSchemaResponseFormat(
+            name=fmt.name or "", description=fmt.description, schema_=None, strict=bool(fmt.strict)
+        )
+    if body.text is not None and body.text.verbosity is not None:
+        return TextField(format=echoed, verbosity=body.text.verbosity)
+    return TextField(format=echoed)  # an absent verbosity stays absent
+
+
+def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int, cached_tokens: int = 0) -> Usage:
+    return Usage(
+        input_tokens=input_tokens,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens),
+        output_tokens=output_tokens,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning_tokens),
+        total_tokens=input_tokens + output_tokens,
+    )
+
+
+def response_snapshot(
+    body: CreateResponseBody | None,
+    *,
+    response_id: str,
+    created_at: int,
+    model: str,
+    status: str,
+    output: list[ItemField],
+    usage: Usage | None = None,
+    error: Error | None = None,
+    incomplete_reason: str | None = None,
+    completed_at: int | None = None,
+    repairs: list[dict[str, Any]] | None = None,
+) -> ResponseResource:
+    """A full `ResponseResource` (all 31 keys) echoing the request's settings.
+
+    `repairs`, when there are any, go into a vendor-prefixed field (`RESPONSE_REPAIRS_FIELD` of the
+    spec): what lenient parsing changed in the model's output, so that no repair is silent.
+    """
+    b = body if body is not None else CreateResponseBody()
+    tools = [
+        FunctionTool(
+            name=t.name,
+            description=t.description,
+            parameters=t.parameters.model_dump(mode="json") if t.parameters is not None else None,
+            strict=t.strict,
+        )
+        for t in (b.tools or [])
+    ]
+    reasoning = Reasoning(effort=b.reasoning.effort, summary=b.reasoning.summary) if b.reasoning is not None else None
+    extra: dict[str, Any] = {_spec.RESPONSE_REPAIRS_FIELD: repairs} if repairs else {}
+    return ResponseResource(
+        id=response_id,
+        created_at=created_at,
+        completed_at=completed_at,
+        status=status,
+        incomplete_details=IncompleteDetails(reason=incomplete_reason) if incomplete_reason else None,
+        model=b.model or model,
+        previous_response_id=None,
+        instructions=b.instructions,
+        output=output,
+        error=error,
+        tools=tools,
+        tool_choice=_tool_choice(b),
+        truncation=b.truncation or "disabled",
+        parallel_tool_calls=True if b.parallel_tool_calls is None else b.parallel_tool_calls,
+        text=_text_field(b),
+        top_p=1.0 if b.top_p is None else b.top_p,
+        presence_penalty=b.presence_penalty or 0.0,
+        frequency_penalty=b.frequency_penalty or 0.0,
+        top_logprobs=b.top_logprobs or 0,
+        temperature=1.0 if b.temperature is None else b.temperature,
+        reasoning=reasoning,
+        usage=usage,
+        max_output_tokens=b.max_output_tokens,
+        max_tool_calls=b.max_tool_calls,
+        store=False,
+        background=False,
+        service_tier="default",
+        metadata=dict(b.metadata) if b.metadata is not None else {},
+        safety_identifier=b.safety_identifier,
+        prompt_cache_key=b.prompt_cache_key,
+        **extra,
+    )

@@ -1,0 +1,181 @@
+"""Every fact once: the runtime holds no literal of the format; it reads the facts from the generated tables.
+
+`format_facts` lists the strings the IR defines as facts of the format (control-token spellings and
+their affixes, roles, channels, the function namespace, the recipient keyword, content types, grammar
+terminals and rules, terminators, the event parser's event types and repair rules, item kinds and types,
+Open Responses event names, error codes, the SSE end marker). The test reads every hand-written runtime
+source and fails on any string constant equal to one of them. Facts of one character (the separators
+`.`, `:`, ` `) cannot be told apart from ordinary punctuation by a scan; the spec-mutation test covers
+the namespace separator instead. Docstrings are prose and are not scanned; neither is the value of a
+`mode=` keyword argument (pydantic's `model_dump(mode="json")` is not the `json` content type).
+
+A few plain words are grammar rule names or event types and also the field names of JSON forms the
+runtime reads and writes (`JSON_FIELDS`, each with its form): such a word is allowed only where it
+names a field (a dict key, a subscript, the key argument of `get`/`pop`/`setdefault`, an `in` test, or a
+tuple of keys a loop walks), and flagged anywhere else.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT
+
+RUNTIME = ROOT / "runtime" / "python" / "harmony_responses"
+IR = ROOT / "generated" / "ir.json"
+# Keyword arguments whose string values belong to a library's API, not to the format.
+LIBRARY_KEYWORDS = {"mode"}
+# Words that are also field names of JSON forms, and the forms that use them.
+JSON_FIELDS = {
+    "channel": "the reference's message JSON (`Message.to_dict`)",
+    "recipient": "the reference's message JSON",
+    "content_type": "the reference's message JSON",
+    "author": "the reference's parser state JSON (`StreamableParser.state_data`)",
+    "header": "the reference's parser state JSON",
+    "terminator": "a parsed message's JSON (`ParsedMessage.to_dict`)",
+    "message": "Open Responses and Chat Completions error objects and Chat choices; the spec's error table",
+    "error": "Open Responses and Chat Completions error bodies",
+    "code": "Open Responses and Chat Completions error objects",
+}
+_KEY_METHODS = {"get", "pop", "setdefault"}
+
+
+def format_facts(ir: dict[str, Any]) -> dict[str, str]:
+    """Fact → what it is."""
+    facts: dict[str, str] = {}
+
+    def add(value: str | None, what: str) -> None:
+        if value and len(value) > 1:
+            facts.setdefault(value, what)
+
+    tokens = ir["tokens"]
+    add(tokens["spelling_open"], "the control-token prefix")
+    add(tokens["spelling_close"], "the control-token suffix")
+    add(tokens["reserved_spelling"], "the reserved-token spelling")
+    for t in tokens["named"]:
+        add(t["spelling"], "a control-token spelling")
+        add(t["terminator"], "a terminator name")
+    fmt = ir["format"]
+    for role in fmt["roles"]:
+        add(role["value"], "a role")
+    for channel in fmt["channels"]:
+        add(channel["name"], "a channel name")
+    header = fmt["header"]
+    add(header["function_namespace"], "the function namespace")
+    add(header["recipient_keyword"], "the recipient keyword")
+    for ct in header["content_types"]:
+        add(ct["name"], "a content type")
+    grammar = ir["grammar"]
+    add(grammar["end_terminal"], "the end-of-input terminal")
+    for terminal in grammar["terminals"]:
+        add(terminal, "a grammar terminal")
+    for rule in grammar["rules"]:
+        if not rule["origin"].startswith("_"):
+            add(rule["origin"], "a grammar rule name")
+    parsing = ir["parsing"]
+    add(parsing["eos_terminator"], "a terminator name")
+    for event in parsing["events"].values():
+        add(event, "an event-parser event type")
+    for rule in parsing["recovery_rules"]:
+        add(rule, "a recovery rule id")
+    mapping = ir["mapping"]
+    for item in mapping["items"]:
+        add(item["kind"], "an item kind")
+        add(item["type"], "an item type")
+        for events in (item["text"] or {}, item["arguments"] or {}):
+            for key, event in events.items():
+                add(event, "a content part type" if key == "part" else "an event name")
+        for phase in (item["phases"] or {}).values():
+            add(phase, "a message phase")
+    for event in ir["responses"]["streaming_event_types"]:
+        add(event, "an event name")
+    for error in mapping["errors"]:
+        add(error["code"], "an error code")
+    add(mapping["sse"]["done"], "the SSE end marker")
+    return facts
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # attribute docstrings
+            ids.add(id(node.value))
+    return ids
+
+
+def _field_positions(tree: ast.AST) -> set[int]:
+    """The string constants that stand where a JSON field's name stands."""
+    ids: set[int] = set()
+
+    def mark(node: ast.AST | None) -> None:
+        if isinstance(node, ast.Constant) and node.value in JSON_FIELDS:
+            ids.add(id(node))
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            for element in node.elts:
+                mark(element)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                mark(key)
+        elif isinstance(node, ast.Subscript):
+            mark(node.slice)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEY_METHODS:
+            mark(node.args[0] if node.args else None)
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            mark(node.left)
+        elif isinstance(node, ast.For):
+            mark(node.iter)
+    return ids
+
+
+def literals_in(source: str, facts: dict[str, str]) -> list[tuple[int, str, str]]:
+    """(line, literal, what it is) for each string constant of `source` that is a format fact."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree) | _field_positions(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in LIBRARY_KEYWORDS and isinstance(node.value, ast.Constant):
+            skip.add(id(node.value))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            if node.value in facts:
+                found.append((node.lineno, node.value, facts[node.value]))
+    return sorted(found)
+
+
+def runtime_sources() -> list[Path]:
+    return sorted(p for p in RUNTIME.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_fact_list_is_not_empty_and_knows_the_usual_suspects() -> None:
+    facts = format_facts(json.loads(IR.read_text(encoding="utf-8")))
+    for fact in ("<|start|>", "<|", "functions", "analysis", "json", "WORD", "header", "response.completed"):
+        assert fact in facts, fact
+
+
+def test_the_scan_finds_a_planted_literal() -> None:
+    facts = {"<|end|>": "a control-token spelling", "analysis": "a channel name", "channel": "a grammar rule name"}
+    source = (
+        'def f(x):\n    """Mentions <|end|> in prose."""\n'
+        '    return x == "analysis" or x.model_dump(mode="analysis")\n'
+        'def g(d):\n    d["channel"] = d.get("channel")\n    return "channel" in d\n'
+        'def h(x):\n    return x == "channel"\n'
+    )
+    assert literals_in(source, facts) == [(3, "analysis", "a channel name"), (8, "channel", "a grammar rule name")]
+
+
+def test_the_runtime_holds_no_literal_of_the_format() -> None:
+    facts = format_facts(json.loads(IR.read_text(encoding="utf-8")))
+    problems = []
+    for path in runtime_sources():
+        for line, literal, what in literals_in(path.read_text(encoding="utf-8"), facts):
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {literal!r} is {what}; read it from the tables")
+    assert not problems, "\n".join(problems)
