@@ -4,6 +4,7 @@ each other (a name one file uses must be defined by the file that owns it)."""
 from __future__ import annotations
 
 import json
+import string
 from typing import Any
 
 from . import __version__
@@ -234,14 +235,37 @@ def _builtins(bi: _Doc) -> tuple[NamespaceIR, ...]:
     return tuple(namespaces)
 
 
-def _parsing(par: _Doc) -> ParsingIR:
+def _facts(tokens: TokensIR, fmt: FormatIR) -> dict[str, str]:
+    """The facts a sentence of the spec may name as `$name`: control tokens by their format_token, the
+    function namespace and its separator, the recipient keyword, channels and content types by their
+    purposes, roles by their values."""
+    facts = {t.format_token: t.spelling for t in tokens.named if t.format_token}
+    h = fmt.header
+    facts.update(namespace=h.function_namespace, separator=h.namespace_separator, recipient_keyword=h.recipient_keyword)
+    facts.update({p: c.name for c in (*fmt.channels, *h.content_types) for p in c.purposes})
+    facts.update({r.value: r.value for r in fmt.roles})
+    return facts
+
+
+def _sentences(doc: _Doc, path: str, facts: dict[str, str]) -> dict[str, str]:
+    """A table of texts, each `$name` in them replaced by the fact it names."""
+    out = {}
+    for key, text in doc.strings(path).items():
+        try:
+            out[key] = string.Template(text).substitute(facts)
+        except (KeyError, ValueError) as exc:
+            raise doc.fail((path, key), f"names {exc}, which is not a fact; known: {sorted(facts)}") from None
+    return out
+
+
+def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
     return ParsingIR(
         eos_terminator=par.get("eos_terminator", kind=str),
         events=par.strings("events"),
         units=par.strings("units"),
-        recovery_rules=par.strings("recovery_rules"),
-        details=par.strings("details"),
-        errors=par.strings("errors"),
+        recovery_rules=_sentences(par, "recovery_rules", facts),
+        details=_sentences(par, "details", facts),
+        errors=_sentences(par, "errors", facts),
     )
 
 
@@ -332,7 +356,7 @@ def load_project(config: Config) -> ProjectIR:
     par, bi, mp = _Doc(config, PARSING), _Doc(config, BUILTINS), _Doc(config, MAPPING)
     encoding, tokens = _tokens(tok)
     fmt = _format(fmt_doc)
-    parsing = _parsing(par)
+    parsing = _parsing(par, _facts(tokens, fmt))
     grammar_rel = f"{config.grammar.rstrip('/')}/{GRAMMAR_FILE}"
     try:
         grammar_text = config.path(grammar_rel).read_text(encoding="utf-8")

@@ -1,0 +1,198 @@
+"""The spec drives everything: rename facts in a copy of spec/, regenerate, and the runtime follows.
+
+A copy of the project (spec, grammar, templates, runtime, pyproject) gets a renamed function namespace,
+a renamed channel and a renamed control-token spelling; `harmonygen generate` rebuilds its generated/
+folder; the runtime and that output are assembled into an importable package in a temporary folder,
+and a fresh interpreter renders, parses (with both parsers) and bridges with it. Every result uses the
+new names, and none of the old spellings is left in the generated output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SHARED
+
+OLD_NAMESPACE, NEW_NAMESPACE = "functions", "toolbox"
+OLD_CHANNEL, NEW_CHANNEL = "analysis", "thinking"
+OLD_SPELLING, NEW_SPELLING = "<|message|>", "<|body|>"
+
+SCRIPT = r"""
+import json, sys
+from harmony_responses import (
+    Conversation, DeveloperContent, HarmonyEncodingName, Message, Role, StreamableParser, SystemContent,
+    ToolDescription, load_harmony_encoding, parse_text,
+)
+from harmony_responses.bridge import build_response, parse_request, request_to_conversation
+
+ns, channel, spelling = sys.argv[1:4]
+enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+convo = Conversation.from_messages([
+    Message.from_role_and_content(Role.SYSTEM, SystemContent.new()),
+    Message.from_role_and_content(Role.DEVELOPER, DeveloperContent.new().with_function_tools(
+        [ToolDescription.new("get_weather", "Weather.", {"type": "object", "properties": {"city": {"type": "string"}}})])),
+    Message.from_role_and_content(Role.USER, "Weather in Paris?"),
+    Message.from_role_and_content(Role.ASSISTANT, "Look it up.").with_channel(channel),
+])
+rendered = enc.decode_utf8(enc.render_conversation_for_completion(convo, Role.ASSISTANT))
+
+completion = (
+    f"<|channel|>{channel}{spelling}Need the weather.<|end|>"
+    f"<|start|>assistant<|channel|>commentary to={ns}.get_weather <|constrain|>json{spelling}{{\"city\":\"Paris\"}}<|call|>"
+)
+tokens = enc.encode(completion, allowed_special="all")
+reference = StreamableParser(enc, Role.ASSISTANT)
+for t in tokens:
+    reference.process(t)
+reference.process_eos()
+events = parse_text(enc, completion, Role.ASSISTANT, "strict")
+glued = parse_text(enc, f"<|channel|>commentary to={ns}.get_weatherjson{spelling}{{}}<|call|>", "assistant",
+                   "lenient", tools=["get_weather"])
+bare = parse_text(enc, f"<|channel|>commentary to=get_weather{spelling}{{}}<|call|>", "assistant", "lenient",
+                  tools=["get_weather"])
+request = parse_request({
+    "model": "gpt-oss",
+    "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+    "input": [
+        {"type": "message", "role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    ],
+})
+prompt = enc.decode_utf8(enc.render_conversation_for_completion(request_to_conversation(request), Role.ASSISTANT))
+response = build_response(tokens, enc, request)
+print(json.dumps({
+    "rendered": rendered,
+    "prompt": prompt,
+    "token_of_spelling": enc.encode(spelling, allowed_special="all"),
+    "reference": [m.to_dict() for m in reference.messages],
+    "events": [m.to_dict() for m in events],
+    "glued": [m.to_dict() for m in glued],
+    "bare": [m.to_dict() for m in bare],
+    "output": response.model_dump(mode="json")["output"],
+}))
+"""
+
+
+def _mutated_project(tmp: Path) -> Path:
+    project = tmp / "project"
+    for name in ("spec", "grammar", "templates", "runtime"):
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", project / "pyproject.toml")
+    fmt_path = project / "spec/harmony/format.json"
+    fmt = json.loads(fmt_path.read_text(encoding="utf-8"))
+    assert fmt["header"]["function_namespace"] == OLD_NAMESPACE
+    fmt["header"]["function_namespace"] = NEW_NAMESPACE
+    (channel,) = [c for c in fmt["channels"] if c["name"] == OLD_CHANNEL]
+    channel["name"] = NEW_CHANNEL
+    fmt_path.write_text(json.dumps(fmt, indent=2, ensure_ascii=False), encoding="utf-8")
+    tokens_path = project / "spec/harmony/tokens.json"
+    tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
+    (token,) = [t for t in tokens["named"] if t["spelling"] == OLD_SPELLING]
+    token["spelling"] = NEW_SPELLING
+    tokens_path.write_text(json.dumps(tokens, indent=2, ensure_ascii=False), encoding="utf-8")
+    return project
+
+
+def _assemble(project: Path, dest: Path) -> Path:
+    """The importable package: the runtime, with the mutated project's generated subpackages in it."""
+    package = dest / "harmony_responses"
+    shutil.copytree(project / "runtime/python/harmony_responses", package)
+    for sub in ("_generated", "types"):
+        shutil.copytree(project / "generated/python/harmony_responses" / sub, package / sub)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def mutated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    tmp = tmp_path_factory.mktemp("mutation")
+    project = _mutated_project(tmp)
+    done = subprocess.run(
+        [sys.executable, "-m", "harmonygen", "generate", "--root", str(project)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    site = _assemble(project, tmp / "site")
+    env = {**os.environ, "PYTHONPATH": str(site), "TIKTOKEN_ENCODINGS_BASE": str(SHARED / "vocab")}
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT, NEW_NAMESPACE, NEW_CHANNEL, NEW_SPELLING],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+    )
+    assert run.returncode == 0, run.stderr
+    probe = subprocess.run(
+        [sys.executable, "-c", "import harmony_responses; print(harmony_responses.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+    )
+    assert probe.stdout.strip().startswith(str(site)), probe.stdout  # the assembled copy was imported
+    return project, json.loads(run.stdout)
+
+
+def test_rendering_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _, out = mutated
+    rendered = str(out["rendered"])
+    assert f"namespace {NEW_NAMESPACE} {{" in rendered
+    assert f"# Valid channels: {NEW_CHANNEL}, commentary, final." in rendered
+    assert f"Calls to these tools must go to the commentary channel: '{NEW_NAMESPACE}'." in rendered
+    assert f"<|channel|>{NEW_CHANNEL}{NEW_SPELLING}Look it up." in rendered
+    assert out["token_of_spelling"] == [200008]  # the new spelling is the same token
+    prompt = str(out["prompt"])
+    assert f"to={NEW_NAMESPACE}.get_weather<|channel|>commentary <|constrain|>json{NEW_SPELLING}" in prompt
+    assert f"<|start|>{NEW_NAMESPACE}.get_weather to=assistant<|channel|>commentary{NEW_SPELLING}sunny" in prompt
+    for old in (OLD_NAMESPACE, OLD_CHANNEL, OLD_SPELLING):
+        assert old not in rendered and old not in prompt, old
+
+
+def test_both_parsers_follow_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _, out = mutated
+    expected = [
+        (NEW_CHANNEL, None, "Need the weather."),
+        ("commentary", f"{NEW_NAMESPACE}.get_weather", '{"city":"Paris"}'),
+    ]
+    for parser in ("reference", "events"):
+        messages = out[parser]
+        assert isinstance(messages, list)
+        got = [(m.get("channel"), m.get("recipient"), m["content"][0]["text"]) for m in messages]
+        assert got == expected, parser
+    (glued,) = out["glued"]  # type: ignore[misc]
+    assert (glued["recipient"], glued["content_type"]) == (f"{NEW_NAMESPACE}.get_weather", "json")
+    (bare,) = out["bare"]  # type: ignore[misc]
+    assert bare["recipient"] == f"{NEW_NAMESPACE}.get_weather"
+
+
+def test_the_bridge_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _, out = mutated
+    output = out["output"]
+    assert isinstance(output, list)
+    assert [item["type"] for item in output] == ["reasoning", "function_call"]
+    assert output[0]["content"][0]["text"] == "Need the weather."
+    assert (output[1]["name"], output[1]["arguments"]) == ("get_weather", '{"city":"Paris"}')
+
+
+def test_no_old_spelling_is_left_in_the_generated_output(mutated: tuple[Path, dict[str, object]]) -> None:
+    project, _ = mutated
+    generated = project / "generated"
+    # MANIFEST.json holds paths and hashes; docs/api.md is the runtime's docstrings, prose written by hand.
+    files = [p for p in generated.rglob("*") if p.is_file() and p.name not in ("MANIFEST.json", "api.md")]
+    assert any(p.name == "spec.py" for p in files)
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        if path.name == "ir.json":  # the IR names its sources; their paths say nothing of the format
+            text = "\n".join(line for line in text.splitlines() if "spec/" not in line)
+        for old in (OLD_SPELLING, f"to={OLD_NAMESPACE}", f"namespace {OLD_NAMESPACE}", f'"{OLD_NAMESPACE}"'):
+            assert old not in text, f"{path.relative_to(project)} still holds {old!r}"
+        if path.suffix == ".py" and "types" not in path.parts:
+            assert f'"{OLD_CHANNEL}"' not in text, f"{path.relative_to(project)} still holds {OLD_CHANNEL!r}"
