@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT
 from harmonygen import __version__
 from harmonygen.config import load_config
 from harmonygen.engine import build_ir
 from harmonygen.errors import SpecError
 from harmonygen.ir import FORMAT_VERSION, ProjectIR
 from harmonygen.ir_schema import validate_ir
+
+from conftest import ROOT
 
 IR_FILE = ROOT / "generated" / "ir.json"
 

@@ -36,8 +36,9 @@ ns, channel, spelling = sys.argv[1:4]
 enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
 convo = Conversation.from_messages([
     Message.from_role_and_content(Role.SYSTEM, SystemContent.new()),
-    Message.from_role_and_content(Role.DEVELOPER, DeveloperContent.new().with_function_tools(
-        [ToolDescription.new("get_weather", "Weather.", {"type": "object", "properties": {"city": {"type": "string"}}})])),
+    Message.from_role_and_content(Role.DEVELOPER, DeveloperContent.new().with_function_tools([
+        ToolDescription.new("get_weather", "Weather.", {"type": "object", "properties": {"city": {"type": "string"}}})
+    ])),
     Message.from_role_and_content(Role.USER, "Weather in Paris?"),
     Message.from_role_and_content(Role.ASSISTANT, "Look it up.").with_channel(channel),
 ])
@@ -45,7 +46,8 @@ rendered = enc.decode_utf8(enc.render_conversation_for_completion(convo, Role.AS
 
 completion = (
     f"<|channel|>{channel}{spelling}Need the weather.<|end|>"
-    f"<|start|>assistant<|channel|>commentary to={ns}.get_weather <|constrain|>json{spelling}{{\"city\":\"Paris\"}}<|call|>"
+    f"<|start|>assistant<|channel|>commentary to={ns}.get_weather <|constrain|>json{spelling}"
+    '{"city":"Paris"}<|call|>'
 )
 tokens = enc.encode(completion, allowed_special="all")
 reference = StreamableParser(enc, Role.ASSISTANT)
