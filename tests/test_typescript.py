@@ -178,8 +178,7 @@ def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.
     try:
         ours: dict[str, Any] = {
             "messages": [
-                m.to_dict()
-                for m in encoding.parse_messages_from_completion_tokens(tokens, role, strict=strict)
+                m.to_dict() for m in encoding.parse_messages_from_completion_tokens(tokens, role, strict=strict)
             ]
         }
     except HarmonyError as exc:
@@ -193,7 +192,11 @@ def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.
 
 
 @SETTINGS
-@given(name=st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True), tools=st.lists(tool, max_size=3), desc=st.one_of(st.none(), text))
+@given(
+    name=st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True),
+    tools=st.lists(tool, max_size=3),
+    desc=st.one_of(st.none(), text),
+)
 def test_tool_namespace_agrees(node: Node, name: str, tools: list[Any], desc: str | None) -> None:
     payload = json.dumps([t.model_dump() for t in tools])
     assert node.ask(op="tools", name=name, tools=payload, description=desc) == {
@@ -209,8 +212,25 @@ LEAKY = st.lists(
     st.one_of(
         text,
         st.sampled_from(
-            ["<|", "|>", "<|start|>", "<|reserved_200018|>", "assistantfinal", " to=functions.get_x", "`", "```", "\n",
-             " json", " analysis", "assistant", "commentary", "\u2060", "<\u2060|", " ", "{"]
+            [
+                "<|",
+                "|>",
+                "<|start|>",
+                "<|reserved_200018|>",
+                "assistantfinal",
+                " to=functions.get_x",
+                "`",
+                "```",
+                "\n",
+                " json",
+                " analysis",
+                "assistant",
+                "commentary",
+                "\u2060",
+                "<\u2060|",
+                " ",
+                "{",
+            ]
         ),
     ),
     max_size=12,
@@ -249,7 +269,7 @@ def _py_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 CONVERSATIONS = {
-    "ok": '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "channel": "final", "content": "Yo"}]}',
+    "ok": '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "channel": "final", "content": "Yo"}]}',  # noqa: E501
     "tools": json.dumps(
         {
             "messages": [
@@ -267,7 +287,13 @@ CONVERSATIONS = {
                                         {
                                             "name": "f",
                                             "description": "d",
-                                            "parameters": {"type": "object", "properties": {"2": {"type": "number", "default": 1.0}, "1": {"type": "integer", "default": 12345678901234567890}}},
+                                            "parameters": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "2": {"type": "number", "default": 1.0},
+                                                    "1": {"type": "integer", "default": 12345678901234567890},
+                                                },
+                                            },
                                         }
                                     ],
                                 }
@@ -289,7 +315,7 @@ CONVERSATIONS = {
     "bad_json7": '{"a": "\\u12"}',
     "bad_json8": '{"a" 1}',
     "bad_json9": "{'a': 1}",
-    "bad_json10": '[1, 2',
+    "bad_json10": "[1, 2",
     "bad_json11": '"abc',
     "bom": '\ufeff{"messages": []}',
     "no_messages": '{"msgs": []}',
@@ -299,17 +325,17 @@ CONVERSATIONS = {
     "bad_item": '{"messages": [{"role": "user", "content": [{"type": "image"}]}]}',
     "bad_text": '{"messages": [{"role": "user", "content": [{"type": "text"}]}]}',
     "bad_sys": '{"messages": [{"role": "system", "content": [{"type": "system_content", "reasoning_effort": "low"}]}]}',
-    "bad_sys2": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a", 5], "channel_required": true}}]}]}',
-    "bad_sys3": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "maybe"}}]}]}',
-    "bad_sys4": '{"messages": [{"role": "system", "content": [{"type": "system_content", "tools": {"f": {"name": "f", "tools": [{"name": "a"}]}}}]}]}',
+    "bad_sys2": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a", 5], "channel_required": true}}]}]}',  # noqa: E501
+    "bad_sys3": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "maybe"}}]}]}',  # noqa: E501
+    "bad_sys4": '{"messages": [{"role": "system", "content": [{"type": "system_content", "tools": {"f": {"name": "f", "tools": [{"name": "a"}]}}}]}]}',  # noqa: E501
     "bad_dev": '{"messages": [{"role": "developer", "content": [{"type": "developer_content", "tools": []}]}]}',
     "bad_name": '{"messages": [{"role": "user", "name": 5, "content": "x"}]}',
     "misplaced": '{"messages": [{"role": "user", "content": [{"type": "system_content"}]}]}',
     "tool_no_name": '{"messages": [{"role": "tool", "content": "x"}]}',
-    "yes_bool": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "Yes"}}]}]}',
+    "yes_bool": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "Yes"}}]}]}',  # noqa: E501
 }
 TOOLS = {
-    "list": '[{"type": "function", "function": {"name": "get_weather", "description": "Weather.\\nNow.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["a", "b"], "default": "a"}}, "required": ["city"]}}}]',
+    "list": '[{"type": "function", "function": {"name": "get_weather", "description": "Weather.\\nNow.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["a", "b"], "default": "a"}}, "required": ["city"]}}}]',  # noqa: E501
     "namespace": '{"name": "ns", "description": "Tools\\r\\nhere", "tools": [{"name": "x"}]}',
     "bad": '{"tools": 5}',
     "bad_tool": "[5]",
