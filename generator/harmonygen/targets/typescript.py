@@ -42,7 +42,8 @@ BIN_NAME = "harmony-responses"
 BIN_MODULE = "bin"
 INDEX_MODULE = "index"
 OUT_DIR = "dist"
-NODE_TOOL = "generator/node/schema-to-ts.mjs"
+# The generator's own node tool (beside the harmonygen package, not in the project it generates).
+NODE_TOOL = Path(__file__).resolve().parents[2] / "node" / "schema-to-ts.mjs"
 TYPES_ROOT_NAME = "OpenResponses"
 JSON_VALUE = "JsonValue"
 # The runtime's manifest fields the package keeps as they are; the rest of package.json is the layout's.
@@ -337,8 +338,8 @@ _REFERENCED_BY = re.compile(
 )
 
 
-def run_schema_to_ts(bundle: dict[str, Any], root: Path) -> str:
-    tool = root / NODE_TOOL
+def run_schema_to_ts(bundle: dict[str, Any]) -> str:
+    tool = NODE_TOOL
     node = shutil.which("node")
     if node is None:
         raise GenerationError("node is not on PATH: the TypeScript target compiles its types with node")
@@ -353,7 +354,7 @@ def run_schema_to_ts(bundle: dict[str, Any], root: Path) -> str:
         check=False,
     )
     if done.returncode != 0:
-        raise GenerationError(f"{NODE_TOOL} failed: {done.stderr.strip()[-2000:]}")
+        raise GenerationError(f"{tool.name} failed: {done.stderr.strip()[-2000:]}")
     # The tool's "referenced by" note above every declaration says nothing a reader needs.
     return _REFERENCED_BY.sub("", done.stdout)
 
@@ -539,7 +540,7 @@ def emit(
             )
         )
     types_template = f"{TEMPLATE_DIR}/{TYPES_DIR}/{INDEX_MODULE}.ts.jinja"
-    compiled = run_schema_to_ts(lower_bundle(ir.responses), root)
+    compiled = run_schema_to_ts(lower_bundle(ir.responses))
     outputs.append(
         Output(
             path=f"{TARGET}/{TYPES_DIR}/{INDEX_MODULE}.ts",
