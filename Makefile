@@ -5,7 +5,16 @@ BIN := $(VENV)/bin
 SHARED ?= $(abspath ../shared)
 export TIKTOKEN_ENCODINGS_BASE ?= $(SHARED)/vocab
 
-.PHONY: run test venv generate check lint typecheck bench clean
+.PHONY: run test venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
+
+# TypeScript: harmonygen runs json-schema-to-typescript from generator/node; the generated package
+# generated/typescript/ is installed from its lock file, then tsc compiles it together with the
+# hand-written runtime/typescript/ (whose node_modules is a link to the package's).
+NPM_CI := npm ci --no-audit --no-fund --loglevel=error
+NODE_TOOLS := generator/node/node_modules/.installed
+TS_PKG := generated/typescript
+TS_DEPS := $(TS_PKG)/node_modules/.installed
+TS_OUT := $(TS_PKG)/dist/runtime/typescript
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +26,30 @@ $(VENV)/.installed: pyproject.toml $(BIN)/python
 
 venv: $(VENV)/.installed
 
-generate: venv
+$(NODE_TOOLS): generator/node/package-lock.json
+	cd generator/node && $(NPM_CI)
+	touch $@
+
+node-tools: $(NODE_TOOLS)
+
+$(TS_DEPS): $(TS_PKG)/package-lock.json
+	cd $(TS_PKG) && $(NPM_CI)
+	ln -sfn ../../$(TS_PKG)/node_modules runtime/typescript/node_modules
+	touch $@
+
+ts-deps: $(TS_DEPS)
+
+ts-build: ts-deps
+	rm -rf $(TS_PKG)/dist
+	$(TS_PKG)/node_modules/.bin/tsc -p $(TS_PKG)
+
+ts-test: ts-build
+	node --test $(TS_OUT)/test/*.test.js
+
+generate: venv node-tools
 	$(BIN)/harmonygen generate
 
-check: venv
+check: venv node-tools
 	$(BIN)/harmonygen generate --check
 
 lint: venv
@@ -34,13 +63,15 @@ run: generate
 	$(BIN)/harmony-responses render examples/conversation.json --next-role assistant
 	$(BIN)/harmony-responses respond --request examples/responses/request.json --completion examples/responses/completion.txt --stream
 
-test: check lint typecheck
+test: check lint typecheck ts-test
 	$(BIN)/python -m pytest
 
-bench: venv
+bench: venv ts-build
 	$(BIN)/python bench/bench_render.py
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_bridge.py
+	$(BIN)/python bench/bench_typescript.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf generator/node/node_modules $(TS_PKG)/node_modules $(TS_PKG)/dist runtime/typescript/node_modules

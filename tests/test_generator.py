@@ -24,7 +24,8 @@ def project(tmp_path: Path) -> Path:
     """A private copy of everything generation reads and writes."""
     for name in ("spec", "grammar", "templates", "runtime", "generated"):
         if (ROOT / name).exists():
-            shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+            build_products = shutil.ignore_patterns("__pycache__", "node_modules", "dist")
+            shutil.copytree(ROOT / name, tmp_path / name, ignore=build_products)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     write(load_config(tmp_path))  # start current, whatever state the working tree is in
     return tmp_path

@@ -225,7 +225,7 @@ def _types_digest(seed: str) -> str:
         f"files = generate(load_config(Path({str(ROOT)!r}))).files\n"
         "h = hashlib.sha256()\n"
         "for path in sorted(files):\n"
-        "    if '/types/' in path:\n"
+        "    if path.startswith('python/') and '/types/' in path:\n"
         "        h.update(path.encode() + b'\\0' + files[path].encode())\n"
         "print(h.hexdigest())\n"
     )

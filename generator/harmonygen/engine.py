@@ -20,12 +20,14 @@ from .pyprint import py_literal
 from .targets import docs as docs_target
 from .targets import python as python_target
 from .targets import responses as responses_target
+from .targets import typescript as typescript_target
 from .targets.base import Output
 from .tree import sync_tree
 
 MANIFEST = "MANIFEST.json"
 IR_FILE = "ir.json"
-_IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+# Build products that live beside generated sources: Python's caches, npm's install and tsc's output.
+_IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules", "dist"}
 
 
 @dataclass
@@ -54,6 +56,8 @@ def header_line(output: Output) -> str:
     suffix = Path(output.path).suffix
     if suffix == ".md":
         return f"<!-- {text} -->"
+    if suffix == ".ts":
+        return f"// {text}"
     if suffix == ".json":
         return text  # JSON has no comments: emitters put it under the "@generated" key
     return f"# {text}"
@@ -103,6 +107,7 @@ def generate(config: Config) -> GenerateResult:
     package_outputs = python_target.emit(ir, env, config.templates)
     package_outputs += responses_target.emit(ir, env, config.templates)
     outputs += package_outputs
+    outputs += typescript_target.emit(ir, env, config.templates, config.root, config.runtime_dir, config.output_dir)
     outputs += docs_target.emit(ir, env, config.templates, (config.runtime_dir, config.runtime), package_outputs)
     files: dict[str, str] = {}
     for out in outputs:

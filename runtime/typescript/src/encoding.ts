@@ -1,0 +1,358 @@
+/**
+ * The Harmony encoding: o200k_base plus Harmony's special tokens, and conversation rendering.
+ *
+ * Rendering walks the message objects directly and encodes each header piece and content item on its own
+ * (BPE never merges across them), so the token ids equal the reference's exactly.
+ */
+
+import { HarmonyError } from "./errors.js";
+import {
+  type Content,
+  Conversation,
+  DeveloperContent,
+  type Message,
+  RenderConversationConfig,
+  RenderOptions,
+  SystemContent,
+  TextContent,
+} from "./models.js";
+import { StreamableParser } from "./parser.js";
+import { pyFormat } from "./pyformat.js";
+import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
+import { renderToolsSection } from "./toolNamespace.js";
+import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
+import { type Vocabulary, vocabulary } from "./vocab.js";
+
+const FUNCTIONS = spec.HEADER_FUNCTION_NAMESPACE;
+const RECIPIENT_PREFIX = spec.HEADER_PART_SEPARATOR + spec.HEADER_RECIPIENT_KEYWORD;
+const FUNCTION_CHANNEL_NOTE = pyFormat(spec.SYS_FUNCTION_CHANNEL_NOTE, {
+  channel: spec.CHANNEL_TOOL_CALLS,
+  namespace: FUNCTIONS,
+});
+const PIECE_CACHE_LIMIT = 4096;
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function hasFunctionTools(messages: readonly Message[]): boolean {
+  for (const msg of messages) {
+    for (const content of msg.content) {
+      if (content instanceof DeveloperContent && content.tools !== null) {
+        const ns = content.tools.get(FUNCTIONS);
+        if (ns !== undefined && ns.tools.length > 0) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/** Which special-token spellings `encode` turns into special tokens, and which raise. */
+export interface EncodeOptions {
+  readonly allowedSpecial?: "all" | ReadonlySet<string>;
+  readonly disallowedSpecial?: "all" | ReadonlySet<string>;
+}
+
+/** Renders conversations to token ids and decodes ids, as openai-harmony's HarmonyEncoding. */
+export class HarmonyEncoding {
+  private readonly vocab: Vocabulary;
+  private readonly specialIds: ReadonlySet<number>;
+  private readonly pieceCache = new Map<string, readonly number[]>();
+  private readonly specialRegexCache = new Map<string, RegExp>();
+  private readonly stopSet: ReadonlySet<number>;
+
+  constructor(
+    readonly name: string,
+    vocab: Vocabulary,
+  ) {
+    this.vocab = vocab;
+    this.specialIds = new Set(vocab.specials.values());
+    this.stopSet = new Set(spec.STOP_TOKENS);
+  }
+
+  /** Every special token's spelling. */
+  get specialTokensSet(): Set<string> {
+    return new Set(this.vocab.specials.keys());
+  }
+
+  // -- encoding ------------------------------------------------------------------------------------------
+
+  /** Encode text with every special-token spelling taken as ordinary text. */
+  encodeOrdinary(text: string): number[] {
+    return this.vocab.encodeOrdinary(text);
+  }
+
+  /** Encode a short header piece, memoised: headers repeat across every conversation. */
+  private piece(text: string): readonly number[] {
+    let cached = this.pieceCache.get(text);
+    if (cached === undefined) {
+      cached = this.encodeOrdinary(text);
+      if (this.pieceCache.size < PIECE_CACHE_LIMIT) this.pieceCache.set(text, cached);
+    }
+    return cached;
+  }
+
+  private specialRegex(spellings: Iterable<string>): RegExp {
+    const sorted = [...spellings].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
+    const key = sorted.join("\u0000");
+    let regex = this.specialRegexCache.get(key);
+    if (regex === undefined) {
+      regex = new RegExp(sorted.map(escapeRegExp).join("|"), "g");
+      this.specialRegexCache.set(key, regex);
+    }
+    return regex;
+  }
+
+  /** Encode text; spellings of special tokens throw unless allowed or no longer disallowed. */
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    const all = this.vocab.specials;
+    const allowedOption = options.allowedSpecial ?? new Set<string>();
+    const allowed = allowedOption === "all" ? new Set(all.keys()) : new Set(allowedOption);
+    const disallowedOption = options.disallowedSpecial ?? "all";
+    const disallowed =
+      disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
+    if (disallowed.length > 0) {
+      const regex = this.specialRegex(disallowed);
+      regex.lastIndex = 0;
+      const match = regex.exec(text);
+      if (match !== null) throw new HarmonyError(pyFormat(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
+    }
+    const usable = [...allowed].filter((s) => all.has(s));
+    if (usable.length === 0) return this.encodeOrdinary(text);
+    const out: number[] = [];
+    const regex = this.specialRegex(usable);
+    regex.lastIndex = 0;
+    let start = 0;
+    for (let m = regex.exec(text); m !== null; m = regex.exec(text)) {
+      out.push(...this.encodeOrdinary(text.slice(start, m.index)));
+      out.push(all.get(m[0]) ?? 0);
+      start = m.index + m[0].length;
+    }
+    out.push(...this.encodeOrdinary(text.slice(start)));
+    return out;
+  }
+
+  /** The bytes of one token, or throws for an id outside the vocabulary. */
+  tokenBytes(token: number): Uint8Array {
+    const bytes = Number.isInteger(token) && token >= 0 ? this.vocab.tokenBytes[token] : undefined;
+    if (bytes === undefined) throw new HarmonyError(pyFormat(spec.ERR_INVALID_TOKEN, { token }));
+    return bytes;
+  }
+
+  decodeBytes(tokens: readonly number[]): Uint8Array {
+    const parts = tokens.map((t) => this.tokenBytes(t));
+    return parts.length === 1 && parts[0] !== undefined ? parts[0] : concatBytes(parts);
+  }
+
+  /** Decode to text; throws HarmonyError on invalid UTF-8 (use `decode` to replace it). */
+  decodeUtf8(tokens: readonly number[]): string {
+    const data = this.decodeBytes(tokens);
+    const problem = firstUtf8Problem(data);
+    if (problem !== null) {
+      if (problem.incomplete) throw new HarmonyError(pyFormat(spec.ERR_INVALID_UTF8_INCOMPLETE, { index: problem.start }));
+      throw new HarmonyError(
+        pyFormat(spec.ERR_INVALID_UTF8_SEQUENCE, { length: Math.max(1, problem.length), index: problem.start }),
+      );
+    }
+    return decodeReplacing(data);
+  }
+
+  /** Decode to text, replacing invalid UTF-8 (as tiktoken does). */
+  decode(tokens: readonly number[]): string {
+    return decodeReplacing(this.decodeBytes(tokens));
+  }
+
+  isSpecialToken(token: number): boolean {
+    return this.specialIds.has(token);
+  }
+
+  isStopToken(token: number): boolean {
+    return this.stopSet.has(token);
+  }
+
+  stopTokens(): number[] {
+    return [...spec.STOP_TOKENS];
+  }
+
+  stopTokensForAssistantActions(): number[] {
+    return [...spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS];
+  }
+
+  // -- rendering -----------------------------------------------------------------------------------------
+
+  private systemText(sys: SystemContent, functionTools: boolean): string {
+    const sections: string[] = [];
+    const top: string[] = [];
+    if (sys.modelIdentity !== null) top.push(sys.modelIdentity);
+    if (sys.knowledgeCutoff !== null) top.push(pyFormat(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
+    if (sys.conversationStartDate !== null) {
+      top.push(pyFormat(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
+    }
+    if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
+    if (sys.reasoningEffort !== null) {
+      const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
+      if (rendered === undefined) throw new HarmonyError(`no rendering for reasoning effort ${sys.reasoningEffort}`);
+      sections.push(pyFormat(spec.SYS_REASONING, { value: rendered }));
+    }
+    if (sys.tools !== null && sys.tools.size > 0) sections.push(renderToolsSection(sys.tools));
+    const cc = sys.channelConfig;
+    if (cc !== null && cc.validChannels.length > 0) {
+      let text = pyFormat(spec.SYS_VALID_CHANNELS, { channels: cc.validChannels.join(spec.SYS_VALID_CHANNELS_JOINER) });
+      if (cc.channelRequired) text += spec.SYS_CHANNEL_REQUIRED;
+      if (functionTools) text += spec.SYS_LINE_SEPARATOR + FUNCTION_CHANNEL_NOTE;
+      sections.push(text);
+    }
+    return sections.join(spec.SYS_SECTION_SEPARATOR);
+  }
+
+  private developerText(dev: DeveloperContent): string {
+    const sections: string[] = [];
+    if (dev.instructions !== null) {
+      sections.push(spec.DEV_INSTRUCTIONS_HEADING);
+      sections.push(dev.instructions);
+    }
+    if (dev.tools !== null && dev.tools.size > 0) sections.push(renderToolsSection(dev.tools));
+    return sections.join(spec.SYS_SECTION_SEPARATOR);
+  }
+
+  private debugName(role: Role): string {
+    return spec.ROLE_DEBUG_NAMES[role] ?? role;
+  }
+
+  private contentInto(content: Content, role: Role, out: number[], functionTools: boolean): void {
+    if (content instanceof TextContent) {
+      pushAll(out, this.encodeOrdinary(content.text));
+    } else if (content instanceof SystemContent) {
+      if (role !== Roles.System) {
+        throw new HarmonyError(pyFormat(spec.ERR_SYSTEM_CONTENT_MISPLACED, { role: this.debugName(role) }));
+      }
+      pushAll(out, this.encodeOrdinary(this.systemText(content, functionTools)));
+    } else {
+      if (role !== Roles.Developer) {
+        throw new HarmonyError(pyFormat(spec.ERR_DEVELOPER_CONTENT_MISPLACED, { role: this.debugName(role) }));
+      }
+      pushAll(out, this.encodeOrdinary(this.developerText(content)));
+    }
+  }
+
+  private renderInto(message: Message, out: number[], functionTools: boolean): void {
+    out.push(spec.TOKEN_START);
+    const role = message.author.role;
+    const name = message.author.name;
+    if (role === Roles.Tool) {
+      if (name === null) throw new HarmonyError(spec.ERR_TOOL_WITHOUT_NAME);
+      pushAll(out, this.piece(name));
+    } else {
+      pushAll(out, this.piece(role));
+      if (name !== null) pushAll(out, this.piece(spec.HEADER_AUTHOR_NAME_SEPARATOR + name));
+    }
+    const recipient = message.recipient;
+    if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) pushAll(out, this.piece(RECIPIENT_PREFIX + recipient));
+    if (message.channel !== null) {
+      out.push(spec.TOKEN_CHANNEL);
+      pushAll(out, this.piece(message.channel));
+    }
+    const contentType = message.contentType;
+    if (contentType !== null) {
+      if (contentType.startsWith(spec.SPELLING_CONSTRAIN)) {
+        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
+        out.push(spec.TOKEN_CONSTRAIN);
+        const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
+        if (rest !== "") pushAll(out, this.piece(rest));
+      } else {
+        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
+      }
+    }
+    out.push(spec.TOKEN_MESSAGE);
+    for (const content of message.content) this.contentInto(content, role, out, functionTools);
+    out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
+  }
+
+  /** Render one message. */
+  render(message: Message, renderOptions: RenderOptions | null = null): number[] {
+    const out: number[] = [];
+    this.renderInto(message, out, renderOptions?.conversationHasFunctionTools ?? false);
+    return out;
+  }
+
+  private conversationInto(
+    conversation: Conversation | Iterable<Message>,
+    config: RenderConversationConfig | null,
+    out: number[],
+  ): Message[] {
+    const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
+    const functionTools = hasFunctionTools(messages);
+    const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
+    let dropBefore = -1;
+    if (autoDrop) {
+      let lastAssistantFinal = false;
+      for (let i = messages.length - 1; i >= 0; i--) {
+        const msg = messages[i];
+        if (msg !== undefined && msg.author.role === Roles.Assistant) {
+          lastAssistantFinal = msg.channel === spec.CHANNEL_ANSWER;
+          break;
+        }
+      }
+      if (lastAssistantFinal) dropBefore = messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER);
+    }
+    messages.forEach((msg, index) => {
+      if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
+      this.renderInto(msg, out, functionTools);
+    });
+    return messages;
+  }
+
+  /** Render every message; analysis before the first final is dropped when the last assistant message is
+   * final (unless `autoDropAnalysis` is false). */
+  renderConversation(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
+    const out: number[] = [];
+    this.conversationInto(conversation, config, out);
+    return out;
+  }
+
+  /** Render the conversation, then `<|start|>` and the role that is to speak next. */
+  renderConversationForCompletion(
+    conversation: Conversation,
+    nextTurnRole: Role,
+    config: RenderConversationConfig | null = null,
+  ): number[] {
+    const out: number[] = [];
+    this.conversationInto(conversation, config, out);
+    out.push(spec.TOKEN_START);
+    pushAll(out, this.piece(nextTurnRole));
+    return out;
+  }
+
+  /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
+  renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
+    const out: number[] = [];
+    const messages = this.conversationInto(conversation, config, out);
+    const last = messages[messages.length - 1];
+    if (last !== undefined && last.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER && out.length > 0) {
+      out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
+    }
+    return out;
+  }
+
+  // -- parsing -------------------------------------------------------------------------------------------
+
+  /** Parse completion tokens into messages (the reference's rules, strict by default). */
+  parseMessagesFromCompletionTokens(tokens: readonly number[], role: Role | null = null, strict = true): Message[] {
+    const parser = new StreamableParser(this, role, strict);
+    for (const token of tokens) parser.process(token);
+    parser.processEos();
+    return parser.messages;
+  }
+}
+
+function pushAll(out: number[], items: readonly number[]): void {
+  for (const item of items) out.push(item);
+}
+
+/** Load the Harmony encoding by name; the o200k_base ranks come with the gpt-tokenizer package. */
+export function loadHarmonyEncoding(name: HarmonyEncodingName | string): HarmonyEncoding {
+  if (name !== spec.ENCODING_NAME) throw new RangeError(pyFormat(spec.ERR_UNKNOWN_ENCODING, { name }));
+  return new HarmonyEncoding(name, vocabulary());
+}
+
+export { HarmonyEncodingName };

@@ -1,0 +1,29 @@
+/**
+ * harmony-responses for TypeScript: OpenAI's Harmony format, generated from the same spec as the Python
+ * package and held to the same fixtures. The names mirror the Python API (camelCase); see the README's table.
+ */
+
+export { HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding, type EncodeOptions } from "./encoding.js";
+export { HarmonyError } from "./errors.js";
+export { entriesOf, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson, writeJson } from "./json.js";
+export {
+  Author,
+  ChannelConfig,
+  type Content,
+  contentFromDict,
+  Conversation,
+  DeveloperContent,
+  Message,
+  parseRole,
+  RenderConversationConfig,
+  RenderOptions,
+  SystemContent,
+  TextContent,
+  ToolDescription,
+  ToolNamespaceConfig,
+  ValidationError,
+} from "./models.js";
+export { ParsedHeader, parseHeaderText, type StateData, StreamableParser, StreamState } from "./parser.js";
+export { detectLeak, escapeControlTokens, escapeControlTokensJson, type Leak, type LeakKind, unescapeControlTokens } from "./safety.js";
+export { FORMAT_VERSION, ItemKind, ReasoningEffort, Role, Terminator } from "./tables.js";
+export { renderToolNamespace, schemaToTypescript, type ToolLike } from "./toolNamespace.js";

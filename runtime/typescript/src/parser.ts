@@ -1,0 +1,366 @@
+/**
+ * The reference-compatible incremental parser: same messages, per-token state and error texts.
+ *
+ * Strict mode (the default) and non-strict mode behave exactly as openai-harmony 0.0.8, defects included,
+ * and exactly as the Python package's `StreamableParser`, token for token.
+ */
+
+import type { HarmonyEncoding } from "./encoding.js";
+import { HarmonyError } from "./errors.js";
+import type { JsonObject } from "./json.js";
+import { Author, Message, TextContent } from "./models.js";
+import { pyFormat } from "./pyformat.js";
+import { isPrintable } from "./pyformat.js";
+import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
+import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
+
+/**
+ * Texts this module needs that the spec does not hold yet (the Python parser spells them the same way):
+ * the error for a header whose bytes are not UTF-8.
+ */
+const MESSAGES = { undecodableHeader: "could not decode header" } as const;
+
+const REPLACEMENT = "\ufffd";
+const CHANNEL = spec.SPELLING_CHANNEL;
+const CONSTRAIN = spec.SPELLING_CONSTRAIN;
+const TO = spec.HEADER_RECIPIENT_KEYWORD;
+// Rust's char::is_whitespace (Unicode White_Space).
+const UNICODE_WS =
+  "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+const UNICODE_WS_SET = new Set(UNICODE_WS);
+const ASCII_WS = /[ \t\n\f\r]+/;
+
+/** Where the parser is: before a message, in its header, or in its body. */
+export enum StreamState {
+  ExpectStart = "ExpectStart",
+  Header = "Header",
+  Content = "Content",
+}
+
+/** A parsed header: author, recipient, channel and content type. */
+export class ParsedHeader {
+  constructor(
+    readonly author: Author,
+    readonly recipient: string | null,
+    readonly channel: string | null,
+    readonly contentType: string | null,
+  ) {}
+
+  toDict(): JsonObject {
+    const author: JsonObject = { role: this.author.role };
+    if (this.author.name !== null) author["name"] = this.author.name; // the reference leaves an absent name out
+    return { author, recipient: this.recipient, channel: this.channel, content_type: this.contentType };
+  }
+}
+
+/** A string as Rust's `{:?}` prints it (as the Python package approximates it). */
+export function rustDebugStr(text: string): string {
+  let out = '"';
+  for (const ch of text) {
+    if (ch === '"') out += '\\"';
+    else if (ch === "\\") out += "\\\\";
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (ch === "\0") out += "\\0";
+    else if (!isPrintable(ch) && ch !== " ") out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
+    else out += ch;
+  }
+  return out + '"';
+}
+
+function rustTrim(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && UNICODE_WS_SET.has(text[start] ?? "")) start++;
+  while (end > start && UNICODE_WS_SET.has(text[end - 1] ?? "")) end--;
+  return text.slice(start, end);
+}
+
+function findRole(value: string): Role | undefined {
+  return ROLE_VALUES.find((r) => r === value);
+}
+
+/** Split a decoded header into author, channel, recipient and content type (reference rules); the words
+ * left over, joined by spaces, or null. */
+export function parseHeaderText(
+  headerText: string,
+  role: Role | null,
+  parseRecipientAndType: boolean,
+): [ParsedHeader, string | null] {
+  let header = headerText;
+  let channel: string | null = null;
+  const idx = header.indexOf(CHANNEL);
+  if (idx >= 0) {
+    const after = header.slice(idx + CHANNEL.length);
+    let end = 0;
+    while (end < after.length && after[end] !== "<" && !UNICODE_WS_SET.has(after[end] ?? "")) end++;
+    if (end === 0) throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
+    channel = after.slice(0, end);
+    header = header.slice(0, idx) + after.slice(end);
+  }
+  header = rustTrim(header);
+  if (header.includes(CONSTRAIN)) header = rustTrim(header.split(CONSTRAIN).join(" " + CONSTRAIN));
+  const parts = header.split(ASCII_WS).filter((p) => p !== "");
+  let roleText: string | null = null;
+  let found: Role | null = role;
+  if (found === null) {
+    const first = parts[0];
+    if (first === undefined) throw new HarmonyError(spec.ERR_PARSE_NO_ROLE);
+    roleText = first;
+    const known = findRole(first);
+    if (known === undefined) {
+      if (parts.length > 1 || first.startsWith(TO)) {
+        parts.shift();
+        found = Roles.Tool;
+      } else {
+        throw new HarmonyError(pyFormat(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
+      }
+    } else {
+      found = known;
+    }
+  }
+  if (parts.length > 0 && parts[0] === found) parts.shift();
+  let recipient: string | null = null;
+  let contentType: string | null = null;
+  if (parseRecipientAndType && parts.length > 0) {
+    const count = parts.length;
+    const last = parts.pop() ?? "";
+    if (last.startsWith(TO)) recipient = last.slice(TO.length);
+    else if (count === 1) recipient = last;
+    else {
+      contentType = last;
+      const raw = parts.pop();
+      if (raw !== undefined) recipient = raw.startsWith(TO) ? raw.slice(TO.length) : raw;
+    }
+  }
+  const remaining = parts.length > 0 ? parts.join(" ") : null;
+  const author = new Author(found, found === Roles.Tool ? roleText : null);
+  return [new ParsedHeader(author, recipient, channel, contentType), remaining];
+}
+
+function message(header: ParsedHeader, text: string): Message {
+  return new Message(
+    new Author(header.author.role, header.author.name),
+    [new TextContent(text)],
+    header.channel,
+    header.recipient,
+    header.contentType,
+  );
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The parser's observable state: `{"state": "ExpectStart"}`, the header tokens so far, or the header and
+ * the body's tokens (re-encoded from the decoded text, as the reference does). */
+export type StateData =
+  | { readonly state: "ExpectStart" }
+  | { readonly state: "Header"; readonly header_tokens: number[] }
+  | { readonly state: "Content"; readonly header: JsonObject; readonly content_tokens: number[] };
+
+/** Incremental parser over completion tokens, one `process(token)` at a time. */
+export class StreamableParser {
+  private readonly strictMode: boolean;
+  private nextRole: Role | null;
+  private stateValue: StreamState;
+  private headerTokens: number[] = [];
+  private header: ParsedHeader | null = null;
+  private deltas: string[] = [];
+  private readonly seen: number[] = [];
+  private readonly done: Message[] = [];
+  private lastDelta: string | null = null;
+  private undecodedTokens: number[] = [];
+  private undecodedBytes: Uint8Array = EMPTY;
+
+  constructor(
+    private readonly encoding: HarmonyEncoding,
+    role: Role | null,
+    strict = true,
+  ) {
+    this.strictMode = strict;
+    this.nextRole = role;
+    this.stateValue = role !== null ? StreamState.Header : StreamState.ExpectStart;
+  }
+
+  // -- feeding ---------------------------------------------------------------------------------------------
+
+  process(token: number): this {
+    this.seen.push(token);
+    this.step(token);
+    return this;
+  }
+
+  processEos(): this {
+    this.step(null);
+    return this;
+  }
+
+  private step(token: number | null): void {
+    const state = this.stateValue;
+    if (state === StreamState.Content) {
+      if (token !== null && !this.encoding.isStopToken(token)) this.contentToken(token);
+      else this.finishContent();
+    } else if (state === StreamState.Header) {
+      if (token === spec.TOKEN_MESSAGE) {
+        const tokens = this.headerTokens;
+        this.stateValue = StreamState.ExpectStart;
+        this.headerTokens = [];
+        this.header = this.parseHeader(tokens, this.nextRole);
+        this.nextRole = null;
+        this.deltas = [];
+        this.stateValue = StreamState.Content;
+      } else if (token !== null && !this.strictMode && this.encoding.isStopToken(token)) {
+        const role = this.nextRole;
+        if (role !== null && this.headerTokens.length > 0) {
+          const text = this.encoding.decodeUtf8(this.headerTokens);
+          const [header, rest] = parseHeaderText(text, role, false);
+          this.done.push(message(header, rest ?? ""));
+        }
+        this.headerTokens = [];
+        this.stateValue = StreamState.ExpectStart;
+        this.nextRole = null;
+      } else if (token !== null) {
+        this.headerTokens.push(token);
+      } else {
+        throw new HarmonyError(spec.ERR_PARSE_EOS_IN_HEADER);
+      }
+    } else if (token === spec.TOKEN_START) {
+      this.headerTokens = [];
+      this.stateValue = StreamState.Header;
+    } else if (token !== null) {
+      throw new HarmonyError(pyFormat(spec.ERR_PARSE_EXPECTED_START, { token, start: spec.TOKEN_START }));
+    }
+  }
+
+  private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
+    let text: string;
+    try {
+      text = this.encoding.decodeUtf8(tokens);
+    } catch (e) {
+      if (e instanceof HarmonyError) throw new HarmonyError(MESSAGES.undecodableHeader);
+      throw e;
+    }
+    const [header, rest] = parseHeaderText(text, role, true);
+    if (rest !== null) throw new HarmonyError(pyFormat(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
+    return header;
+  }
+
+  private contentToken(token: number): void {
+    this.undecodedTokens.push(token);
+    let data: Uint8Array;
+    try {
+      data = this.encoding.decodeBytes(this.undecodedTokens);
+    } catch (e) {
+      if (!(e instanceof HarmonyError)) throw e;
+      this.lastDelta = null;
+      return;
+    }
+    const pending = this.undecodedBytes.length > 0 ? concatBytes([this.undecodedBytes, data]) : data;
+    this.undecodedTokens = [];
+    const problem = firstUtf8Problem(pending);
+    if (problem === null) {
+      this.undecodedBytes = EMPTY;
+      const text = decodeReplacing(pending);
+      this.deltas.push(text);
+      this.lastDelta = text;
+      return;
+    }
+    const delta = decodeReplacing(pending.subarray(0, problem.start));
+    const rest = pending.subarray(problem.start);
+    if (delta !== "") this.deltas.push(delta);
+    if (problem.incomplete) {
+      this.undecodedBytes = rest;
+      this.lastDelta = delta !== "" ? delta : null;
+    } else {
+      // the reference keeps the replacement as a piece of its own (state data re-encodes pieces)
+      this.deltas.push(REPLACEMENT);
+      this.undecodedBytes = rest.subarray(problem.length);
+      this.lastDelta = delta + REPLACEMENT;
+    }
+  }
+
+  private finishContent(): void {
+    const header = this.header;
+    if (header === null) throw new Error("StreamableParser: in a body without a header");
+    let text = this.deltas.join("");
+    if (this.undecodedTokens.length > 0) {
+      try {
+        text += this.encoding.decodeUtf8(this.undecodedTokens);
+      } catch (e) {
+        if (!(e instanceof HarmonyError)) throw e;
+        text += REPLACEMENT;
+      }
+    }
+    text += decodeReplacing(this.undecodedBytes);
+    this.done.push(message(header, text));
+    this.stateValue = StreamState.ExpectStart;
+    this.header = null;
+    this.deltas = [];
+    this.lastDelta = null;
+    this.undecodedTokens = [];
+    this.undecodedBytes = EMPTY;
+  }
+
+  // -- observing -------------------------------------------------------------------------------------------
+
+  get currentContent(): string {
+    return this.stateValue === StreamState.Content ? this.deltas.join("") : "";
+  }
+
+  get currentRole(): Role | null {
+    if (this.stateValue === StreamState.Content && this.header !== null) return this.header.author.role;
+    return this.nextRole;
+  }
+
+  get currentChannel(): string | null {
+    return this.stateValue === StreamState.Content && this.header !== null ? this.header.channel : null;
+  }
+
+  get currentRecipient(): string | null {
+    return this.stateValue === StreamState.Content && this.header !== null ? this.header.recipient : null;
+  }
+
+  get currentContentType(): string | null {
+    return this.stateValue === StreamState.Content && this.header !== null ? this.header.contentType : null;
+  }
+
+  get lastContentDelta(): string | null {
+    return this.lastDelta;
+  }
+
+  /** The messages completed so far (copies). */
+  get messages(): Message[] {
+    return this.done.map(
+      (m) =>
+        new Message(
+          new Author(m.author.role, m.author.name),
+          m.content.map((c) => (c instanceof TextContent ? new TextContent(c.text) : c)),
+          m.channel,
+          m.recipient,
+          m.contentType,
+        ),
+    );
+  }
+
+  get tokens(): number[] {
+    return [...this.seen];
+  }
+
+  get stateData(): StateData {
+    if (this.stateValue === StreamState.Header) return { state: StreamState.Header, header_tokens: [...this.headerTokens] };
+    if (this.stateValue === StreamState.Content && this.header !== null) {
+      const contentTokens: number[] = [];
+      for (const delta of this.deltas) for (const t of this.encoding.encodeOrdinary(delta)) contentTokens.push(t); // the reference re-encodes each decoded delta
+      return { state: StreamState.Content, header: this.header.toDict(), content_tokens: contentTokens };
+    }
+    return { state: StreamState.ExpectStart };
+  }
+
+  get state(): StreamState {
+    return this.stateValue;
+  }
+
+  stateJson(): string {
+    return JSON.stringify(this.stateData);
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Keep untrusted text from becoming Harmony structure, and spot structure leaking into visible text.
+ *
+ * `escapeControlTokens` makes text that contains no `<|` at all (so no control-token spelling), and
+ * `unescapeControlTokens` gives the original back exactly: `<` followed by k word joiners (U+2060) and `|`
+ * becomes `<`, k+1 word joiners, `|`. `escapeControlTokensJson` writes a JSON string whose `<` before `|` is
+ * `\u003c`, so any JSON parser reads the original text back.
+ *
+ * `detectLeak` flags control-token spellings, header fragments (`to=functions.` next to a second header
+ * signal on its line) and glued role/channel words (`assistantfinal`) in text meant for users, but not in
+ * Markdown code (inline code spans and fenced blocks). It runs in time linear in the text: every pattern is
+ * scanned once, and each line's header signals are found once, however many fragments the line holds.
+ */
+
+import { writeJson } from "./json.js";
+import { Role, spec } from "./tables.js";
+
+const JOINER = "\u2060";
+const OPEN = spec.SPELLING_OPEN;
+const OPEN_FIRST = OPEN.slice(0, 1);
+const OPEN_REST = OPEN.slice(1);
+
+function esc(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+// Python's `\s` for text (str.isspace): JavaScript's `\s` differs (it adds U+FEFF, lacks U+001C–U+001F, U+0085).
+const PY_SPACE = "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const ESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}*)${esc(OPEN_REST)}`, "g");
+const UNESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}+)${esc(OPEN_REST)}`, "g");
+const [RESERVED_HEAD = "", RESERVED_TAIL = ""] = spec.RESERVED_SPELLING.split("{id}");
+const SPECIAL_RE = new RegExp(
+  [...Object.keys(spec.NAMED_TOKENS)]
+    .sort((a, b) => b.length - a.length)
+    .map(esc)
+    .concat(`${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`)
+    .join("|"),
+  "g",
+);
+const CHANNEL_ALT = spec.CHANNELS.map(esc).join("|");
+const CONTENT_TYPE_ALT = spec.CONTENT_TYPES.map(esc).join("|");
+const RECIPIENT_RE = new RegExp(
+  esc(spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR) + `[^${PY_SPACE}]*`,
+  "g",
+);
+const GLUED_RE = new RegExp(`${esc(Role.Assistant)}(?:${CHANNEL_ALT})(?![a-z])`, "g");
+const SIGNAL_SOURCE =
+  `(?:^|[${PY_SPACE}]|${esc(Role.Assistant)})(?:${CHANNEL_ALT})(?![a-z])` +
+  `|(?:^|[${PY_SPACE}])(?:${CONTENT_TYPE_ALT})(?=\\{|[${PY_SPACE}]|$)|${esc(OPEN)}`;
+const SIGNAL_RE = new RegExp(SIGNAL_SOURCE, "g");
+const SIGNAL_TEST = new RegExp(SIGNAL_SOURCE);
+const CODE_RE = /```[\s\S]*?(?:```|$)|`[^`\n]*`/g;
+// Every signal is shorter than this; a window this wide around the join of a line's two parts sees all
+// matches that the join creates.
+const WINDOW = 64;
+
+/** Text with no `<|` left; `unescapeControlTokens` inverts it exactly. */
+export function escapeControlTokens(text: string): string {
+  return text.replace(ESCAPE_RE, (_m: string, joiners: string) => OPEN_FIRST + joiners + JOINER + OPEN_REST);
+}
+
+/** The inverse of `escapeControlTokens`. */
+export function unescapeControlTokens(text: string): string {
+  return text.replace(UNESCAPE_RE, (_m: string, joiners: string) => OPEN_FIRST + joiners.slice(1) + OPEN_REST);
+}
+
+/** A JSON string literal for `text` in which no control-token spelling appears literally. */
+export function escapeControlTokensJson(text: string): string {
+  return writeJson(text, { ensureAscii: false }).split(OPEN).join("\\u003c" + OPEN_REST);
+}
+
+export type LeakKind = "control_token" | "header_fragment" | "glued_header";
+
+/** A place in visible text that looks like Harmony structure (offsets in UTF-16 code units). */
+export interface Leak {
+  readonly kind: LeakKind;
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** Code spans: sorted, disjoint; `contains` walks forward, since callers ask in increasing order. */
+class CodeSpans {
+  private readonly spans: [number, number][] = [];
+
+  constructor(text: string) {
+    for (const m of text.matchAll(CODE_RE)) this.spans.push([m.index, m.index + m[0].length]);
+  }
+
+  contains(pos: number): boolean {
+    let lo = 0;
+    let hi = this.spans.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const span = this.spans[mid];
+      if (span !== undefined && span[1] <= pos) lo = mid + 1;
+      else hi = mid;
+    }
+    const span = this.spans[lo];
+    return span !== undefined && span[0] <= pos && pos < span[1];
+  }
+}
+
+/** A line's header signals, found once: `[start, end)` in line coordinates, in order. */
+function lineSignals(line: string): [number, number][] {
+  const out: [number, number][] = [];
+  SIGNAL_RE.lastIndex = 0;
+  for (let m = SIGNAL_RE.exec(line); m !== null; m = SIGNAL_RE.exec(line)) {
+    out.push([m.index, m.index + m[0].length]);
+    if (m[0].length === 0) SIGNAL_RE.lastIndex++;
+  }
+  return out;
+}
+
+/** Whether `left + " " + right` holds a header signal: signals inside either part, or across the join. */
+function signalAround(line: string, signals: readonly [number, number][], leftEnd: number, rightStart: number): boolean {
+  for (const [s, e] of signals) {
+    if (e <= leftEnd || s >= rightStart) return true;
+  }
+  const winStart = Math.max(0, leftEnd - WINDOW);
+  // A window cut inside the line must not let `^` match where the line goes on: a letter stands before it.
+  // Likewise a window cut short on the right must not let `$` match: a letter stands after it.
+  const head = winStart > 0 ? "x" : "";
+  const tail = rightStart + WINDOW < line.length ? "x" : "";
+  const window = head + line.slice(winStart, leftEnd) + " " + line.slice(rightStart, rightStart + WINDOW) + tail;
+  return SIGNAL_TEST.test(window);
+}
+
+/** Control-token spellings and header fragments outside Markdown code, in text order. */
+export function detectLeak(text: string): Leak[] {
+  const code = new CodeSpans(text);
+  const leaks: Leak[] = [];
+  for (const m of text.matchAll(SPECIAL_RE)) {
+    if (!code.contains(m.index)) leaks.push({ kind: "control_token", start: m.index, end: m.index + m[0].length, text: m[0] });
+  }
+  for (const m of text.matchAll(GLUED_RE)) {
+    if (!code.contains(m.index)) leaks.push({ kind: "glued_header", start: m.index, end: m.index + m[0].length, text: m[0] });
+  }
+  let cachedLineStart = -1;
+  let cachedLineEnd = -1;
+  let cachedLine = "";
+  let cachedSignals: [number, number][] = [];
+  for (const m of text.matchAll(RECIPIENT_RE)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    if (code.contains(start)) continue;
+    if (start >= cachedLineEnd) {
+      // Matches come in text order: the search back stops at the previous line's end, so text is read once.
+      const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
+      const nl = text.indexOf("\n", end);
+      cachedLineEnd = nl < 0 ? text.length : nl;
+      cachedLine = text.slice(lineStart, cachedLineEnd);
+      cachedLineStart = lineStart;
+      cachedSignals = lineSignals(cachedLine);
+    }
+    if (signalAround(cachedLine, cachedSignals, start - cachedLineStart, end - cachedLineStart)) {
+      leaks.push({ kind: "header_fragment", start, end, text: m[0] });
+    }
+  }
+  leaks.sort((a, b) => a.start - b.start || a.end - b.end);
+  return leaks;
+}

@@ -1,0 +1,279 @@
+/**
+ * JSON Schema → the TypeScript-like `namespace NAME { ... }` text models are trained on.
+ *
+ * The output matches the reference byte for byte, including its quirks (a nested object's description
+ * printed twice, its closing brace at the inner indent, nothing escaped), because any difference changes
+ * the prompt's tokens. Schemas read with `readJson` keep their key order and their integral floats.
+ */
+
+import { entriesOf, isJsonObject, JsonFloat, keysOf, writeJson, type JsonObject } from "./json.js";
+import { ToolDescription, ToolNamespaceConfig } from "./models.js";
+import { pyFormat } from "./pyformat.js";
+import { spec } from "./tables.js";
+
+const COMMENT = spec.TOOLS_COMMENT_PREFIX;
+
+/** Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line. */
+export function rustLines(text: string): string[] {
+  if (text === "") return [];
+  const parts = text.split("\n");
+  const last = parts.pop() ?? "";
+  const lines = parts.map((p) => (p.endsWith("\r") ? p.slice(0, -1) : p));
+  if (last !== "") lines.push(last);
+  return lines;
+}
+
+/** Compare strings by code point, as Python sorts them. */
+export function compareCodePoints(a: string, b: string): number {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done === true || y.done === true) return (x.done === true ? 0 : 1) - (y.done === true ? 0 : 1);
+    const cx = x.value.codePointAt(0) ?? 0;
+    const cy = y.value.codePointAt(0) ?? 0;
+    if (cx !== cy) return cx - cy;
+  }
+}
+
+function get(schema: unknown, key: string): unknown {
+  if (!isJsonObject(schema)) return undefined;
+  const value = schema[key];
+  return value === null ? undefined : value;
+}
+
+function has(schema: unknown, key: string): boolean {
+  return isJsonObject(schema) && Object.prototype.hasOwnProperty.call(schema, key);
+}
+
+function isEnum(schema: unknown): boolean {
+  const values = get(schema, "enum");
+  return Array.isArray(values) && values.length > 0;
+}
+
+/** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation when the
+ * decimal point falls within 16 places left of or 5 places right of the digits. */
+export function floatText(value: number): string {
+  if (!Number.isFinite(value)) return "null";
+  const sign = value < 0 || Object.is(value, -0) ? "-" : "";
+  if (value === 0) return sign + "0.0";
+  const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
+  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0";
+  const point = Number(expText) + 1; // value = 0.DIGITS × 10^point
+  const n = digits.length;
+  if (point - n >= 0 && point <= 16) return sign + digits + "0".repeat(point - n) + ".0";
+  if (point > 0 && point <= 16) return sign + digits.slice(0, point) + "." + digits.slice(point);
+  if (point > -5 && point <= 0) return sign + "0." + "0".repeat(-point) + digits;
+  const tail = n > 1 ? "." + digits.slice(1) : "";
+  return `${sign}${digits[0] ?? ""}${tail}e${point - 1}`;
+}
+
+/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept). */
+export function jsonDisplay(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  if (value === true) return "true";
+  if (value === false) return "false";
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number") return Number.isInteger(value) ? String(value) : floatText(value);
+  if (value instanceof JsonFloat) return floatText(value.value);
+  if (typeof value === "string") return writeJson(value, { ensureAscii: false });
+  if (Array.isArray(value)) return "[" + value.map(jsonDisplay).join(",") + "]";
+  if (typeof value === "object") {
+    return (
+      "{" + entriesOf(value).map(([k, v]) => `${writeJson(k, { ensureAscii: false })}:${jsonDisplay(v)}`).join(",") + "}"
+    );
+  }
+  return writeJson(value, { ensureAscii: false });
+}
+
+function defaultComment(schema: unknown, value: unknown): string {
+  if (typeof value === "string") return isEnum(schema) ? `default: ${value}` : `default: "${value}"`;
+  return `default: ${jsonDisplay(value)}`;
+}
+
+function inlineDefaultComment(schema: unknown, value: unknown): string {
+  // A top-level oneOf variant writes an enum's string default as JSON (quoted, escaped).
+  if (typeof value === "string" && !isEnum(schema)) return `default: "${value}"`;
+  return `default: ${jsonDisplay(value)}`;
+}
+
+function withNullable(variant: unknown, text: string): string {
+  return isJsonObject(variant) && variant["nullable"] === true && !text.includes("null") ? text + " | null" : text;
+}
+
+function oneOfInline(variants: readonly unknown[], indent: string): string {
+  let out = "";
+  for (const variant of variants) {
+    out += `\n${indent} | `;
+    out += withNullable(variant, schemaToTypescript(variant, indent + "   "));
+    const trailing: string[] = [];
+    const desc = get(variant, "description");
+    if (typeof desc === "string") trailing.push(desc);
+    if (has(variant, "default")) trailing.push(inlineDefaultComment(variant, (variant as JsonObject)["default"]));
+    if (trailing.length > 0) out += " // " + trailing.join(" ");
+  }
+  return out;
+}
+
+function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[], optional: string, indent: string): string {
+  let out = "";
+  const rawDesc = val["description"];
+  const propDesc = typeof rawDesc === "string" ? rawDesc : null;
+  const firstDesc = variants.length > 0 ? get(variants[0], "description") : undefined;
+  const skip = propDesc !== null && typeof firstDesc === "string" && firstDesc === propDesc;
+  let descAbove = false;
+  if (!skip && propDesc !== null) {
+    out += `${indent}${COMMENT}${propDesc}\n`;
+    descAbove = true;
+  }
+  if (has(val, "default")) out += `${indent}${COMMENT}${defaultComment(val, val["default"])}\n`;
+  out += `${indent}${key}${optional}:\n`;
+  variants.forEach((variant, i) => {
+    out += `${indent} | `;
+    out += withNullable(variant, schemaToTypescript(variant, indent + "   "));
+    const trailing: string[] = [];
+    if (!(i === 0 && descAbove)) {
+      const vdesc = get(variant, "description");
+      if (typeof vdesc === "string" && vdesc !== propDesc) trailing.push(vdesc);
+    }
+    if (has(variant, "default")) trailing.push(defaultComment(variant, (variant as JsonObject)["default"]));
+    if (trailing.length > 0) out += " // " + trailing.join(" ");
+    out += "\n";
+  });
+  out += `${indent},\n`;
+  return out;
+}
+
+function objectType(schema: JsonObject, indent: string): string {
+  let out = "";
+  const desc = schema["description"];
+  if (typeof desc === "string") out += `${indent}${COMMENT}${desc}\n`;
+  out += "{\n";
+  const props = schema["properties"];
+  if (isJsonObject(props)) {
+    const req = schema["required"];
+    const required = new Set(Array.isArray(req) ? req.filter((r): r is string => typeof r === "string") : []);
+    for (const [key, val] of entriesOf(props)) {
+      const optional = required.has(key) ? "" : "?";
+      const title = get(val, "title");
+      if (typeof title === "string") out += `${indent}${COMMENT}${title}\n${indent}//\n`;
+      const oneOf = get(val, "oneOf");
+      if (oneOf === undefined) {
+        const pdesc = get(val, "description");
+        if (typeof pdesc === "string") out += `${indent}${COMMENT}${pdesc}\n`;
+      }
+      const examples = get(val, "examples");
+      if (Array.isArray(examples) && examples.length > 0) {
+        out += `${indent}${COMMENT}Examples:\n`;
+        for (const ex of examples) if (typeof ex === "string") out += `${indent}${COMMENT}- "${ex}"\n`;
+      }
+      if (Array.isArray(oneOf) && isJsonObject(val)) {
+        out += oneOfProperty(key, val, oneOf, optional, indent);
+        continue;
+      }
+      out += `${indent}${key}${optional}: `;
+      out += withNullable(val, schemaToTypescript(val, indent + "    "));
+      out += ",";
+      if (oneOf === undefined && has(val, "default")) out += " // " + defaultComment(val, (val as JsonObject)["default"]);
+      out += "\n";
+    }
+  }
+  out += `${indent}}`;
+  return out;
+}
+
+/** Render one JSON Schema as the reference's TypeScript-like type text. */
+export function schemaToTypescript(schema: unknown, indent = ""): string {
+  const oneOf = get(schema, "oneOf");
+  if (Array.isArray(oneOf)) return oneOfInline(oneOf, indent);
+  const kind = get(schema, "type");
+  if (Array.isArray(kind)) {
+    const names = kind.filter((t): t is string => typeof t === "string").map((t) => (t === "integer" ? "number" : t));
+    if (names.length > 0) return names.join(" | ");
+  }
+  if (typeof kind !== "string" || !isJsonObject(schema)) return "any";
+  switch (kind) {
+    case "object":
+      return objectType(schema, indent);
+    case "string": {
+      const values = schema["enum"];
+      if (Array.isArray(values)) {
+        const members = values.filter((v): v is string => typeof v === "string").map((v) => `"${v}"`);
+        if (members.length > 0) return members.join(" | ");
+      }
+      return "string";
+    }
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "array":
+      return has(schema, "items") ? schemaToTypescript(schema["items"], indent) + "[]" : "Array<any>";
+    default:
+      return "any";
+  }
+}
+
+function namespaceBlock(ns: ToolNamespaceConfig): string {
+  const lines = [pyFormat(spec.TOOLS_NAMESPACE_HEADING, { name: ns.name })];
+  if (ns.description !== null) {
+    const prefix = ns.tools.length > 0 ? COMMENT : "";
+    for (const line of rustLines(ns.description)) lines.push(prefix + line);
+  }
+  if (ns.tools.length > 0) {
+    lines.push(pyFormat(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
+    for (const tool of ns.tools) {
+      for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
+      if (tool.parameters !== null) {
+        const params = schemaToTypescript(tool.parameters, "");
+        lines.push(pyFormat(spec.TOOLS_TOOL_WITH_PARAMS, { name: tool.name, params }));
+      } else {
+        lines.push(pyFormat(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name: tool.name }));
+      }
+    }
+    lines.push(pyFormat(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
+  }
+  return lines.join(spec.TOOLS_BLOCK_JOINER);
+}
+
+/** The `# Tools` section of a system or developer message: namespaces sorted by key. */
+export function renderToolsSection(namespaces: ReadonlyMap<string, ToolNamespaceConfig>): string {
+  const blocks = [spec.TOOLS_HEADING];
+  for (const key of [...namespaces.keys()].sort(compareCodePoints)) {
+    const ns = namespaces.get(key);
+    if (ns !== undefined) blocks.push(namespaceBlock(ns));
+  }
+  return blocks.join(spec.TOOLS_NAMESPACE_JOINER);
+}
+
+/** A tool given as a ToolDescription or an OpenAI-style object (flat, or nested under `function`). */
+export type ToolLike = ToolDescription | JsonObject;
+
+function asTool(raw: ToolLike): ToolDescription {
+  if (raw instanceof ToolDescription) return raw;
+  if (!isJsonObject(raw)) throw new TypeError(`a tool must be a ToolDescription or an object, not ${typeof raw}`);
+  const nested = raw["function"];
+  const data = raw["type"] === "function" && isJsonObject(nested) ? nested : raw;
+  const name = data["name"];
+  if (typeof name !== "string") throw new TypeError(`tool ${jsonDisplay(raw)}: 'name' must be a string`);
+  const description = data["description"];
+  const parameters = data["parameters"];
+  return new ToolDescription(
+    name,
+    typeof description === "string" ? description : "",
+    isJsonObject(parameters) ? parameters : null,
+  );
+}
+
+/**
+ * The namespace block alone (`## name` … `} // namespace name`) for a list of tools: ToolDescriptions or
+ * OpenAI-style objects, flat (`{"type": "function", "name", "description", "parameters"}`) or nested under
+ * `"function"` as in Chat Completions.
+ */
+export function renderToolNamespace(name: string, tools: Iterable<ToolLike>, description: string | null = null): string {
+  return namespaceBlock(new ToolNamespaceConfig(name, description, [...tools].map(asTool)));
+}
+
+export { keysOf };

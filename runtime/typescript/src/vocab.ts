@@ -1,0 +1,142 @@
+/**
+ * The o200k_base vocabulary, from the npm registry: gpt-tokenizer ships the ranks (and the byte-pair
+ * merge), this module adds Harmony's special tokens from the spec and a table of every token's bytes.
+ *
+ * `ranksFileText` writes the ranks in tiktoken's file format, so a test can compare them with the
+ * `o200k_base.tiktoken` file the Python package reads (its sha256 is in the spec).
+ */
+
+import { createHash } from "node:crypto";
+
+import { BytePairEncodingCore } from "gpt-tokenizer/BytePairEncodingCore";
+import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
+
+import { pyFormat } from "./pyformat.js";
+import { spec } from "./tables.js";
+import { encodeUtf8 } from "./utf8.js";
+
+/** Every special token of the Harmony encoding: the named ones and the reserved ranges. */
+export function allSpecialTokens(): Map<string, number> {
+  const specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
+  for (const [lo, hi] of spec.RESERVED_RANGES) {
+    for (let id = lo; id <= hi; id++) specials.set(pyFormat(spec.RESERVED_SPELLING, { id }), id);
+  }
+  return specials;
+}
+
+/**
+ * gpt-tokenizer looks byte strings up by decoding them with a `TextDecoder` that drops a leading U+FEFF,
+ * so a piece holding U+FEFF can merge into wrong tokens. Such pieces go through `mergeBytes` here instead.
+ */
+const BOM = "\ufeff";
+
+/** Byte-pair merging as tiktoken does it: merge the lowest-ranked adjacent pair (leftmost on a tie). */
+function mergeBytes(piece: Uint8Array, rankOf: (bytes: Uint8Array) => number | undefined): number[] {
+  const starts: number[] = [];
+  for (let i = 0; i <= piece.length; i++) starts.push(i);
+  const pairRank = (i: number): number => {
+    const a = starts[i];
+    const b = starts[i + 2];
+    if (a === undefined || b === undefined) return Infinity;
+    return rankOf(piece.subarray(a, b)) ?? Infinity;
+  };
+  const ranks = starts.map((_, i) => pairRank(i));
+  while (starts.length > 2) {
+    let best = Infinity;
+    let at = -1;
+    for (let i = 0; i < ranks.length - 2; i++) {
+      const r = ranks[i] ?? Infinity;
+      if (r < best) {
+        best = r;
+        at = i;
+      }
+    }
+    if (at < 0) break;
+    starts.splice(at + 1, 1);
+    ranks.splice(at + 1, 1);
+    ranks[at] = pairRank(at);
+    if (at > 0) ranks[at - 1] = pairRank(at - 1);
+  }
+  const out: number[] = [];
+  for (let i = 0; i + 1 < starts.length; i++) {
+    const rank = rankOf(piece.subarray(starts[i] ?? 0, starts[i + 1] ?? 0));
+    if (rank === undefined) throw new Error("o200k_base lacks a single byte: the ranks are damaged");
+    out.push(rank);
+  }
+  return out;
+}
+
+/** The loaded vocabulary: the merge engine, every token's bytes, and the special tokens. */
+export class Vocabulary {
+  readonly core: BytePairEncodingCore;
+  /** Token id → its bytes; ids with no token are undefined. */
+  readonly tokenBytes: (Uint8Array | undefined)[];
+  readonly specials: ReadonlyMap<string, number>;
+  /** Ids below this are ordinary tokens. */
+  readonly baseCount: number;
+
+  constructor() {
+    const ranks = o200kBase as readonly (string | readonly number[])[];
+    this.core = new BytePairEncodingCore({
+      bytePairRankDecoder: ranks,
+      tokenSplitRegex: new RegExp(spec.PATTERN_JS, "gu"),
+      specialTokensEncoder: new Map(),
+    });
+    this.baseCount = ranks.length;
+    this.specials = allSpecialTokens();
+    const table: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(this.baseCount);
+    ranks.forEach((value, rank) => {
+      table[rank] = typeof value === "string" ? encodeUtf8(value) : Uint8Array.from(value);
+    });
+    for (const [spelling, id] of this.specials) table[id] = encodeUtf8(spelling);
+    this.tokenBytes = table;
+  }
+
+  private byteRanks: Map<string, number> | null = null;
+  private readonly splitter = new RegExp(spec.PATTERN_JS, "gu");
+
+  /** Ordinary tokens of `text` (special-token spellings are text here). */
+  encodeOrdinary(text: string): number[] {
+    if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
+    const out: number[] = [];
+    for (const [piece] of text.matchAll(this.splitter)) {
+      const ids = piece.includes(BOM) ? mergeBytes(encodeUtf8(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
+      for (const id of ids) out.push(id);
+    }
+    return out;
+  }
+
+  private rankOfBytes(bytes: Uint8Array): number | undefined {
+    if (this.byteRanks === null) {
+      this.byteRanks = new Map();
+      for (let rank = 0; rank < this.baseCount; rank++) {
+        const b = this.tokenBytes[rank];
+        if (b !== undefined) this.byteRanks.set(Buffer.from(b).toString("latin1"), rank);
+      }
+    }
+    return this.byteRanks.get(Buffer.from(bytes).toString("latin1"));
+  }
+
+  /** The ordinary ranks in tiktoken's file format (`base64 rank` a line), as `o200k_base.tiktoken` holds them. */
+  ranksFileText(): string {
+    const lines: string[] = [];
+    for (let rank = 0; rank < this.baseCount; rank++) {
+      const bytes = this.tokenBytes[rank];
+      if (bytes !== undefined) lines.push(`${Buffer.from(bytes).toString("base64")} ${rank}`);
+    }
+    return lines.join("\n") + "\n";
+  }
+
+  /** sha256 of `ranksFileText()`, to compare with the spec's `RANKS_SHA256`. */
+  ranksSha256(): string {
+    return createHash("sha256").update(this.ranksFileText()).digest("hex");
+  }
+}
+
+let loaded: Vocabulary | null = null;
+
+/** The vocabulary, loaded once per process. */
+export function vocabulary(): Vocabulary {
+  loaded ??= new Vocabulary();
+  return loaded;
+}

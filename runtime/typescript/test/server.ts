@@ -1,0 +1,146 @@
+/**
+ * A long-lived JSON Lines process for the Python side's cross-language tests: one request a line on stdin,
+ * one answer a line on stdout. Requests name an operation; answers hold the result or the error text.
+ *
+ * - `render`: {conversation (the reference's JSON text), function, next_turn_role, auto_drop_analysis}
+ * - `parse`: {tokens, role, strict} → the messages, or the error
+ * - `stream`: {tokens, role, strict} → the parser's observable state after every token, then the messages
+ * - `tools`: {name, tools (JSON text), description} → the namespace text
+ * - `safety`: {text} → escape, unescape, JSON escape and leaks
+ * - `cli`: {argv} → exit code, stdout, stderr of the CLI
+ */
+
+import { createInterface } from "node:readline";
+
+import { main } from "../src/cli.js";
+import {
+  Conversation,
+  detectLeak,
+  escapeControlTokens,
+  escapeControlTokensJson,
+  HarmonyError,
+  loadHarmonyEncoding,
+  type Message,
+  parseRole,
+  RenderConversationConfig,
+  renderToolNamespace,
+  StreamableParser,
+  unescapeControlTokens,
+} from "../src/index.js";
+import { isJsonObject, type JsonObject, readJson } from "../src/json.js";
+import { spec } from "../src/tables.js";
+
+const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
+type Request = Record<string, unknown>;
+
+function dicts(messages: readonly Message[]): JsonObject[] {
+  return messages.map((m) => m.toDict());
+}
+
+function role(value: unknown): ReturnType<typeof parseRole> | null {
+  return value === null || value === undefined ? null : parseRole(value);
+}
+
+function render(req: Request): unknown {
+  const conversation = Conversation.fromJson(String(req["conversation"]));
+  const drop = req["auto_drop_analysis"];
+  const config = typeof drop === "boolean" ? new RenderConversationConfig(drop) : null;
+  switch (req["function"]) {
+    case "render_conversation_for_completion":
+      return encoding.renderConversationForCompletion(conversation, parseRole(req["next_turn_role"]), config);
+    case "render_conversation_for_training":
+      return encoding.renderConversationForTraining(conversation, config);
+    default:
+      return encoding.renderConversation(conversation, config);
+  }
+}
+
+function stream(req: Request): unknown {
+  const parser = new StreamableParser(encoding, role(req["role"]), req["strict"] === true);
+  const steps: unknown[] = [];
+  for (const token of req["tokens"] as number[]) {
+    try {
+      parser.process(token);
+    } catch (e) {
+      if (!(e instanceof HarmonyError)) throw e;
+      return { steps, error: e.message };
+    }
+    steps.push({
+      state: parser.state,
+      current_role: parser.currentRole,
+      current_channel: parser.currentChannel,
+      current_recipient: parser.currentRecipient,
+      current_content_type: parser.currentContentType,
+      last_content_delta: parser.lastContentDelta,
+      current_content: parser.currentContent,
+      messages: dicts(parser.messages),
+      state_data: parser.stateData,
+    });
+  }
+  try {
+    parser.processEos();
+  } catch (e) {
+    if (!(e instanceof HarmonyError)) throw e;
+    return { steps, eos_error: e.message };
+  }
+  return { steps, messages: dicts(parser.messages) };
+}
+
+function cli(req: Request): unknown {
+  let stdout = "";
+  let stderr = "";
+  let code: number;
+  try {
+    code = main(
+      req["argv"] as string[],
+      (t) => (stdout += t),
+      (t) => (stderr += t),
+    );
+  } catch (e) {
+    code = 1;
+    stderr += String(e);
+  }
+  return { code, stdout, stderr };
+}
+
+function answer(req: Request): unknown {
+  switch (req["op"]) {
+    case "render":
+      return { tokens: render(req) };
+    case "parse":
+      return { messages: dicts(encoding.parseMessagesFromCompletionTokens(req["tokens"] as number[], role(req["role"]), req["strict"] === true)) };
+    case "stream":
+      return stream(req);
+    case "tools": {
+      const tools = readJson(String(req["tools"]));
+      const list = Array.isArray(tools) ? tools.filter(isJsonObject) : [];
+      const description = req["description"];
+      return { text: renderToolNamespace(String(req["name"]), list, typeof description === "string" ? description : null) };
+    }
+    case "safety": {
+      const text = String(req["text"]);
+      return {
+        escaped: escapeControlTokens(text),
+        unescaped: unescapeControlTokens(text),
+        json: escapeControlTokensJson(text),
+        leaks: detectLeak(text),
+      };
+    }
+    case "cli":
+      return cli(req);
+    default:
+      throw new Error(`unknown op ${String(req["op"])}`);
+  }
+}
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (line.trim() === "") continue;
+  let out: unknown;
+  try {
+    out = answer(JSON.parse(line) as Request);
+  } catch (e) {
+    out = e instanceof Error ? { error: e.message, error_type: e.name } : { error: String(e), error_type: "unknown" };
+  }
+  process.stdout.write(JSON.stringify(out) + "\n");
+}
