@@ -165,6 +165,8 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     p = ir.parsing
     out.append(constant("PARSE_EOS_TERMINATOR", p.eos_terminator))
     out += _group("parse_event", p.events.items())
+    out += _group("parse_unit", p.units.items())
+    out += _group("parse_detail", p.details.items())
     out.append(constant("RECOVERY_RULES", p.recovery_rules, doc="Lenient repairs: rule id → what it does."))
     out += [constant(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
@@ -272,6 +274,68 @@ def grammar_constants(ir: ProjectIR) -> list[Constant]:
         ),
     ]
     return out
+
+
+# Keys of the synced schemas that are prose for readers, not constraints a runtime checks.
+DEFS = "$defs"
+SCHEMA_PROSE = frozenset({"$schema", "description", "examples", "title"})
+JSON_SCHEMA = "JsonSchema"
+
+
+def responses_constants(ir: ProjectIR) -> list[Constant]:
+    """`src/_generated/responses.ts`: the Open Responses schemas the runtime validates requests and writes
+    events by (prose left out), and the item unions' (type, role) tables."""
+    r = ir.responses
+    schemas = {name: _strip(schema) for name, schema in lower_bundle(r)[DEFS].items()}
+    unions = {
+        u.name: {
+            "variants": [{"type": v.type, "role": v.role, "model": v.model} for v in u.variants],
+            "models": list(u.models),
+            "fallback": u.fallback,
+        }
+        for u in r.item_unions
+    }
+    union_type = (
+        "Readonly<Record<string, { readonly variants: readonly { readonly type: string | null; "
+        "readonly role: string | null; readonly model: string }[]; readonly models: readonly string[]; "
+        "readonly fallback: string }>>"
+    )
+    return [
+        constant("VERSION", r.version, doc="The Open Responses version the schemas were synced from."),
+        constant(
+            "SCHEMAS",
+            schemas,
+            f"Readonly<Record<string, {JSON_SCHEMA}>>",
+            "Component name → its JSON Schema as the model generators read it (`lower_bundle`: references "
+            f"`#/{DEFS}/NAME`, disallowed keys `null`, tag defaults lifted), key order kept, prose left out.",
+        ),
+        constant(
+            "ITEM_UNIONS",
+            unions,
+            union_type,
+            "Item unions: the model each (type, role) picks, and the model of vendor-prefixed types.",
+        ),
+        constant("NAMED_UNIONS", r.named_unions, "readonly string[]", "Unions the types name."),
+        constant(
+            "STREAMING_EVENT_TYPES",
+            r.streaming_event_types,
+            "readonly string[]",
+            "Every event `type` of the StreamingEvent union.",
+        ),
+    ]
+
+
+def _strip(schema: Any, in_properties: bool = False) -> Any:
+    """`schema` without its prose; the keys of a `properties` map are field names, never prose."""
+    if isinstance(schema, dict):
+        return {
+            k: _strip(v, in_properties=(k == "properties" and not in_properties))
+            for k, v in schema.items()
+            if in_properties or k not in SCHEMA_PROSE
+        }
+    if isinstance(schema, list):
+        return [_strip(v) for v in schema]
+    return schema
 
 
 # -- the split pattern in JavaScript syntax -------------------------------------------------------------
@@ -489,6 +553,10 @@ MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "spec.ts": (
         ("encoding", "tokens", "format", "parsing", "mapping", "builtin_namespaces"),
         lambda ir: {"constants": spec_constants(ir), "json_value": JSON_VALUE},
+    ),
+    "responses.ts": (
+        ("responses",),
+        lambda ir: {"constants": responses_constants(ir), "json_schema": JSON_SCHEMA},
     ),
     "grammar.ts": (("grammar",), lambda ir: {"constants": grammar_constants(ir), "grammar": ir.grammar.source}),
     "enums.ts": (

@@ -235,6 +235,62 @@ export const PARSE_EVENT_END: string = "message_end";
 
 export const PARSE_EVENT_RECOVERED: string = "recovered";
 
+export const PARSE_UNIT_TOKENS: string = "token";
+
+export const PARSE_UNIT_TEXT: string = "character";
+
+export const PARSE_DETAIL_INVALID_TOKEN: string = "token {token} is not in the vocabulary";
+
+export const PARSE_DETAIL_STOP_OUTSIDE: string = "{token} outside a message";
+
+export const PARSE_DETAIL_CHANNEL_OUTSIDE: string = "{token} outside a message: a {role} message";
+
+export const PARSE_DETAIL_CONTROL_OUTSIDE: string = "{token} outside a message";
+
+export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word!r} repeated";
+
+export const PARSE_DETAIL_EMPTY_CHANNEL: string = "no word after the channel marker";
+
+export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "second recipient {word!r} dropped";
+
+export const PARSE_DETAIL_STRAY_WORD: string = "{word!r} has no place in the header";
+
+export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "second channel {word!r} dropped";
+
+export const PARSE_DETAIL_STOP_IN_HEADER: string = "{token} inside a header";
+
+export const PARSE_DETAIL_REPEATED_START: string = "a header restarted";
+
+export const PARSE_DETAIL_MISSING_ROLE: string = "a header without an author: {role}";
+
+export const PARSE_DETAIL_STRAY_CONTROL: string = "{token} has no place in the header";
+
+export const PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE: string = "{token} without a content type";
+
+export const PARSE_DETAIL_HEADER_ABANDONED: string = "header abandoned: {reason}";
+
+export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipient!r} is a declared tool";
+
+export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient!r} split";
+
+export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered right after the call to {recipient}";
+
+export const PARSE_DETAIL_NO_AUTHOR: string = "{detail} with no author: dropped";
+
+export const PARSE_DETAIL_EOF_IN_HEADER: string = "the stream ended inside a header";
+
+export const PARSE_DETAIL_AFTER_TOOL_CALL: string = "input after the first tool call";
+
+export const PARSE_DETAIL_TEXT_BEFORE_START: string = "text before the first message";
+
+export const PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: string = "text between messages";
+
+export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: split on channel words";
+
+export const PARSE_DETAIL_UNSTRUCTURED_TEXT: string = "no control tokens: the text is the message body";
+
+export const PARSE_DETAIL_AFTER_TURN_END: string = "input after the model's turn ended";
+
 /** Lenient repairs: rule id → what it does. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "text_before_start": "text before the first message is set aside; it is in `text`",
