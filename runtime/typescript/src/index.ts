@@ -23,6 +23,24 @@ export {
   ToolNamespaceConfig,
   ValidationError,
 } from "./models.js";
+export {
+  ContentDelta,
+  type Event,
+  HarmonyParseError,
+  HarmonyStreamParser,
+  MessageEnd,
+  MessageStart,
+  messagesOf,
+  type Mode,
+  ParsedMessage,
+  parseText,
+  parseTokens,
+  Recovered,
+  RECOVERY_RULES,
+  Region,
+  type StreamParserOptions,
+} from "./stream/index.js";
+export { GrammarError, IncrementalParser, type Reducer } from "./lalr.js";
 export { ParsedHeader, parseHeaderText, type StateData, StreamableParser, StreamState } from "./parser.js";
 export { detectLeak, escapeControlTokens, escapeControlTokensJson, type Leak, type LeakKind, unescapeControlTokens } from "./safety.js";
 export { FORMAT_VERSION, ItemKind, ReasoningEffort, Role, Terminator } from "./tables.js";

@@ -30,4 +30,6 @@ export {
   Role,
   ROLE_VALUES,
   Terminator,
+  TERMINATOR_VALUES,
 } from "#generated/enums.js";
+export * as responses from "#generated/responses.js";

@@ -72,3 +72,41 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
+/** Where the data ends inside a character that more bytes could finish (its first byte), else `bytes.length`. */
+function unfinishedTail(bytes: Uint8Array): number {
+  const n = bytes.length;
+  for (let k = 1; k <= Math.min(3, n); k++) {
+    const b = bytes[n - k] ?? 0;
+    if (b < 0x80) return n;
+    if (b >= 0xc0) {
+      const problem = firstUtf8Problem(bytes.subarray(n - k));
+      return problem !== null && problem.start === 0 && problem.incomplete ? n - k : n;
+    }
+  }
+  return n;
+}
+
+/**
+ * UTF-8 bytes in pieces → text, as Python's incremental decoder with `errors="replace"`: the bytes of an
+ * unfinished character are held (`pending`) until the next piece says what they are.
+ */
+export class Utf8Stream {
+  private held: Uint8Array = new Uint8Array(0);
+
+  /** Bytes of an unfinished character are held. */
+  get pending(): boolean {
+    return this.held.length > 0;
+  }
+
+  decode(bytes: Uint8Array, final = false): string {
+    const data = this.held.length > 0 ? concatBytes([this.held, bytes]) : bytes;
+    const cut = final ? data.length : unfinishedTail(data);
+    this.held = cut < data.length ? data.slice(cut) : new Uint8Array(0);
+    return cut > 0 ? decodeReplacing(cut < data.length ? data.subarray(0, cut) : data) : "";
+  }
+
+  reset(): void {
+    this.held = new Uint8Array(0);
+  }
+}

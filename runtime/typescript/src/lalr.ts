@@ -1,0 +1,134 @@
+/**
+ * An interactive LALR parser driven by the tables harmonygen compiles from grammar/harmony.lark.
+ *
+ * It knows nothing of Harmony itself: `feedToken(terminal, value)`, `feedEof()`, `copy()`, `accepts(terminal)`
+ * and `expected()` over `grammar.ACTIONS`. Values are built by a reduce callback `(origin, children) => value`,
+ * so callers decide what a rule means and what is kept in memory. Mirrors the Python package's `lalr.py`.
+ */
+
+import { HarmonyError } from "./errors.js";
+import { pyFormat } from "./pyformat.js";
+import { grammar, spec } from "./tables.js";
+import { compareCodePoints } from "./toolNamespace.js";
+
+export type Reducer = (origin: string, children: unknown[]) => unknown;
+
+const ACTIONS = grammar.ACTIONS;
+const RULES = grammar.RULES;
+const END = grammar.END;
+const START_RULE = grammar.START_RULE;
+const EXPECTED: readonly ReadonlySet<string>[] = grammar.EXPECTED.map((terminals) => new Set(terminals));
+
+/** The input does not follow the grammar: which terminal came, which were expected. */
+export class GrammarError extends HarmonyError {
+  constructor(
+    readonly terminal: string,
+    readonly expectedTerminals: ReadonlySet<string>,
+  ) {
+    const listed = [...expectedTerminals].sort(compareCodePoints).join(", ") || spec.PARSE_ERR_NOTHING;
+    super(pyFormat(spec.PARSE_ERR_UNEXPECTED_TERMINAL, { terminal, expected: listed }));
+  }
+}
+
+function noValue(): unknown {
+  return null;
+}
+
+function action(state: number, symbol: string): number | undefined {
+  return (ACTIONS[state] as Readonly<Record<string, number>>)[symbol];
+}
+
+function top(states: readonly number[]): number {
+  return states[states.length - 1] as number;
+}
+
+/** Feed terminals one at a time; the state stack is the whole parse state. */
+export class IncrementalParser {
+  private states: number[] = [grammar.START_STATE];
+  private values: unknown[] = [];
+
+  constructor(private readonly reduce: Reducer = noValue) {}
+
+  get state(): number {
+    return top(this.states);
+  }
+
+  /** The value on the stack at `index` (negative: from the top). */
+  valueAt(index: number): unknown {
+    return this.values.at(index);
+  }
+
+  /** Terminals with an action in the current state (a superset of what `accepts` allows). */
+  expected(): ReadonlySet<string> {
+    return EXPECTED[top(this.states)] as ReadonlySet<string>;
+  }
+
+  /** Whether `terminal` would be shifted (after any reductions) without an error. */
+  accepts(terminal: string): boolean {
+    const states = [...this.states];
+    for (;;) {
+      const act = action(top(states), terminal);
+      if (act === undefined) return false;
+      if (act >= 0) return true;
+      const [origin, size] = RULES[~act] as readonly [string, number];
+      if (size) states.length -= size;
+      if (terminal === END && origin === START_RULE && states.length === 1) return true;
+      states.push(action(top(states), origin) as number);
+    }
+  }
+
+  copy(): IncrementalParser {
+    const twin = new IncrementalParser(this.reduce);
+    twin.restore(this);
+    return twin;
+  }
+
+  /** Go back to the state `other` (a copy taken earlier) is in. */
+  restore(other: IncrementalParser): void {
+    this.states = [...other.states];
+    this.values = [...other.values];
+  }
+
+  /** Take the children of a `size`-symbol rule off both stacks. */
+  private pop(size: number): unknown[] {
+    if (!size) return [];
+    const children = this.values.splice(this.values.length - size, size);
+    this.states.length -= size;
+    return children;
+  }
+
+  /** Shift `terminal`, reducing first as the tables say; throws GrammarError if it cannot. */
+  feedToken(terminal: string, value: unknown = null): void {
+    const states = this.states;
+    for (;;) {
+      const act = action(top(states), terminal);
+      if (act === undefined) throw new GrammarError(terminal, this.expected());
+      if (act >= 0) {
+        states.push(act);
+        this.values.push(value);
+        return;
+      }
+      const [origin, size] = RULES[~act] as readonly [string, number];
+      this.values.push(this.reduce(origin, this.pop(size)));
+      states.push(action(top(states), origin) as number);
+    }
+  }
+
+  /** End the input: reduce to `start` and return its value; throws GrammarError if incomplete. */
+  feedEof(): unknown {
+    const states = this.states;
+    for (;;) {
+      const act = action(top(states), END);
+      if (act === undefined || act >= 0) throw new GrammarError(END, this.expected());
+      const [origin, size] = RULES[~act] as readonly [string, number];
+      const value = this.reduce(origin, this.pop(size));
+      if (origin === START_RULE && states.length === 1) {
+        states.push(grammar.ACCEPT_STATE);
+        this.values.push(value);
+        return value;
+      }
+      this.values.push(value);
+      states.push(action(top(states), origin) as number);
+    }
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * The event parser's input side: token ids, text or bytes → control terminals and pieces of text.
+ *
+ * A lexer knows nothing of messages: it hands each control token it finds to its sink as the grammar's terminal
+ * (`grammar.CONTROL_TERMINALS`), and everything else as text, with the position where it began. `TokenLexer`
+ * decodes token ids (a character split across tokens is held until it is whole); `TextLexer` reads text with
+ * control tokens spelled out, in any chunks (a chunk's tail that may be half a spelling is held until the next
+ * chunk says).
+ *
+ * Positions: `TokenLexer` counts tokens; `TextLexer` counts code points, as Python's `len` does, so positions
+ * equal the Python package's for any text. A chunk that ends in the first half of a surrogate pair has that
+ * half held until the next chunk, so positions and pieces do not depend on where JavaScript strings are cut.
+ */
+
+import type { HarmonyEncoding } from "../encoding.js";
+import { HarmonyError } from "../errors.js";
+import { cpLength, escapeRegExp, isHighSurrogate } from "../pytext.js";
+import { grammar, spec } from "../tables.js";
+import { Utf8Stream } from "../utf8.js";
+
+/** Token id → the grammar's terminal, for the control tokens the grammar names. */
+export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
+  Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
+);
+const SPELLING_BY_ID = new Map(Object.entries(spec.NAMED_TOKENS).map(([spelling, id]) => [id, spelling]));
+/** Terminal → the spelling of its control token. */
+export const SPELLINGS: ReadonlyMap<string, string> = new Map(
+  [...CONTROL_TERMINALS].map(([id, terminal]) => [terminal, SPELLING_BY_ID.get(id) ?? ""]),
+);
+const TERMINAL_OF_SPELLING = new Map([...SPELLINGS].map(([terminal, spelling]) => [spelling, terminal]));
+const SPELLING_RE = new RegExp(
+  [...TERMINAL_OF_SPELLING.keys()]
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp)
+    .join("|"),
+  "gu",
+);
+const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text without it holds no control token
+const PREFIXES: ReadonlySet<string> = new Set(
+  [...TERMINAL_OF_SPELLING.keys()].flatMap((s) => Array.from({ length: s.length - 1 }, (_, i) => s.slice(0, i + 1))),
+);
+const MAX_PREFIX = Math.max(...[...TERMINAL_OF_SPELLING.keys()].map((s) => s.length)) - 1;
+
+/** The spelling of a control terminal. */
+export function spellingOf(terminal: string): string {
+  return SPELLINGS.get(terminal) ?? "";
+}
+
+/** Where a lexer sends what it reads. */
+export interface Sink {
+  onControl(terminal: string, position: number): void;
+  onText(text: string, position: number): void;
+  onInvalidToken(token: number, position: number): void;
+}
+
+/** Token ids → pieces. `position` counts the tokens read so far. */
+export class TokenLexer {
+  private readonly decoder = new Utf8Stream();
+  private readonly texts = new Map<number, string | null>(); // token → its text; null: not whole UTF-8 on its own
+  position = 0;
+
+  constructor(
+    private readonly encoding: HarmonyEncoding,
+    private readonly sink: Sink,
+  ) {}
+
+  feed(tokens: Iterable<number>): void {
+    const sink = this.sink;
+    const cache = this.texts;
+    for (const token of tokens) {
+      const terminal = CONTROL_TERMINALS.get(token);
+      if (terminal !== undefined) {
+        if (this.decoder.pending) this.flush();
+        sink.onControl(terminal, this.position);
+      } else {
+        let text = this.decoder.pending ? null : (cache.get(token) ?? null);
+        if (text === null) text = this.decode(token);
+        if (text) sink.onText(text, this.position);
+      }
+      this.position += 1;
+    }
+  }
+
+  /** Bytes of an unfinished character are held: the next token's text depends on them. */
+  get pending(): boolean {
+    return this.decoder.pending;
+  }
+
+  /** Token → its text, for the tokens seen so far (null: not whole UTF-8 on its own). A caller's fast path may
+   * pass an ordinary token on itself when nothing is `pending`: it then counts it with `skip`. */
+  get knownTexts(): ReadonlyMap<number, string | null> {
+    return this.texts;
+  }
+
+  /** Count one token a caller's fast path took (see `knownTexts`). */
+  skip(): void {
+    this.position += 1;
+  }
+
+  /** End of input: a character left unfinished becomes U+FFFD. */
+  finish(): void {
+    if (this.decoder.pending) this.flush();
+  }
+
+  private decode(token: number): string | null {
+    const cache = this.texts;
+    let data: Uint8Array;
+    if (!cache.has(token)) {
+      try {
+        data = this.encoding.decodeBytes([token]);
+      } catch (e) {
+        if (!(e instanceof HarmonyError)) throw e;
+        this.sink.onInvalidToken(token, this.position);
+        return null;
+      }
+      cache.set(token, strictUtf8(data));
+    }
+    const cached = cache.get(token) ?? null;
+    if (cached !== null && !this.decoder.pending) return cached;
+    return this.decoder.decode(this.encoding.decodeBytes([token]));
+  }
+
+  private flush(): void {
+    const text = this.decoder.decode(new Uint8Array(0), true);
+    this.decoder.reset();
+    if (text) this.sink.onText(text, this.position);
+  }
+}
+
+const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The text of `data` if it is whole UTF-8, else null. */
+function strictUtf8(data: Uint8Array): string | null {
+  try {
+    return strictDecoder.decode(data);
+  } catch {
+    return null;
+  }
+}
+
+/** Text with control tokens spelled out (or its UTF-8 bytes) → pieces. `position` counts code points. */
+export class TextLexer {
+  private held = ""; // a tail that may be the start of a spelling, and a first half of a surrogate pair
+  private base = 0; // code points before `held`
+  private readonly bytes = new Utf8Stream();
+  position = 0; // code points received, held ones included (not a dangling first half of a pair)
+
+  constructor(private readonly sink: Sink) {}
+
+  feed(text: string): void {
+    const sink = this.sink;
+    let buf = this.held ? this.held + text : text;
+    const start = this.base;
+    this.held = "";
+    let dangling = "";
+    if (buf.length > 0 && isHighSurrogate(buf.charCodeAt(buf.length - 1))) {
+      dangling = buf.slice(-1);
+      buf = buf.slice(0, -1);
+    }
+    const size = cpLength(buf);
+    this.position = start + size;
+    if (!buf.includes(OPEN)) {
+      if (buf) sink.onText(buf, start);
+      this.base = start + size;
+      this.held = dangling;
+      return;
+    }
+    let index = 0;
+    let at = start; // the position of buf[index]
+    SPELLING_RE.lastIndex = 0;
+    for (let m = SPELLING_RE.exec(buf); m !== null; m = SPELLING_RE.exec(buf)) {
+      if (m.index > index) {
+        const piece = buf.slice(index, m.index);
+        sink.onText(piece, at);
+        at += cpLength(piece);
+      }
+      sink.onControl(TERMINAL_OF_SPELLING.get(m[0]) ?? "", at);
+      at += m[0].length; // spellings are ASCII
+      index = m.index + m[0].length;
+    }
+    let tail = buf.slice(index);
+    const limit = tail.length - MAX_PREFIX;
+    let cut = tail.lastIndexOf(OPEN);
+    if (cut < Math.max(0, limit)) cut = -1;
+    while (cut >= 0 && !PREFIXES.has(tail.slice(cut))) {
+      cut = cut > 0 ? tail.lastIndexOf(OPEN, cut - 1) : -1;
+      if (cut < limit) cut = -1;
+    }
+    let heldPrefix = "";
+    if (cut >= 0) {
+      heldPrefix = tail.slice(cut);
+      tail = tail.slice(0, cut);
+    }
+    if (tail) sink.onText(tail, at);
+    this.held = heldPrefix + dangling;
+    this.base = start + size - heldPrefix.length; // a held prefix is ASCII
+  }
+
+  /** For a caller's fast path: whether `text` would reach the sink as exactly one piece of text (no control token
+   * can start in it and nothing is held). If so the caller may take it itself and `skip`. */
+  plain(text: string): boolean {
+    return !this.held && !text.includes(OPEN) && !isHighSurrogate(text.charCodeAt(text.length - 1));
+  }
+
+  /** Count `text`, which a caller's fast path took (see `plain`). */
+  skip(text: string): void {
+    const n = cpLength(text);
+    this.position += n;
+    this.base += n;
+  }
+
+  /** UTF-8 bytes, split anywhere (even inside a character); invalid bytes become U+FFFD. */
+  feedBytes(data: Uint8Array): void {
+    this.feed(this.bytes.decode(data));
+  }
+
+  /** End of input: bytes of an unfinished character become U+FFFD; a held tail is text after all. */
+  finish(): void {
+    const tail = this.bytes.decode(new Uint8Array(0), true);
+    if (tail) this.feed(tail);
+    if (this.held) {
+      const held = this.held;
+      this.held = "";
+      this.sink.onText(held, this.base);
+      this.base += cpLength(held);
+      this.position = this.base;
+    }
+  }
+}
