@@ -34,6 +34,7 @@ from harmony_responses import (
     unescape_control_tokens,
 )
 from harmony_responses import cli as py_cli
+from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 from conftest import ROOT
 from strategies import conversation, text, tool
@@ -189,6 +190,93 @@ def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.
     assert node.ask(op="stream", tokens=tokens, role=role.value if role else None, strict=strict) == _jsonable(
         _py_stream(encoding, tokens, role, strict)
     )
+
+
+# -- the event parser ---------------------------------------------------------------------------------------
+
+
+def _event_dict(event: Event) -> dict[str, Any]:
+    """An event as `parse --events` prints it (the TypeScript side answers in this form)."""
+    out: dict[str, Any] = {"type": event.type}
+    for key in event.__dataclass_fields__:
+        value = getattr(event, key)
+        out[key] = value.to_dict() if isinstance(value, ParsedMessage) else value
+    return _jsonable(out)
+
+
+def _py_events(encoding: HarmonyEncoding, chunks: list[Any], options: dict[str, Any]) -> dict[str, Any]:
+    parser = HarmonyStreamParser(
+        encoding,
+        options["role"],
+        options["mode"],
+        options["tools"],
+        stop_after_tool_call=options["stop_after_tool_call"],
+        stop_at_turn_end=options["stop_at_turn_end"],
+    )
+    events: list[Event] = []
+    try:
+        for chunk in chunks:
+            events += parser.feed_text(chunk) if isinstance(chunk, str) else parser.feed_tokens(chunk)
+        events += parser.close()
+    except HarmonyError as exc:
+        return {"events": [_event_dict(e) for e in events], "error": str(exc)}
+    return {"events": [_event_dict(e) for e in events]}
+
+
+def _split(draw: st.DrawFn, sequence: Any) -> list[Any]:
+    """`sequence` in pieces at random places (none, every place, or a few)."""
+    size = len(sequence)
+    how = draw(st.sampled_from(["whole", "each", "some"]))
+    if how == "whole" or size < 2:
+        return [sequence]
+    if how == "each":
+        return [sequence[i : i + 1] for i in range(size)]
+    cuts = sorted(set(draw(st.lists(st.integers(1, size - 1), max_size=6))))
+    return [sequence[a:b] for a, b in zip([0, *cuts], [*cuts, size], strict=True)]
+
+
+SPELLINGS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"]
+HEADER_WORDS = (
+    "assistant user tool analysis commentary final to=functions.f to=shell functions.f json shelljson x é 🙂 <|"
+)
+PIECES = [*SPELLINGS, *HEADER_WORDS.split(), " ", "  ", "\n", "\u3000", "<|constrain|>json"]
+HARMONY_TEXT = st.lists(st.one_of(st.sampled_from(PIECES), text), max_size=25).map("".join)
+
+
+@st.composite
+def event_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any], dict[str, Any]]:
+    """A completion as token ids or as text, in random chunks, with random parser options."""
+    kind = draw(st.sampled_from(["tokens", "text", "harmony_text"]))
+    if kind == "harmony_text":
+        pieces: list[Any] = _split(draw, draw(HARMONY_TEXT))
+        role = draw(st.sampled_from([None, Role.ASSISTANT]))
+    else:
+        tokens, role = draw(completion(encoding))
+        if kind == "tokens":
+            pieces = _split(draw, tokens)
+        else:
+            try:
+                pieces = _split(draw, encoding.decode(tokens))
+            except HarmonyError:  # an id outside the vocabulary
+                pieces = _split(draw, tokens)
+    options = {
+        "role": role,
+        "mode": draw(st.sampled_from(["strict", "lenient"])),
+        "tools": draw(st.sampled_from([None, ["f"], ["shell", "f"], ["get_weather"]])),
+        "stop_after_tool_call": draw(st.booleans()),
+        "stop_at_turn_end": draw(st.booleans()),
+    }
+    return pieces, options
+
+
+@SETTINGS
+@given(data=st.data())
+def test_event_parser_agrees(node: Node, encoding: HarmonyEncoding, data: st.DataObject) -> None:
+    chunks, options = data.draw(event_input(encoding))
+    ours = _py_events(encoding, chunks, options)
+    role = options["role"]
+    theirs = node.ask(op="events", chunks=chunks, **{**options, "role": role.value if role else None})
+    assert theirs == ours
 
 
 @SETTINGS

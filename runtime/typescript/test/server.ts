@@ -7,6 +7,8 @@
  * - `stream`: {tokens, role, strict} → the parser's observable state after every token, then the messages
  * - `tools`: {name, tools (JSON text), description} → the namespace text
  * - `safety`: {text} → escape, unescape, JSON escape and leaks
+ * - `events`: {chunks (strings, or lists of token ids), role, mode, tools, stop_after_tool_call, stop_at_turn_end}
+ *   → the event parser's events as the CLI's `parse --events` writes them, or the error and the events before it
  * - `cli`: {argv} → exit code, stdout, stderr of the CLI
  */
 
@@ -28,6 +30,7 @@ import {
   unescapeControlTokens,
 } from "../src/index.js";
 import { isJsonObject, type JsonObject, readJson } from "../src/json.js";
+import { eventDict, type Event, HarmonyStreamParser, type Mode } from "../src/stream/index.js";
 import { spec } from "../src/tables.js";
 
 const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
@@ -86,6 +89,24 @@ function stream(req: Request): unknown {
   return { steps, messages: dicts(parser.messages) };
 }
 
+function events(req: Request): unknown {
+  const parser = new HarmonyStreamParser(encoding, role(req["role"]), req["mode"] as Mode, (req["tools"] as string[] | null) ?? null, {
+    stopAfterToolCall: req["stop_after_tool_call"] === true,
+    stopAtTurnEnd: req["stop_at_turn_end"] === true,
+  });
+  const out: Event[] = [];
+  try {
+    for (const chunk of req["chunks"] as (string | number[])[]) {
+      out.push(...(typeof chunk === "string" ? parser.feedText(chunk) : parser.feedTokens(chunk)));
+    }
+    out.push(...parser.close());
+  } catch (e) {
+    if (!(e instanceof HarmonyError)) throw e;
+    return { events: out.map(eventDict), error: e.message };
+  }
+  return { events: out.map(eventDict) };
+}
+
 function cli(req: Request): unknown {
   let stdout = "";
   let stderr = "";
@@ -126,6 +147,8 @@ function answer(req: Request): unknown {
         leaks: detectLeak(text),
       };
     }
+    case "events":
+      return events(req);
     case "cli":
       return cli(req);
     default:
