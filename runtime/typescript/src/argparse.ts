@@ -7,15 +7,17 @@
 export interface OptionSpec {
   readonly flag: string; // "--next-role"
   readonly dest: string;
-  readonly kind: "value" | "flag";
+  readonly kind: "value" | "flag" | "append"; // append: repeatable, the values in a list
   readonly choices?: readonly string[];
+  readonly required?: boolean;
+  readonly default?: string;
   readonly help: string;
 }
 
 export interface CommandSpec {
   readonly name: string;
   readonly help: string;
-  readonly positional: { readonly dest: string; readonly help: string };
+  readonly positional: { readonly dest: string; readonly help: string } | null;
   readonly options: readonly OptionSpec[];
 }
 
@@ -25,7 +27,8 @@ export interface ProgramSpec {
   readonly commands: readonly CommandSpec[];
 }
 
-export type Parsed = { readonly command: CommandSpec; readonly values: Readonly<Record<string, string | boolean | null>> };
+export type Value = string | boolean | null | readonly string[];
+export type Parsed = { readonly command: CommandSpec; readonly values: Readonly<Record<string, Value>> };
 
 /** What the parser asks the caller to print before exiting (argparse's own output). */
 export class ArgExit {
@@ -52,8 +55,13 @@ function metavar(opt: OptionSpec): string {
 
 function usageParts(command: CommandSpec | null, program: ProgramSpec): [string[], string[]] {
   if (command === null) return [["[-h]"], [`{${program.commands.map((c) => c.name).join(",")}}`, "..."]];
-  const opts = ["[-h]", ...command.options.map((o) => (o.kind === "flag" ? `[${o.flag}]` : `[${o.flag} ${metavar(o)}]`))];
-  return [opts, [command.positional.dest]];
+  const opts = ["[-h]"];
+  for (const o of command.options) {
+    if (o.kind === "flag") opts.push(`[${o.flag}]`);
+    else if (o.required === true) opts.push(o.flag, metavar(o)); // argparse wraps a required option's two words apart
+    else opts.push(`[${o.flag} ${metavar(o)}]`);
+  }
+  return [opts, command.positional !== null ? [command.positional.dest] : []];
 }
 
 function usage(prog: string, command: CommandSpec | null, program: ProgramSpec): string {
@@ -106,7 +114,7 @@ function helpText(prog: string, command: CommandSpec | null, program: ProgramSpe
     const subs: [string, string, number][] = [[`{${program.commands.map((c) => c.name).join(",")}}`, "", 2]];
     for (const c of program.commands) subs.push([c.name, c.help, 4]);
     sections.push(["positional arguments", subs]);
-  } else {
+  } else if (command.positional !== null) {
     sections.push(["positional arguments", [[command.positional.dest, command.positional.help, 2]]]);
   }
   const options: [string, string, number][] = [[HELP_FLAGS.join(", "), HELP_TEXT, 2]];
@@ -161,8 +169,9 @@ export function parseArgs(program: ProgramSpec, argv: readonly string[]): Parsed
   const subError = (message: string): never => {
     throw new ArgExit(2, "", usage(prog, command, program) + `${prog}: error: ${message}\n`);
   };
-  const values: Record<string, string | boolean | null> = {};
-  for (const o of command.options) values[o.dest] = o.kind === "flag" ? false : null;
+  const values: Record<string, Value> = {};
+  for (const o of command.options) values[o.dest] = o.kind === "flag" ? false : (o.default ?? null);
+  const given = new Set<string>();
   const positionals: string[] = [];
   const extras = [...unknownMain];
   const rest = argv.slice(i + 1);
@@ -207,11 +216,16 @@ export function parseArgs(program: ProgramSpec, argv: readonly string[]): Parsed
     if (opt.choices !== undefined && !opt.choices.includes(value)) {
       subError(`argument ${opt.flag}: invalid choice: '${value}' (choose from ${quoteChoices(opt.choices)})`);
     }
-    values[opt.dest] = value;
+    given.add(opt.dest);
+    const before = values[opt.dest];
+    values[opt.dest] = opt.kind === "append" ? [...(Array.isArray(before) ? before : []), value] : value;
   }
-  if (positionals.length === 0) subError(`the following arguments are required: ${command.positional.dest}`);
-  values[command.positional.dest] = positionals[0] ?? null;
-  extras.push(...positionals.slice(1));
+  const missing: string[] = [];
+  if (command.positional !== null && positionals.length === 0) missing.push(command.positional.dest);
+  for (const o of command.options) if (o.required === true && !given.has(o.dest)) missing.push(o.flag);
+  if (missing.length > 0) subError(`the following arguments are required: ${missing.join(", ")}`);
+  if (command.positional !== null) values[command.positional.dest] = positionals[0] ?? null;
+  extras.push(...positionals.slice(command.positional !== null ? 1 : 0));
   if (extras.length > 0) mainError(`unrecognized arguments: ${extras.join(" ")}`);
   return { command, values };
 }

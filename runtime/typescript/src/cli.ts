@@ -1,14 +1,14 @@
 /**
- * `harmony-responses`: render conversations and tool namespaces from the command line, with the Python CLI's
- * flags, output, one-line errors and exit codes (0 done, 2 bad input, 1 a crash).
+ * `harmony-responses`: render conversations and tool namespaces, parse completions and answer Open Responses
+ * requests from the command line, with the Python CLI's flags, output, one-line errors and exit codes (0 done,
+ * 2 bad input, 1 a crash).
  */
 
-import { readFileSync } from "node:fs";
-
-import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec } from "./argparse.js";
+import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
+import { Crash, InputError, readJsonFile, readText } from "./cliio.js";
 import { loadHarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
-import { floatRepr, isJsonObject, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson, writeJson } from "./json.js";
+import { floatRepr, isJsonObject, JsonFloat, type JsonObject, keysOf, writeJson } from "./json.js";
 import {
   type Content,
   CONTENT_TYPE_TAGS,
@@ -20,21 +20,13 @@ import {
   ValidationError,
 } from "./models.js";
 import { pyRepr } from "./pyformat.js";
+import { respond, respondCommand } from "./respond.js";
+import { type Event, eventDict, HarmonyStreamParser, MessageEnd } from "./stream/index.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
-const STDIN = "-";
-
-/** What the CLI says when reading a file fails, by Node's error code (the C library's words, as Python prints them). */
-const STRERROR: Readonly<Record<string, string>> = {
-  ENOENT: "No such file or directory",
-  EISDIR: "Is a directory",
-  EACCES: "Permission denied",
-  ENOTDIR: "Not a directory",
-  ELOOP: "Too many levels of symbolic links",
-  ENAMETOOLONG: "File name too long",
-};
+const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
 
 function program(): ProgramSpec {
   const roles = ROLE_VALUES.map((r) => String(r));
@@ -59,61 +51,30 @@ function program(): ProgramSpec {
         { flag: "--description", dest: "description", kind: "value", help: "namespace description" },
       ],
     },
-    // Stage B of the TypeScript port: listed so usage and help read as the Python CLI's; running them says so.
     {
       name: "parse",
       help: "parse a completion (text, or token ids) into messages as JSON Lines",
       positional: { dest: "file", help: "completion file, or - for standard input" },
-      options: [],
+      options: [
+        { flag: "--tokens", dest: "tokens", kind: "flag", help: "the file holds a JSON list of token ids" },
+        { flag: "--mode", dest: "mode", kind: "value", choices: ["strict", "lenient"], default: "strict", help: "default: strict" },
+        {
+          flag: "--role",
+          dest: "role",
+          kind: "value",
+          choices: [...roles, NO_ROLE],
+          default: Role.Assistant,
+          help:
+            `role the completion starts in (the prompt ended with ${spec.SPELLING_START}ROLE); ` +
+            `${NO_ROLE}: it starts with ${spec.SPELLING_START}`,
+        },
+        { flag: "--tool", dest: "tool", kind: "append", help: "a declared function name (repeatable; lenient repairs)" },
+        { flag: "--events", dest: "events", kind: "flag", help: "print the event stream instead of the messages" },
+      ],
     },
-    {
-      name: "respond",
-      help: "turn an Open Responses request and a Harmony completion into the response",
-      positional: { dest: "file", help: "" },
-      options: [],
-    },
+    respondCommand(),
   ];
   return { prog: PROG, description: "Harmony format tools.", commands };
-}
-
-/** Bad user input: the file, the JSON path and what was expected. */
-export class InputError extends Error {
-  override readonly name = "InputError";
-  constructor(file: string, path: string, expected: string) {
-    super(`${file}: ${path}: ${expected}`);
-  }
-}
-
-/** A crash the Python CLI does not catch either (it exits 1 with a traceback there). */
-class Crash extends Error {
-  override readonly name = "Crash";
-}
-
-function readText(file: string): string {
-  let data: Buffer;
-  try {
-    data = file === STDIN ? readFileSync(0) : readFileSync(file);
-  } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    throw new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`);
-  }
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(data);
-  } catch {
-    throw new Crash(`${file}: not UTF-8 text`);
-  }
-  return text.replace(/\r\n?/g, "\n"); // Python reads text files with universal newlines
-}
-
-function readJsonFile(file: string): JsonData {
-  const text = readText(file);
-  try {
-    return readJson(text);
-  } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new InputError(file, "$", `expected JSON, line ${e.line} column ${e.column}: ${e.msg}`);
-    throw e;
-  }
 }
 
 /** A JSON value as Python's `repr` writes the object `json.loads` made of it. */
@@ -229,7 +190,7 @@ function truthy(value: unknown): boolean {
   return !(value === null || value === undefined || value === "" || value === false || value === 0);
 }
 
-function render(values: Readonly<Record<string, string | boolean | null>>, out: (text: string) => void): number {
+function render(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
   const file = String(values["file"]);
   const conversation = loadConversation(file);
   const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
@@ -243,7 +204,7 @@ function render(values: Readonly<Record<string, string | boolean | null>>, out: 
   return 0;
 }
 
-function tools(values: Readonly<Record<string, string | boolean | null>>, out: (text: string) => void): number {
+function tools(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
   const [name, description, list] = loadTools(String(values["file"]));
   const ns = truthy(values["namespace"]) ? values["namespace"] : truthy(name) ? name : spec.HEADER_FUNCTION_NAMESPACE;
   const desc = truthy(values["description"]) ? values["description"] : description;
@@ -254,6 +215,39 @@ function tools(values: Readonly<Record<string, string | boolean | null>>, out: (
   } catch (e) {
     if (e instanceof TypeError) throw new Crash(e.message);
     throw e;
+  }
+  return 0;
+}
+
+const STOP_SPELLINGS = Object.entries(spec.NAMED_TOKENS)
+  .filter(([, id]) => spec.STOP_TOKENS.includes(id))
+  .map(([spelling]) => spelling);
+
+function isTokenId(value: unknown): boolean {
+  return (typeof value === "number" && Number.isInteger(value)) || typeof value === "bigint";
+}
+
+function parse(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
+  const file = String(values["file"]);
+  const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
+  const roleName = String(values["role"]);
+  const tool = values["tool"];
+  const mode = values["mode"] === "lenient" ? "lenient" : "strict";
+  const parser = new HarmonyStreamParser(encoding, roleName === NO_ROLE ? null : parseRole(roleName), mode, Array.isArray(tool) && tool.length > 0 ? tool : null);
+  let events: Event[];
+  if (values["tokens"] === true) {
+    const data = readJsonFile(file);
+    if (!Array.isArray(data) || !data.every(isTokenId)) throw new InputError(file, "$", "expected a JSON list of token ids");
+    events = parser.feedTokens(data as number[]);
+  } else {
+    let text = readText(file);
+    if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1); // the newline a file ends with is not part of the completion
+    events = parser.feedText(text);
+  }
+  events = [...events, ...parser.close()];
+  for (const event of events) {
+    if (values["events"] === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
+    else if (event instanceof MessageEnd) out(writeJson(event.message.toDict(), { ensureAscii: false }) + "\n");
   }
   return 0;
 }
@@ -270,8 +264,9 @@ export function main(
     file = String(values["file"]);
     if (command.name === "render") return render(values, out);
     if (command.name === "tools") return tools(values, out);
-    err(`${PROG}: ${command.name}: not in the TypeScript CLI yet (stage B of the port); use the Python CLI\n`);
-    return 2;
+    if (command.name === "parse") return parse(values, out);
+    file = "None"; // `respond` has no file argument: its own errors name the files, others print None as Python does
+    return respond(values, out, err);
   } catch (e) {
     if (e instanceof ArgExit) {
       out(e.stdout);

@@ -45,3 +45,4 @@ export { ParsedHeader, parseHeaderText, type StateData, StreamableParser, Stream
 export { detectLeak, escapeControlTokens, escapeControlTokensJson, type Leak, type LeakKind, unescapeControlTokens } from "./safety.js";
 export { FORMAT_VERSION, ItemKind, ReasoningEffort, Role, Terminator } from "./tables.js";
 export { renderToolNamespace, schemaToTypescript, type ToolLike } from "./toolNamespace.js";
+export * as bridge from "./bridge/index.js";

@@ -272,12 +272,18 @@ function writeString(text: string, ensureAscii: boolean): string {
 /** Options of `writeJson`, named after `json.dumps`'s. */
 export interface WriteJsonOptions {
   readonly ensureAscii?: boolean;
+  /** Spaces of indent per level: one item a line, as `json.dumps(indent=N)` writes. */
+  readonly indent?: number;
+  /** The item and key separators (`json.dumps`'s default: `", "` and `": "`, or `","` and `": "` with an indent). */
+  readonly separators?: readonly [string, string];
 }
 
-/** JSON text as Python's `json.dumps(value, ensure_ascii=...)` writes it. */
+/** JSON text as Python's `json.dumps(value, ensure_ascii=..., indent=..., separators=...)` writes it. */
 export function writeJson(value: unknown, options: WriteJsonOptions = {}): string {
   const ensureAscii = options.ensureAscii ?? true;
-  const write = (v: unknown): string => {
+  const indent = options.indent;
+  const [itemSep, keySep] = options.separators ?? (indent !== undefined ? [",", ": "] : [", ", ": "]);
+  const write = (v: unknown, depth: number): string => {
     if (v === null || v === undefined) return "null";
     if (v === true) return "true";
     if (v === false) return "false";
@@ -285,12 +291,21 @@ export function writeJson(value: unknown, options: WriteJsonOptions = {}): strin
     if (typeof v === "number") return Number.isInteger(v) ? String(v === 0 ? 0 : v) : floatRepr(v);
     if (v instanceof JsonFloat) return floatRepr(v.value);
     if (typeof v === "string") return writeString(v, ensureAscii);
-    if (Array.isArray(v)) return "[" + v.map(write).join(", ") + "]";
-    if (typeof v === "object") {
+    let items: string[];
+    let open: string;
+    let close: string;
+    if (Array.isArray(v)) {
+      items = v.map((item) => write(item, depth + 1));
+      [open, close] = ["[", "]"];
+    } else if (typeof v === "object") {
       const entries = entriesOf(v).filter(([, item]) => item !== undefined);
-      return "{" + entries.map(([k, item]) => writeString(k, ensureAscii) + ": " + write(item)).join(", ") + "}";
-    }
-    throw new TypeError(`Object of type ${typeof v} is not JSON serializable`);
+      items = entries.map(([k, item]) => writeString(k, ensureAscii) + keySep + write(item, depth + 1));
+      [open, close] = ["{", "}"];
+    } else throw new TypeError(`Object of type ${typeof v} is not JSON serializable`);
+    if (items.length === 0) return open + close;
+    if (indent === undefined) return open + items.join(itemSep) + close;
+    const inner = "\n" + " ".repeat(indent * (depth + 1));
+    return open + inner + items.join(itemSep + inner) + "\n" + " ".repeat(indent * depth) + close;
   };
-  return write(value);
+  return write(value, 0);
 }

@@ -25,6 +25,7 @@ export type { JsonValue } from "#generated/spec.js";
 export {
   HarmonyEncodingName,
   ItemKind,
+  ITEM_KIND_VALUES,
   ReasoningEffort,
   REASONING_EFFORT_VALUES,
   Role,

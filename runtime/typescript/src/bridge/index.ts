@@ -1,0 +1,35 @@
+/**
+ * Open Responses on top of Harmony, by responsibility (the Python package's `bridge`):
+ *
+ * - `request`: an Open Responses request → a Harmony conversation (and the 400s it can throw);
+ * - `items`: the completion → output items and the ordered event stream (the item/event state machine);
+ * - `resource`: the `ResponseResource` and the request settings it echoes;
+ * - `sse`: the event stream's wire form, written and read back;
+ * - `chat`: the Chat Completions shapes of a response and of its event stream;
+ * - `schema`: the Open Responses models (validation and JSON), read from the generated schemas.
+ */
+
+export { chatCompletionChunks, toChatCompletion } from "./chat.js";
+export {
+  type BuilderOptions,
+  buildResponse,
+  type Completion,
+  countingIds,
+  type IdFactory,
+  KINDS,
+  type KindSpec,
+  kindOf,
+  OpenItem,
+  randomId,
+  type RepairHook,
+  ResponseBuilder,
+  ResponseStreamer,
+  type Sink,
+  Status,
+  streamResponse,
+  tokensFromText,
+} from "./items.js";
+export { parseRequest, RequestError, requestToConversation, type ToolPolicy, toolPolicy } from "./request.js";
+export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
+export { dumpAs, ModelValidationError, modelOf, pydanticJson, validateAs, type ValidationIssue } from "./schema.js";
+export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";

@@ -1,0 +1,571 @@
+/**
+ * Harmony completion → Open Responses output items and their ordered events: the item/event state machine.
+ *
+ * `ResponseBuilder` reads the completion with the grammar-driven `HarmonyStreamParser`: lenient by default (a
+ * server never fails a turn on a glitch the parser can repair), strict on request, with the function names of the
+ * request for the repairs that need them. Each message becomes one output item, of the kind the spec's
+ * `ITEM_KINDS` table names: a recipient in the function namespace → `function_call`; any other recipient, or a
+ * message not by the assistant → the vendor-prefixed tool-call item; the reasoning channel → `reasoning`;
+ * anything else → an assistant `message`, its phase by the channel's purpose.
+ *
+ * Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message ends `incomplete`; in strict mode
+ * a parse error ends with an `error` event and `response.failed`. Every repair lenient parsing makes is passed to
+ * `onRepair` when it happens and listed on the final response in the vendor-prefixed field named by the spec
+ * (`harmony:repairs`). Where events go is the sink's business: `ResponseStreamer` collects typed events
+ * (`streamResponse`, `buildResponse`); `sse.SSEStreamer` writes SSE text without building an event per delta.
+ * Mirrors the Python package's `bridge/items.py`.
+ */
+
+import { randomBytes } from "node:crypto";
+
+import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from "#types";
+
+import type { HarmonyEncoding } from "../encoding.js";
+import type { JsonData, JsonObject } from "../json.js";
+import { pyFormat } from "../pyformat.js";
+import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
+import { HarmonyStreamParser, Region } from "../stream/parser.js";
+import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
+import { type RepairRecord, responseSnapshot, usage } from "./resource.js";
+import { fieldMember, itemModelOf, make, model } from "./schema.js";
+
+export type IdFactory = (prefix: string) => string;
+export type RepairHook = (repair: Recovered) => void;
+const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
+const SPELLING_OPEN = spec.SPELLING_OPEN;
+const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
+
+/** An item's or a response's status. */
+export enum Status {
+  InProgress = "in_progress",
+  Completed = "completed",
+  Incomplete = "incomplete",
+  Failed = "failed",
+}
+
+/** `fc_…`, `msg_…`, `rs_…`, `call_…`, `resp_…` ids: the prefix and 24 random hex digits. */
+export function randomId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString("hex")}`;
+}
+
+/** Deterministic ids (`msg_0001`, …), one counter per prefix: for tests and goldens. */
+export function countingIds(): IdFactory {
+  const counters = new Map<string, number>();
+  return (prefix) => {
+    const n = (counters.get(prefix) ?? 0) + 1;
+    counters.set(prefix, n);
+    return `${prefix}_${String(n).padStart(4, "0")}`;
+  };
+}
+
+/** Tokenize streamed completion text, holding back a chunk's tail that may be half a control token. */
+export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncoding): Generator<number> {
+  let pending = "";
+  for (const chunk of chunks) {
+    pending += chunk;
+    let cut = pending.lastIndexOf(SPELLING_OPEN);
+    if (cut === -1 && pending.endsWith(SPELLING_OPEN[0] ?? "")) cut = pending.length - 1;
+    let ready: string;
+    const tail = cut !== -1 ? pending.slice(cut) : "";
+    if (cut !== -1 && SPECIALS.some((s) => s.startsWith(tail)) && !SPECIALS.includes(tail)) {
+      ready = pending.slice(0, cut);
+      pending = tail;
+    } else {
+      ready = pending;
+      pending = "";
+    }
+    if (ready) yield* encoding.encode(ready, { allowedSpecial: "all" });
+  }
+  if (pending) yield* encoding.encode(pending, { allowedSpecial: "all" });
+}
+
+// -- the item kinds, from the spec's table ---------------------------------------------------------------------
+
+/** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
+export interface KindSpec {
+  readonly kind: ItemKind;
+  readonly type: string;
+  readonly idPrefix: string;
+  readonly callIdPrefix: string | null;
+  readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
+  readonly delta: string | null; // the event of a piece of text or of arguments
+  readonly done: string | null; // the event that ends the text or the arguments
+}
+
+/** The item union the response's `output` holds. */
+const OUTPUT_UNION = "ItemField";
+const CONTENT_KEY = "content"; // the field of an output item that holds its content parts
+
+/** A maker of the content part `partType` of an output item of wire type `itemType`: the part's model is the one
+ * the item's `content` takes for that tag, and its other required lists start empty. */
+function partMaker(itemType: string, partType: string): (text: string) => JsonObject {
+  const name = fieldMember(itemModelOf(OUTPUT_UNION, itemType) ?? "", CONTENT_KEY, partType);
+  const lists = model(name)
+    .fields.filter((f) => f.required && f.type.kind === "list")
+    .map((f) => f.key);
+  return (text) => {
+    const part: JsonObject = { type: partType, text };
+    for (const key of lists) part[key] = [];
+    return make(name, part);
+  };
+}
+
+function kindSpec(kind: ItemKind): KindSpec {
+  const row = spec.ITEM_KINDS[kind];
+  if (row === undefined) throw new Error(`the spec has no item kind ${kind}`);
+  const events = row.text ?? row.arguments ?? null;
+  return {
+    kind,
+    type: row.type,
+    idPrefix: row.id_prefix,
+    callIdPrefix: row.call_id_prefix,
+    part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
+    delta: events?.["delta"] ?? null,
+    done: events?.["done"] ?? null,
+  };
+}
+
+export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
+const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
+const PHASE_OF_CHANNEL: ReadonlyMap<string, string> = new Map(
+  Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {}).map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]),
+);
+const DEFAULT_PHASE = PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
+const [CREATED = "", IN_PROGRESS = ""] = spec.STREAM_OPENING;
+
+/** The kind of item a message becomes, by its recipient, author and channel. */
+export function kindOf(start: MessageStart): ItemKind {
+  const recipient = start.recipient;
+  if (recipient !== null && recipient.startsWith(FUNCTIONS_PREFIX)) return ItemKind.FunctionCall;
+  if (start.role !== Role.Assistant || (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT)) return ItemKind.ToolCall;
+  if (start.channel === REASONING_CHANNEL) return ItemKind.Reasoning;
+  return ItemKind.Message;
+}
+
+/** An event: its `type` and fields (the generated types name every member of the union). */
+function event(type: string, fields: JsonObject): StreamingEvent {
+  return { type, ...fields } as unknown as StreamingEvent;
+}
+
+/** An output item being streamed. */
+export class OpenItem {
+  callId: string | null = null;
+  name: string | null = null;
+  wire: unknown = null; // whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
+  readonly reasoning: boolean;
+  readonly streams: boolean; // its text or arguments go out as deltas
+
+  constructor(
+    readonly spec: KindSpec,
+    readonly id: string,
+    readonly outputIndex: number,
+    readonly channel: string | null,
+    readonly recipient: string | null,
+  ) {
+    this.reasoning = spec.kind === ItemKind.Reasoning;
+    this.streams = spec.delta !== null;
+  }
+
+  /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
+  body(status: Status, text = ""): JsonObject {
+    const kind = this.spec.kind;
+    const done = status !== Status.InProgress;
+    const part = this.spec.part;
+    if (kind === ItemKind.Reasoning) {
+      return { type: this.spec.type, id: this.id, summary: [], content: done && part !== null ? [part(text)] : [] };
+    }
+    if (kind === ItemKind.Message) {
+      const phase = PHASE_OF_CHANNEL.get(this.channel ?? "") ?? DEFAULT_PHASE;
+      return { type: this.spec.type, id: this.id, status, role: Role.Assistant, content: done && part !== null ? [part(text)] : [], phase };
+    }
+    if (kind === ItemKind.FunctionCall) {
+      return { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
+    }
+    // A vendor-prefixed item: every key besides `type` is an extra field.
+    return { type: this.spec.type, id: this.id, status, arguments: text, recipient: this.recipient, channel: this.channel };
+  }
+}
+
+/** Where a builder's events go. */
+export interface Sink<D> {
+  event(event: StreamingEvent): void;
+  /** Keep a delta, after the events kept before it. */
+  delta(item: OpenItem, sequenceNumber: number, text: string): void;
+  /** Make a delta and return it instead of keeping it (nothing is kept when this is called). */
+  handDelta(item: OpenItem, sequenceNumber: number, text: string): D;
+}
+
+/** Options of `ResponseBuilder` (the Python keyword arguments, camelCased). */
+export interface BuilderOptions {
+  readonly model?: string;
+  readonly inputTokens?: number;
+  readonly responseId?: string | null;
+  readonly createdAt?: number | null;
+  readonly ids?: IdFactory;
+  readonly clock?: () => number;
+  readonly role?: Role | null;
+  readonly stopAtTurnEnd?: boolean;
+  readonly strict?: boolean;
+  readonly tools?: Iterable<string> | null;
+  readonly onRepair?: RepairHook | null;
+}
+
+function repairRecord(r: Recovered): RepairRecord {
+  return { rule: r.rule, detail: r.detail, position: r.position, text: r.text };
+}
+
+/**
+ * Completion tokens or text → the response's events, sent to `sink` in the spec's order.
+ *
+ * `request` is the request the completion answers (its settings are echoed; its function names feed the parser's
+ * repairs). `inputTokens` is the prompt's length, for `usage`. `role: null` reads a completion that starts with
+ * its own `<|start|>`; `stopAtTurnEnd: false` keeps reading after `<|call|>`/`<|return|>`. `strict: true` fails
+ * the response on the first deviation from the grammar instead of repairing it.
+ */
+export class ResponseBuilder<D> {
+  readonly responseId: string;
+  private readonly parser: HarmonyStreamParser;
+  private readonly model: string;
+  private readonly ids: IdFactory;
+  private readonly clock: () => number;
+  private readonly onRepair: RepairHook | null;
+  private readonly inputTokens: number;
+  private readonly createdAt: number;
+  private seq = 0;
+  private readonly output: JsonObject[] = []; // finished items
+  private item: OpenItem | null = null;
+  private readonly repairList: Recovered[] = [];
+  private reasoningTokens = 0; // of the reasoning items closed so far
+  private reasoningFrom = 0; // the token that opened the reasoning item being read
+  private readonly text: string[] = []; // completion text, when it came as text (for usage)
+  private started = false;
+  private finishedFlag = false;
+
+  constructor(
+    private readonly encoding: HarmonyEncoding,
+    private readonly request: CreateResponseBody | null,
+    private readonly sink: Sink<D>,
+    options: BuilderOptions = {},
+  ) {
+    const names = options.tools ?? (request !== null ? (request.tools ?? []).map((t) => t.name) : []);
+    this.parser = new HarmonyStreamParser(encoding, options.role === undefined ? Role.Assistant : options.role, options.strict ? "strict" : "lenient", names, {
+      stopAtTurnEnd: options.stopAtTurnEnd ?? true,
+    });
+    this.model = options.model ?? "gpt-oss";
+    this.ids = options.ids ?? randomId;
+    this.clock = options.clock ?? ((): number => Date.now() / 1000);
+    this.onRepair = options.onRepair ?? null;
+    this.inputTokens = options.inputTokens ?? 0;
+    this.responseId = options.responseId || this.ids(spec.RESPONSE_ID_PREFIX);
+    this.createdAt = options.createdAt ?? Math.floor(this.clock());
+  }
+
+  // -- state -------------------------------------------------------------------------------------------------
+
+  get finished(): boolean {
+    return this.finishedFlag;
+  }
+
+  get repairs(): Recovered[] {
+    return [...this.repairList];
+  }
+
+  nextSequenceNumber(): number {
+    return this.seq++;
+  }
+
+  /** The response as it stands (an open item is included as `incomplete` unless in progress). */
+  snapshot(status: Status, extra: { usage?: Usage; error?: JsonObject; incompleteReason?: string; completedAt?: number } = {}): ResponseResource {
+    const output = [...this.output];
+    if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
+    const repairs = status !== Status.InProgress ? this.repairList.map(repairRecord) : null;
+    return responseSnapshot(this.request, {
+      responseId: this.responseId,
+      createdAt: this.createdAt,
+      model: this.model,
+      status,
+      output,
+      repairs,
+      ...(extra.usage !== undefined ? { usage: extra.usage } : {}),
+      ...(extra.error !== undefined ? { error: extra.error } : {}),
+      ...(extra.incompleteReason !== undefined ? { incompleteReason: extra.incompleteReason } : {}),
+      ...(extra.completedAt !== undefined ? { completedAt: extra.completedAt } : {}),
+    });
+  }
+
+  usage(): Usage {
+    let outputTokens = this.parser.tokensRead;
+    let reasoningTokens = this.reasoningTokens;
+    if (this.item !== null && this.item.reasoning && this.text.length === 0) reasoningTokens += outputTokens - this.reasoningFrom;
+    if (this.text.length > 0) outputTokens = this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length; // the completion came as text: count its tokens now
+    return usage(this.inputTokens, outputTokens, reasoningTokens);
+  }
+
+  // -- input -------------------------------------------------------------------------------------------------
+
+  /** `response.created` and `response.in_progress` (sent once, before anything else). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    const snap = this.snapshot(Status.InProgress) as unknown as JsonData;
+    this.sink.event(event(CREATED, { sequence_number: this.nextSequenceNumber(), response: snap }));
+    this.sink.event(event(IN_PROGRESS, { sequence_number: this.nextSequenceNumber(), response: snap }));
+  }
+
+  /** One more completion token. When it is plain text continuing a streamed body (the fast path), its delta is
+   * made by the sink's `handDelta` and returned; otherwise the events go to the sink, and the result is null. */
+  feedToken(token: number): D | null {
+    const item = this.item; // set only while an item's body is streaming
+    if (item !== null) {
+      const text = this.parser.feedBodyToken(token);
+      if (text !== null) {
+        // the fast path: plain text continuing the body
+        return item.streams ? this.sink.handDelta(item, this.seq++, text) : null;
+      }
+    } else if (this.finishedFlag) return null;
+    else if (!this.started) this.start();
+    let events: Event[];
+    try {
+      events = this.parser.feedTokens([token]);
+    } catch (e) {
+      if (!(e instanceof HarmonyParseError)) throw e;
+      this.failParse(e);
+      return null;
+    }
+    this.handle(events);
+    return null;
+  }
+
+  /** A chunk of completion text, control tokens spelled out (for engines that return no ids). */
+  feedText(chunk: string): void {
+    if (this.finishedFlag) return;
+    if (!this.started) this.start();
+    this.text.push(chunk);
+    let events: Event[];
+    try {
+      events = this.parser.feedText(chunk);
+    } catch (e) {
+      if (!(e instanceof HarmonyParseError)) throw e;
+      this.failParse(e);
+      return;
+    }
+    this.handle(events);
+  }
+
+  /**
+   * The end of the completion: a cut item and `response.incomplete`, or `response.completed`. `stopped` is what
+   * the engine said: true, it stopped on a stop token (an open message is complete); false, the budget ran out
+   * (incomplete); null (not known): incomplete when the completion ends inside a message.
+   */
+  finish(stopped: boolean | null = null): void {
+    if (this.finishedFlag) return;
+    if (!this.started) this.start();
+    const region = this.parser.region;
+    const cut = region === Region.Body || region === Region.Header; // the completion ends inside a message
+    let events: Event[];
+    try {
+      events = this.parser.close();
+    } catch (e) {
+      if (!(e instanceof HarmonyParseError)) throw e;
+      events = []; // strict mode, a header cut short: that is the budget's doing, not a failure
+    }
+    this.handle(events, stopped ? Status.Completed : Status.Incomplete);
+    this.finishedFlag = true;
+    if (this.item !== null) this.close(stopped ? Status.Completed : Status.Incomplete, this.parser.currentContent);
+    if (stopped === false || (stopped === null && cut)) {
+      const snap = this.snapshot(Status.Incomplete, { usage: this.usage(), incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+      this.sink.event(event(spec.STREAM_CLOSING[Status.Incomplete] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+    } else {
+      const snap = this.snapshot(Status.Completed, { usage: this.usage(), completedAt: Math.floor(this.clock()) });
+      this.sink.event(event(spec.STREAM_CLOSING[Status.Completed] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+    }
+  }
+
+  /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). */
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID): void {
+    if (this.finishedFlag) return;
+    if (!this.started) this.start();
+    this.finishedFlag = true;
+    const kind = spec.ERRORS[code]?.type ?? "server_error";
+    const payload = make("ErrorPayload", { type: kind, code, message, param: null });
+    this.sink.event(event(spec.STREAM_ERROR, { sequence_number: this.nextSequenceNumber(), error: payload }));
+    const snap = this.snapshot(Status.Failed, { error: make("Error", { code, message }), usage: this.usage() });
+    this.sink.event(event(spec.STREAM_CLOSING[Status.Failed] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+  }
+
+  // -- parser events → item events ---------------------------------------------------------------------------
+
+  private failParse(exc: HarmonyParseError): void {
+    const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
+    this.fail(pyFormat(template, { detail: exc.message }));
+  }
+
+  private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {
+    for (const e of events) {
+      if (e instanceof ContentDelta) {
+        const item = this.item;
+        if (item !== null && item.streams) this.sink.delta(item, this.nextSequenceNumber(), e.text);
+      } else if (e instanceof MessageStart) {
+        this.open(e);
+      } else if (e instanceof MessageEnd) {
+        const endedByStream = e.terminator === spec.PARSE_EOS_TERMINATOR;
+        this.close(endedByStream ? eosStatus : Status.Completed, e.message.content);
+      } else {
+        this.repairList.push(e);
+        if (this.onRepair !== null) this.onRepair(e);
+      }
+    }
+  }
+
+  private open(start: MessageStart): OpenItem {
+    const kind = KINDS.get(kindOf(start)) as KindSpec;
+    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.output.length, start.channel, start.recipient);
+    if (kind.kind === ItemKind.FunctionCall) {
+      item.callId = this.ids(kind.callIdPrefix ?? kind.idPrefix);
+      item.name = (start.recipient ?? "").slice(FUNCTIONS_PREFIX.length);
+    }
+    this.item = item;
+    this.reasoningFrom = this.parser.tokensRead - 1;
+    this.sink.event(event(spec.STREAM_ITEM_ADDED, { sequence_number: this.nextSequenceNumber(), output_index: item.outputIndex, item: item.body(Status.InProgress) }));
+    if (kind.part !== null) {
+      this.sink.event(
+        event(spec.STREAM_PART_ADDED, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: item.outputIndex, content_index: 0, part: kind.part("") }),
+      );
+    }
+    return item;
+  }
+
+  private close(status: Status, text: string): void {
+    const item = this.item;
+    if (item === null) throw new Error("ResponseBuilder: no item is open");
+    const kind = item.spec;
+    const index = item.outputIndex;
+    if (kind.part !== null && kind.done !== null) {
+      this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, text }));
+      this.sink.event(event(spec.STREAM_PART_DONE, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, part: kind.part(text) }));
+    } else if (kind.done !== null) {
+      this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, arguments: text }));
+    }
+    if (item.reasoning) {
+      if (this.text.length > 0) {
+        // text input: count the tokens it stands for: <|message|>, the text, the stop
+        this.reasoningTokens += this.encoding.encode(text).length + 1 + (status === Status.Completed ? 1 : 0);
+      } else {
+        this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom; // from the token that opened the body to the one that closed it
+      }
+    }
+    const body = item.body(status, text);
+    this.sink.event(event(spec.STREAM_ITEM_DONE, { sequence_number: this.nextSequenceNumber(), output_index: index, item: body }));
+    this.output.push(body);
+    this.item = null;
+  }
+}
+
+// -- typed events ------------------------------------------------------------------------------------------------
+
+/** A sink that keeps typed events until they are taken. */
+class EventList implements Sink<StreamingEvent> {
+  events: StreamingEvent[] = [];
+
+  event(e: StreamingEvent): void {
+    this.events.push(e);
+  }
+
+  delta(item: OpenItem, sequenceNumber: number, text: string): void {
+    this.events.push(this.handDelta(item, sequenceNumber, text));
+  }
+
+  handDelta(item: OpenItem, sequenceNumber: number, text: string): StreamingEvent {
+    const fields: JsonObject = { sequence_number: sequenceNumber, item_id: item.id, output_index: item.outputIndex };
+    if (item.spec.part !== null) fields["content_index"] = 0;
+    fields["delta"] = text;
+    return event(item.spec.delta ?? "", fields);
+  }
+
+  take(): StreamingEvent[] {
+    const events = this.events;
+    this.events = [];
+    return events;
+  }
+}
+
+/** Completion tokens (or text) → typed Open Responses events: `feed`, `feedText`, `finish`, `fail`. Each call
+ * returns the events it caused, in order; the options are `ResponseBuilder`'s. */
+export class ResponseStreamer {
+  private readonly sink = new EventList();
+  private readonly builder: ResponseBuilder<StreamingEvent>;
+
+  constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: BuilderOptions = {}) {
+    this.builder = new ResponseBuilder(encoding, request, this.sink, options);
+  }
+
+  get responseId(): string {
+    return this.builder.responseId;
+  }
+
+  get repairs(): Recovered[] {
+    return this.builder.repairs;
+  }
+
+  snapshot(status: Status): ResponseResource {
+    return this.builder.snapshot(status);
+  }
+
+  start(): StreamingEvent[] {
+    this.builder.start();
+    return this.sink.take();
+  }
+
+  feed(token: number): StreamingEvent[] {
+    const delta = this.builder.feedToken(token);
+    return delta !== null ? [delta] : this.sink.take();
+  }
+
+  feedText(chunk: string): StreamingEvent[] {
+    this.builder.feedText(chunk);
+    return this.sink.take();
+  }
+
+  finish(stopped: boolean | null = null): StreamingEvent[] {
+    this.builder.finish(stopped);
+    return this.sink.take();
+  }
+
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID): StreamingEvent[] {
+    this.builder.fail(message, code);
+    return this.sink.take();
+  }
+}
+
+/** A completion given as token ids or as text chunks. */
+export type Completion = Iterable<number> | Iterable<string>;
+
+/** Feed a completion given as token ids or as text chunks (each piece by its own kind). */
+export function* feedAll<T>(completion: Completion, feedToken: (token: number) => T, feedText: (chunk: string) => T): Generator<T> {
+  for (const piece of completion as Iterable<number | string>) yield typeof piece === "string" ? feedText(piece) : feedToken(piece);
+}
+
+/** The typed event stream for a completion given as token ids or text chunks (`options`: `ResponseBuilder`'s). */
+export function* streamResponse(
+  completion: Completion,
+  encoding: HarmonyEncoding,
+  request: CreateResponseBody | null = null,
+  options: BuilderOptions = {},
+): Generator<StreamingEvent> {
+  const streamer = new ResponseStreamer(encoding, request, options);
+  yield* streamer.start();
+  for (const events of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* events;
+  yield* streamer.finish();
+}
+
+/** The final `ResponseResource` for a completion (the non-streaming case). */
+export function buildResponse(
+  completion: Completion,
+  encoding: HarmonyEncoding,
+  request: CreateResponseBody | null = null,
+  options: BuilderOptions = {},
+): ResponseResource {
+  let last: StreamingEvent | null = null;
+  for (const e of streamResponse(completion, encoding, request, options)) last = e;
+  return (last as unknown as { response: ResponseResource }).response;
+}
