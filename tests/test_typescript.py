@@ -12,6 +12,7 @@ import io
 import json
 import os
 import subprocess
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,38 @@ from harmony_responses import (
     unescape_control_tokens,
 )
 from harmony_responses import cli as py_cli
+from harmony_responses.bridge import (
+    RequestError,
+    SSEStreamer,
+    build_response,
+    chat_completion_chunks,
+    counting_ids,
+    parse_request,
+    request_to_conversation,
+    response_snapshot,
+    stream_response,
+    to_chat_completion,
+    to_sse,
+    tool_policy,
+)
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
+from harmony_responses.types import _models
 
 from conftest import ROOT
 from strategies import conversation, text, tool
 
+# Unicode keeps assigning characters: Python 3.11's database is Unicode 14, Node's is newer. Python's repr escapes
+# a character its database does not know (the parsers quote header words with repr) and `isalnum` rejects it,
+# so the texts drawn here leave out characters unassigned in this Python. Neither side is wrong: Python 3.11
+# and 3.13 differ from each other the same way.
+assigned_text = st.text(st.characters(blacklist_categories=("Cs", "Cn")), max_size=30)
+
+
+def _known(text: str) -> str:
+    return "".join("\ufffd" if unicodedata.category(c) == "Cn" else c for c in text)
+
+
+VOCABULARY_SIZE = 201088
 SERVER = ROOT / "generated" / "typescript" / "dist" / "runtime" / "typescript" / "test" / "server.js"
 EXAMPLES = int(os.environ.get("TS_EXAMPLES", "60"))
 FUNCTIONS = ["render_conversation", "render_conversation_for_completion", "render_conversation_for_training"]
@@ -134,7 +162,24 @@ def completion(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[int], R
         else:
             special = draw(st.sampled_from([200002, 200003, 200005, 200006, 200007, 200008, 200012, 200018, 201089]))
             tokens.insert(where, draw(st.one_of(st.just(special), st.integers(0, 199_997))))
-    return tokens, role
+    return _assigned_only(encoding, tokens), role
+
+
+def _assigned_only(encoding: HarmonyEncoding, tokens: list[int]) -> list[int]:
+    """`tokens`, a run holding a character this Python does not know re-encoded with U+FFFD (see `assigned_text`);
+    ids outside the vocabulary stay where they are."""
+    out: list[int] = []
+    run: list[int] = []
+    for token in [*tokens, None]:
+        if token is not None and token < VOCABULARY_SIZE:
+            run.append(token)
+            continue
+        text = encoding.decode(run)
+        out += run if text == _known(text) else encoding.encode(_known(text), allowed_special="all")
+        run = []
+        if token is not None:
+            out.append(token)
+    return out
 
 
 def _observe(parser: StreamableParser) -> dict[str, Any]:
@@ -240,7 +285,7 @@ HEADER_WORDS = (
     "assistant user tool analysis commentary final to=functions.f to=shell functions.f json shelljson x é 🙂 <|"
 )
 PIECES = [*SPELLINGS, *HEADER_WORDS.split(), " ", "  ", "\n", "\u3000", "<|constrain|>json"]
-HARMONY_TEXT = st.lists(st.one_of(st.sampled_from(PIECES), text), max_size=25).map("".join)
+HARMONY_TEXT = st.lists(st.one_of(st.sampled_from(PIECES), assigned_text), max_size=25).map("".join)
 
 
 @st.composite
@@ -276,6 +321,233 @@ def test_event_parser_agrees(node: Node, encoding: HarmonyEncoding, data: st.Dat
     ours = _py_events(encoding, chunks, options)
     role = options["role"]
     theirs = node.ask(op="events", chunks=chunks, **{**options, "role": role.value if role else None})
+    assert theirs == ours
+
+
+# -- the bridge ---------------------------------------------------------------------------------------------
+
+BRIDGE_CASES = sorted(p.parent for p in (ROOT / "tests" / "bridge").glob("*/request.json"))
+REQUESTS = [p / "request.json" for p in BRIDGE_CASES] + [ROOT / "examples" / "responses" / "request.json"]
+REQUEST_TEXTS = [p.read_text(encoding="utf-8") for p in REQUESTS]
+
+
+def test_every_model_reads_its_fields_as_pydantic_does(node: Node) -> None:
+    """Required or not, and the default: the TypeScript reading of the schemas against the generated models."""
+    theirs = node.ask(op="models")
+    checked = 0
+    for name, fields in theirs.items():
+        cls = getattr(_models, name, None)
+        if cls is None:  # an inline or aliased schema the Python models name differently
+            continue
+        ours = [
+            [info.alias or key, info.is_required(), None if info.is_required() else _jsonable(info.default)]
+            for key, info in cls.model_fields.items()
+        ]
+        assert fields == ours, name
+        checked += 1
+    assert checked > 60
+
+
+def _fixed(strict: bool) -> dict[str, Any]:
+    return {"ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0, "strict": strict, "input_tokens": 7}
+
+
+def _py_bridge(
+    encoding: HarmonyEncoding, request: str | None, pieces: list[Any], strict: bool, names: Any, stopped: bool | None
+) -> dict[str, Any]:
+    body = parse_request(json.loads(request)) if request is not None else None
+    try:
+        streamer = SSEStreamer(encoding, body, reasoning_names=names, **_fixed(strict))
+        sse = streamer.start()
+        for piece in pieces:
+            sse += streamer.feed_text(piece) if isinstance(piece, str) else streamer.feed(piece)
+        sse += streamer.finish(stopped)
+        typed = "".join(to_sse(stream_response(pieces, encoding, body, **_fixed(strict)), reasoning_names=names))
+        response = build_response(pieces, encoding, body, **_fixed(strict))
+        chunks = chat_completion_chunks(stream_response(pieces, encoding, body, **_fixed(strict)))
+        return {
+            "sse": sse,
+            "typed": typed,
+            "response": json.dumps(response.model_dump(mode="json"), ensure_ascii=False, indent=2),
+            "chat": json.dumps(to_chat_completion(response), ensure_ascii=False, indent=2),
+            "chunks": [json.dumps(chunk, ensure_ascii=False) for chunk in chunks],
+        }
+    except HarmonyError as exc:
+        return {"error": str(exc)}
+
+
+CALL = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+MODEL_TEXT = st.lists(
+    st.one_of(
+        assigned_text,
+        st.sampled_from(
+            [
+                "<|channel|>analysis<|message|>",
+                "<|channel|>final<|message|>",
+                "<|start|>assistant<|channel|>commentary<|message|>",
+                CALL,
+                '{"city": "Paris"}',
+                "<|start|>assistant to=browser.search<|channel|>analysis<|message|>",
+                "<|end|>",
+                "<|call|>",
+                "<|return|>",
+                "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>",
+                "assistantfinal",
+                " to=get_weather",
+                "\n",
+                "é🙂",
+                '"\\\x00\x1f\u2028',
+            ]
+        ),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@st.composite
+def bridge_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any], dict[str, Any]]:
+    """A completion as a server sees it (token ids one at a time, or text in chunks), and how it ends."""
+    if draw(st.booleans()):
+        written = draw(MODEL_TEXT)
+    else:
+        tokens, _ = draw(completion(encoding))
+        written = encoding.decode([t for t in tokens if t < VOCABULARY_SIZE])
+    if draw(st.booleans()):
+        pieces: list[Any] = encoding.encode(written, allowed_special="all")
+    else:
+        pieces = [p for p in _split(draw, written) if p]
+    options = {
+        "request": draw(st.sampled_from([None, *REQUEST_TEXTS])),
+        "strict": draw(st.booleans()),
+        "reasoning_names": draw(st.sampled_from(["spec", "openai"])),
+        "stopped": draw(st.sampled_from([None, True, False])),
+    }
+    return pieces, options
+
+
+@SETTINGS
+@given(data=st.data())
+def test_bridge_sse_response_and_chat_agree(node: Node, encoding: HarmonyEncoding, data: st.DataObject) -> None:
+    pieces, options = data.draw(bridge_input(encoding))
+    ours = _py_bridge(
+        encoding,
+        options["request"],
+        pieces,
+        options["strict"],
+        options["reasoning_names"],
+        options["stopped"],
+    )
+    theirs = node.ask(op="bridge", pieces=pieces, **options)
+    assert theirs == ours
+
+
+# Values a field of a request may be given: right, wrong, and the kinds pydantic coerces.
+VALUES = st.sampled_from(
+    [None, True, False, 0, 1, 2, 1.0, 1.5, -1, 16, 20, 21, 10**20, "", "x", "3", " 3 ", "1.5", "1e3", "yes", "nan"]
+    + ["auto", "none", "required", "low", "medium", "high", "xhigh", "disabled", "default", "text", "function"]
+    + [[], {}, [1], ["x"], {"a": "b"}, {"a": 1}, {"type": "function", "name": "get_weather"}, {"name": "get_time"}]
+    + [{"type": "allowed_tools", "tools": [{"type": "function", "name": "get_weather"}], "mode": "required"}]
+    + [
+        {"type": "allowed_tools", "tools": []},
+        {"effort": "low", "summary": "auto"},
+        {"effort": 5},
+        {"verbosity": "low"},
+    ]
+    + [{"format": {"type": "json_schema", "name": "out", "schema": {"type": "object", "2": 1.0, "1": [1.5]}}}]
+    + [{"format": {"type": "json_schema", "description": "d", "schema": {}}}, {"format": {"type": "text"}}]
+    + [{"format": {}}, {"format": 5}, {"include_obfuscation": True}, {str(i): "v" for i in range(17)}]
+)
+ITEMS = st.sampled_from(
+    [
+        {"type": "message", "role": "user", "content": "Hi"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "a"}, {"type": "input_text", "text": "b"}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]},
+        {"type": "message", "role": "user", "content": [{"type": "bogus"}]},
+        {"type": "message", "role": "user", "content": [{"text": "no type"}]},
+        {"type": "message", "role": "user", "content": 5},
+        {"type": "message", "role": "user"},
+        {"role": "user", "content": "untyped"},
+        {"type": "message", "role": "system", "content": "sys"},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
+        {"type": "message", "role": "assistant", "content": "earlier", "phase": "commentary"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "o"}, {"type": "refusal", "refusal": "no"}],
+        },
+        {"type": "message", "role": "bot", "content": "x"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {"type": "function_call", "call_id": "", "name": "a b", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "zz", "output": [{"type": "input_text", "text": "t"}]},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thought"}]},
+        {"type": "reasoning", "summary": [], "encrypted_content": "e"},
+        {"type": "reasoning", "summary": [], "content": 5},
+        {"type": "item_reference", "id": "msg_1"},
+        {"id": "msg_2"},
+        {"type": "compaction", "encrypted_content": "x"},
+        {"type": "acme:search", "query": "q"},
+        {"type": "x:"},
+        {"type": "a:b c"},
+        {"type": 5},
+        5,
+        "text",
+    ]
+)
+FIELDS = [*_models.CreateResponseBody.model_fields, "seed"]
+
+
+@st.composite
+def request_text(draw: st.DrawFn) -> str:
+    """A bundled request with a few fields changed: valid, coerced or wrong."""
+    raw = json.loads(draw(st.sampled_from([*REQUEST_TEXTS, '{"input": "hi"}'])))
+    for _ in range(draw(st.integers(0, 3))):
+        what = draw(st.sampled_from(["field", "input", "tool"]))
+        if what == "field":
+            raw[draw(st.sampled_from(FIELDS))] = draw(VALUES)
+        elif what == "input":
+            raw["input"] = draw(st.lists(ITEMS, min_size=1, max_size=3))
+        else:
+            tool = {"type": "function", "name": draw(st.sampled_from(["get_weather", "get_time", "", "a b", "x" * 65]))}
+            tool.update(
+                draw(
+                    st.fixed_dictionaries({}, optional={"description": VALUES, "parameters": VALUES, "strict": VALUES})
+                )
+            )
+            raw["tools"] = [*raw.get("tools", []), tool] if draw(st.booleans()) else [tool]
+    return json.dumps(raw)
+
+
+def _py_request(encoding: HarmonyEncoding, text: str) -> dict[str, Any]:
+    try:
+        body = parse_request(json.loads(text))
+    except RequestError as exc:
+        return {"error": {"code": exc.code, "param": exc.param, "message": exc.message}}
+    except TypeError:
+        return {"crash": True}
+    snapshot = response_snapshot(body, response_id="resp_x", created_at=0, model="m", status="completed", output=[])
+    out: dict[str, Any] = {"snapshot": snapshot.model_dump_json()}
+    try:
+        conversation = request_to_conversation(body)
+        policy = tool_policy(body)
+    except RequestError as exc:
+        return {**out, "error": {"code": exc.code, "param": exc.param, "message": exc.message}}
+    prompt = encoding.render_conversation_for_completion(conversation, Role.ASSISTANT)
+    return {**out, "prompt": prompt, "policy": [policy.mode, list(policy.allowed)]}
+
+
+@SETTINGS
+@given(raw=request_text())
+def test_requests_are_read_coerced_and_refused_alike(node: Node, encoding: HarmonyEncoding, raw: str) -> None:
+    ours = _py_request(encoding, raw)
+    theirs = node.ask(op="request", request=raw)
+    if ours.get("crash"):
+        assert theirs.get("error_type") == "TypeError", theirs
+        return
     assert theirs == ours
 
 
@@ -459,6 +731,105 @@ def _cases(tmp: Path) -> list[list[str]]:
         path.write_text(body, encoding="utf-8")
         argvs += [["tools", str(path)], ["tools", str(path), "--namespace", "x", "--description", "D"]]
     return argvs
+
+
+COMPLETIONS = {
+    "good": "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hi é<|return|>",
+    "newline": "<|channel|>final<|message|>Hi<|return|>\n",
+    "crlf": "<|channel|>final<|message|>a\r\nb<|end|>",
+    "glitch": "hello<|start|>assistant assistant<|channel|>final<|channel|>x<|message|>ok<|end|>junk",
+    "call": "<|channel|>commentary to=get_weather <|constrain|>json<|message|>{}<|call|>",
+    "header_word": "<|channel|>final json extra<|message|>x<|end|>",
+    "stripped": "analysisThinking.assistantfinalAnswer.",
+    "plain": "Just text 🙂",
+    "empty": "",
+    "cut": "<|channel|>final<|message|>half",
+}
+TOKEN_FILES = {
+    "tokens": "[200005, 17196, 200008, 12194, 200007]",
+    "tokens_bad": "[1, true]",
+    "tokens_float": "[1.5]",
+    "tokens_obj": '{"a": 1}',
+    "tokens_invalid": "[200005, 17196, 200008, 999999999, 200007]",
+    "tokens_json": "[1, 2",
+}
+BAD_REQUESTS = {
+    "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
+    "req_tool": {"tools": [{"type": "web_search"}]},
+    "req_effort": {"input": "hi", "reasoning": {"effort": "xhigh"}},
+    "req_image": {
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]
+    },
+    "req_list": [],
+    "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
+}
+
+
+def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
+    argvs: list[list[str]] = [["parse"], ["parse", "-h"], ["respond"], ["respond", "-h"], ["respond", "--request", "x"]]
+    for name, body in COMPLETIONS.items():
+        path = str(tmp / f"{name}.txt")
+        Path(path).write_text(body, encoding="utf-8", newline="")
+        argvs += [
+            ["parse", path],
+            ["parse", path, "--mode", "lenient", "--events"],
+            ["parse", path, "--mode=lenient", "--role", "none", "--tool", "get_weather", "--tool", "f"],
+        ]
+    for name, body in TOKEN_FILES.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(body, encoding="utf-8")
+        argvs += [["parse", path, "--tokens"], ["parse", path, "--tokens", "--mode", "lenient", "--events"]]
+    argvs += [
+        ["parse", str(tmp / "missing.txt")],
+        ["parse", str(tmp)],
+        ["parse", str(tmp / "good.txt"), "--mode", "loose"],
+        ["parse", str(tmp / "good.txt"), "--role", "bot"],
+        ["parse", str(tmp / "good.txt"), "--tool"],
+    ]
+    cases = [*BRIDGE_CASES, ROOT / "examples" / "responses"]
+    for case in cases:
+        base = ["respond", "--request", str(case / "request.json"), "--completion", str(case / "completion.txt")]
+        argvs += [
+            [*base, "--fixed-ids"],
+            [*base, "--fixed-ids", "--stream"],
+            [*base, "--fixed-ids", "--stream", "--reasoning-events", "openai"],
+            [*base, "--fixed-ids", "--chat"],
+            [*base, "--fixed-ids", "--chat", "--stream"],
+        ]
+    request = str(ROOT / "examples" / "responses" / "request.json")
+    for name in COMPLETIONS:
+        argvs.append(["respond", "--request", request, "--completion", str(tmp / f"{name}.txt"), "--fixed-ids"])
+    for name in TOKEN_FILES:
+        argvs.append(
+            ["respond", "--request", request, "--completion", str(tmp / f"{name}.json"), "--tokens", "--fixed-ids"]
+        )
+    for name, raw in BAD_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        argvs.append(["respond", "--request", path, "--completion", str(tmp / "good.txt")])
+    argvs += [
+        ["respond", "--request", str(tmp / "missing.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", str(tmp), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", str(tmp / "tokens_json.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "missing.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "good.txt"), "--reasoning-events", "x"],
+        ["respond", "--req", request, "--comp", str(tmp / "good.txt"), "--fixed-ids", "--stream"],
+    ]
+    return argvs
+
+
+def test_cli_parse_and_respond_agree(node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    argvs = _parse_and_respond_cases(tmp_path)
+    crashes = 0
+    for argv in argvs:
+        ours = _py_cli(argv, monkeypatch)
+        theirs = node.ask(op="cli", argv=argv)
+        if ours == {"code": 1}:
+            assert theirs["code"] == 1, (argv, theirs)
+            crashes += 1
+            continue
+        assert theirs == ours, argv
+    assert len(argvs) >= 100 and crashes < 5
 
 
 def test_cli_render_and_tools_agree(node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,11 @@
  * - `safety`: {text} → escape, unescape, JSON escape and leaks
  * - `events`: {chunks (strings, or lists of token ids), role, mode, tools, stop_after_tool_call, stop_at_turn_end}
  *   → the event parser's events as the CLI's `parse --events` writes them, or the error and the events before it
+ * - `bridge`: {request (JSON text or null), pieces (text chunks and token ids), strict, reasoning_names, stopped}
+ *   → the SSE text from `SSEStreamer` fed piece by piece, the same from `toSse(streamResponse(...))`, the
+ *   response JSON, the Chat Completions object and chunks (counting ids, created_at 0)
+ * - `request`: {request (JSON text)} → the rendered prompt, the tool policy and the echoing snapshot, or the error
+ * - `models`: → every Open Responses model's fields (key, required, default) as the runtime reads the schemas
  * - `cli`: {argv} → exit code, stdout, stderr of the CLI
  */
 
@@ -31,6 +36,27 @@ import {
 } from "../src/index.js";
 import { isJsonObject, type JsonObject, readJson } from "../src/json.js";
 import { eventDict, type Event, HarmonyStreamParser, type Mode } from "../src/stream/index.js";
+import {
+  type BuilderOptions,
+  buildResponse,
+  chatCompletionChunks,
+  countingIds,
+  dumpAs,
+  parseRequest,
+  pydanticJson,
+  RequestError,
+  requestToConversation,
+  responseSnapshot,
+  SSEStreamer,
+  streamResponse,
+  toChatCompletion,
+  toolPolicy,
+  toSse,
+  type ReasoningNames,
+} from "../src/bridge/index.js";
+import { model } from "../src/bridge/schema.js";
+import { writeJson } from "../src/json.js";
+import { responses, Role } from "../src/tables.js";
 import { spec } from "../src/tables.js";
 
 const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
@@ -107,6 +133,65 @@ function events(req: Request): unknown {
   return { events: out.map(eventDict) };
 }
 
+function fixed(strict: boolean): BuilderOptions {
+  return { ids: countingIds(), createdAt: 0, clock: () => 0, strict, inputTokens: 7 };
+}
+
+function bridge(req: Request): unknown {
+  const text = req["request"];
+  const body = typeof text === "string" ? parseRequest(readJson(text)) : null;
+  const pieces = req["pieces"] as (string | number)[];
+  const strict = req["strict"] === true;
+  const stopped = (req["stopped"] ?? null) as boolean | null;
+  try {
+    const streamer = new SSEStreamer(encoding, body, { ...fixed(strict), reasoningNames: req["reasoning_names"] as ReasoningNames });
+    let sse = streamer.start();
+    for (const piece of pieces) sse += typeof piece === "string" ? streamer.feedText(piece) : streamer.feed(piece);
+    sse += streamer.finish(stopped);
+    const typed = [...toSse(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)), req["reasoning_names"] as ReasoningNames)].join("");
+    const response = buildResponse(pieces as Iterable<number>, encoding, body, fixed(strict));
+    return {
+      sse,
+      typed,
+      response: writeJson(dumpAs("ResponseResource", response), { ensureAscii: false, indent: 2 }),
+      chat: writeJson(toChatCompletion(response), { ensureAscii: false, indent: 2 }),
+      chunks: [...chatCompletionChunks(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)))].map((c) => writeJson(c, { ensureAscii: false })),
+    };
+  } catch (e) {
+    if (!(e instanceof HarmonyError)) throw e;
+    return { error: e.message };
+  }
+}
+
+function request(req: Request): unknown {
+  let body;
+  try {
+    body = parseRequest(readJson(String(req["request"])));
+  } catch (e) {
+    if (e instanceof RequestError) return { error: { code: e.code, param: e.param, message: e.reason } };
+    throw e;
+  }
+  const snapshot = pydanticJson(dumpAs("ResponseResource", responseSnapshot(body, { responseId: "resp_x", createdAt: 0, model: "m", status: "completed", output: [] })));
+  try {
+    const conversation = requestToConversation(body);
+    const policy = toolPolicy(body);
+    return { snapshot, prompt: encoding.renderConversationForCompletion(conversation, Role.Assistant), policy: [policy.mode, [...policy.allowed]] };
+  } catch (e) {
+    if (e instanceof RequestError) return { snapshot, error: { code: e.code, param: e.param, message: e.reason } };
+    throw e;
+  }
+}
+
+function models(): unknown {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(responses.SCHEMAS)) {
+    const schema = responses.SCHEMAS[name];
+    if (schema?.type !== "object" || (schema.properties === undefined && schema.additionalProperties !== undefined)) continue;
+    out[name] = model(name).fields.map((f) => [f.key, f.required, f.default]);
+  }
+  return out;
+}
+
 function cli(req: Request): unknown {
   let stdout = "";
   let stderr = "";
@@ -149,6 +234,12 @@ function answer(req: Request): unknown {
     }
     case "events":
       return events(req);
+    case "bridge":
+      return bridge(req);
+    case "request":
+      return request(req);
+    case "models":
+      return models();
     case "cli":
       return cli(req);
     default:

@@ -368,6 +368,9 @@ function validateBool(value: unknown, loc: Loc): Result {
   const n = numberOf(value);
   if (n !== null) {
     if (n === 0 || n === 1 || n === 0n || n === 1n) return ok(n === 1 || n === 1n);
+    // an integer pydantic reads as one (64 bits); a float, or a bigger integer, is not a boolean at all
+    const integer = typeof value === "bigint" ? value >= -(2n ** 63n) && value < 2n ** 63n : typeof value === "number" && Number.isInteger(value);
+    if (!integer) return bad(issue("bool_type", loc, "Input should be a valid boolean"));
     return bad(issue("bool_parsing", loc, "Input should be a valid boolean, unable to interpret input"));
   }
   if (typeof value === "string") {
