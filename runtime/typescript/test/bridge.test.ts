@@ -1,0 +1,224 @@
+/** The Open Responses bridge in TypeScript: golden prompts, 400s, items and events in spec order, SSE, Chat. */
+
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#types";
+
+import {
+  buildResponse,
+  chatCompletionChunks,
+  countingIds,
+  dumpAs,
+  parseRequest,
+  parseSse,
+  RequestError,
+  requestToConversation,
+  SSEError,
+  SSEStreamer,
+  streamResponse,
+  streamSse,
+  toChatCompletion,
+  toolPolicy,
+  toSse,
+  tokensFromText,
+  validateAs,
+} from "../src/bridge/index.js";
+import { loadHarmonyEncoding, Role } from "../src/index.js";
+import { readJson } from "../src/json.js";
+import type { Recovered } from "../src/stream/events.js";
+import { spec } from "../src/tables.js";
+import { ROOT } from "./shared.js";
+
+const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
+const CASES = join(ROOT, "tests", "bridge");
+const NAMES = readdirSync(CASES).sort();
+const tokens = (text: string): number[] => encoding.encode(text, { allowedSpecial: "all" });
+type Json = Record<string, unknown>;
+
+function request(name: string): CreateResponseBody {
+  return parseRequest(readJson(readFileSync(join(CASES, name, "request.json"), "utf8")));
+}
+
+function completion(name: string): string {
+  return readFileSync(join(CASES, name, "completion.txt"), "utf8");
+}
+
+function eventsOf(input: number[] | string[], body: CreateResponseBody | null = null, strict = false): StreamingEvent[] {
+  return [...streamResponse(input, encoding, body, { ids: countingIds(), createdAt: 1764000000, inputTokens: 100, strict })];
+}
+
+const plain = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Json;
+const final = (events: StreamingEvent[]): ResponseResource => (events[events.length - 1] as unknown as { response: ResponseResource }).response;
+
+/** The events of every item follow the spec's order (`EVENT_ORDER`), and each validates as its model. */
+function checkStream(events: readonly StreamingEvent[]): void {
+  assert.deepEqual(events.slice(0, 2).map((e) => e.type), [...spec.STREAM_OPENING]);
+  assert.ok(Object.values(spec.STREAM_CLOSING).includes(events[events.length - 1]?.type ?? ""));
+  events.forEach((e, i) => assert.equal((e as unknown as { sequence_number: number }).sequence_number, i));
+  const byItem = new Map<number, string[]>();
+  for (const e of events.slice(2, -1)) {
+    if (e.type === spec.STREAM_ERROR) continue;
+    const index = (e as unknown as { output_index: number }).output_index;
+    byItem.set(index, [...(byItem.get(index) ?? []), e.type]);
+  }
+  for (const [index, types] of byItem) {
+    const item = (final(events as StreamingEvent[]).output as unknown as { type: string }[])[index];
+    const kind = Object.entries(spec.ITEM_KINDS).find(([, row]) => row.type === item?.type)?.[0] ?? "";
+    const order = spec.EVENT_ORDER[kind] ?? [];
+    const collapsed = types.filter((t, i) => !(order.includes(`${t}*`) && types[i - 1] === t));
+    const expected = order.filter((t) => !t.endsWith("*") || collapsed.includes(t.slice(0, -1))).map((t) => t.replace(/\*$/, ""));
+    assert.deepEqual(collapsed, expected, `item ${index} (${kind})`);
+  }
+  for (const e of events) validateAs("StreamingEvent", readJson(JSON.stringify(dumpAs("StreamingEvent", e))));
+}
+
+test("each bundled request renders its golden prompt, byte for byte", () => {
+  assert.ok(NAMES.length >= 3);
+  for (const name of NAMES) {
+    const conversation = requestToConversation(request(name));
+    const text = encoding.decodeUtf8(encoding.renderConversationForCompletion(conversation, Role.Assistant));
+    assert.deepEqual(Buffer.from(text, "utf8"), readFileSync(join(CASES, name, "prompt.txt")), name);
+  }
+});
+
+test("tool_choice selects what the prompt offers", () => {
+  const raw = readJson(readFileSync(join(CASES, "tools", "request.json"), "utf8")) as Json;
+  const prompt = (r: Json): string => encoding.decodeUtf8(encoding.renderConversationForCompletion(requestToConversation(parseRequest(r)), Role.Assistant));
+  assert.ok(prompt(raw).includes("type get_time"));
+  assert.deepEqual(toolPolicy(parseRequest(raw)).allowed, ["get_weather", "get_time"]);
+  assert.ok(!prompt({ ...raw, tool_choice: "none" }).includes(`namespace ${spec.HEADER_FUNCTION_NAMESPACE}`));
+  const named = prompt({ ...raw, tool_choice: { type: "function", name: "get_time" } });
+  assert.ok(named.includes("type get_time") && !named.includes("get_weather"));
+  assert.equal(toolPolicy(parseRequest({ ...raw, tool_choice: "required" })).mode, "required");
+});
+
+const BAD: [Json, string, string][] = [
+  [{ input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "?" }, { type: "input_image", image_url: "u" }] }] }, "unsupported_content", "input[0].content[1]"],
+  [{ tools: [{ type: "web_search" }] }, "invalid_request", "tools[0].type"],
+  [{ input: [{ type: "item_reference", id: "msg_9" }] }, "item_reference_not_found", "input[0].id"],
+  [{ input: [{ id: "msg_9" }] }, "item_reference_not_found", "input[0].id"],
+  [{ previous_response_id: "resp_1", input: "hi" }, "previous_response_not_found", "previous_response_id"],
+  [{ input: [{ type: "function_call_output", call_id: "call_x", output: "1" }] }, "unknown_call_id", "input[0].call_id"],
+  [{ reasoning: { effort: "xhigh" }, input: "hi" }, "unsupported_reasoning_effort", "reasoning.effort"],
+  [{ tool_choice: { type: "function", name: "nope" }, input: "hi" }, "invalid_tool_choice", "tool_choice.name"],
+  [{ tool_choice: "required", input: "hi" }, "invalid_tool_choice", "tool_choice"],
+  [{ input: [{ type: "reasoning", summary: [], encrypted_content: "gAAA" }] }, "unsupported_parameter", "input[0].encrypted_content"],
+  [{ input: [{ type: "compaction", encrypted_content: "x" }] }, "unsupported_item", "input[0].type"],
+  [{ input: [{ type: "acme:search", query: "q" }] }, "unsupported_item", "input[0].type"],
+  [{ text: { format: { type: "json_schema", schema: {} } }, input: "hi" }, "missing_required_parameter", "text.format.name"],
+];
+
+test("what the model cannot take is a 400 naming the parameter", () => {
+  for (const [raw, code, param] of BAD) {
+    assert.throws(
+      () => requestToConversation(parseRequest(raw)),
+      (e: unknown) => e instanceof RequestError && e.code === code && e.param === param && e.status === 400,
+      JSON.stringify(raw),
+    );
+  }
+  const body = new RequestError("x", "y", "z").toBody();
+  assert.deepEqual(plain(body), { error: { type: "invalid_request_error", code: "x", message: "y", param: "z" } });
+});
+
+test("bundled completions stream in the spec's order and end completed", () => {
+  for (const name of NAMES) {
+    const events = eventsOf(tokens(completion(name)), request(name));
+    checkStream(events);
+    assert.equal(events[events.length - 1]?.type, spec.STREAM_CLOSING["completed"]);
+    const response = buildResponse(tokens(completion(name)), encoding, request(name), { ids: countingIds(), createdAt: 1764000000, inputTokens: 100 });
+    assert.deepEqual(plain(dumpAs("ResponseResource", response)), plain(dumpAs("ResponseResource", final(events))));
+  }
+});
+
+test("a tool-call completion maps every message, with usage", () => {
+  const text = completion("tools");
+  const response = buildResponse(tokens(text), encoding, request("tools"), { ids: countingIds(), inputTokens: 100 });
+  const out = plain(dumpAs("ResponseResource", response))["output"] as Json[];
+  assert.deepEqual(out.map((o) => o["type"]), ["reasoning", "message", "function_call"]);
+  assert.equal(out[1]?.["phase"], "commentary");
+  assert.deepEqual([out[2]?.["name"], out[2]?.["arguments"], out[2]?.["status"]], ["get_weather", '{"city":"Paris","unit":"celsius"}', "completed"]);
+  const usage = response.usage;
+  assert.ok(usage !== null && usage !== undefined);
+  assert.equal(usage.input_tokens, 100);
+  assert.equal(usage.output_tokens, tokens(text).length);
+  assert.ok(usage.output_tokens_details.reasoning_tokens > 0 && usage.output_tokens_details.reasoning_tokens < usage.output_tokens);
+});
+
+test("a budget cut mid-item ends incomplete; strict fails where lenient repairs and says so", () => {
+  const cut = eventsOf(tokens(completion("function_call_round_trip")).slice(0, -6), request("function_call_round_trip"));
+  checkStream(cut);
+  assert.equal(final(cut).status, "incomplete");
+  assert.equal((toChatCompletion(final(cut))["choices"] as Json[])[0]?.["finish_reason"], spec.CHAT_FINISH_REASONS["incomplete"]);
+  const text = `${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk before start`;
+  const strict = eventsOf(tokens(text), null, true);
+  checkStream(strict);
+  assert.deepEqual(strict.slice(-2).map((e) => e.type), [spec.STREAM_ERROR, spec.STREAM_CLOSING["failed"]]);
+  assert.match(final(strict).error?.message ?? "", /text outside a message.*at token 5/);
+  const seen: Recovered[] = [];
+  const lenient = [...streamResponse(tokens(text), encoding, null, { ids: countingIds(), onRepair: (r) => seen.push(r) })];
+  checkStream(lenient);
+  const repairs = plain(dumpAs("ResponseResource", final(lenient)))[spec.RESPONSE_REPAIRS_FIELD] as Json[];
+  assert.deepEqual(repairs.map((r) => [r["rule"], r["text"]]), [["junk_between_messages", "junk before start"]]);
+  assert.deepEqual(seen.map((r) => r.rule), ["junk_between_messages"]);
+  const clean = buildResponse(tokens(`${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END_DONE_SAMPLING}`), encoding);
+  assert.ok(!(spec.RESPONSE_REPAIRS_FIELD in plain(dumpAs("ResponseResource", clean))));
+});
+
+test("text chunks cut anywhere give the same response as tokens", () => {
+  const text = completion("tools");
+  const chunks = Array.from({ length: Math.ceil(text.length / 3) }, (_, i) => text.slice(i * 3, i * 3 + 3));
+  assert.ok([...tokensFromText(chunks, encoding)].length > 0);
+  const strip = (r: ResponseResource): Json => {
+    const d = plain(dumpAs("ResponseResource", r));
+    delete d["usage"];
+    delete d["completed_at"];
+    return d;
+  };
+  const byText = buildResponse(chunks, encoding, request("tools"), { ids: countingIds(), createdAt: 1 });
+  const byTokens = buildResponse(tokens(text), encoding, request("tools"), { ids: countingIds(), createdAt: 1 });
+  assert.deepEqual(strip(byText), strip(byTokens));
+});
+
+test("SSE: the server's streamer writes what toSse writes, and parseSse reads it back", () => {
+  for (const names of ["spec", "openai"] as const) {
+    for (const name of NAMES) {
+      const ids = tokens(completion(name));
+      const options = { ids: countingIds(), createdAt: 1, clock: () => 1, reasoningNames: names };
+      const fast = [...streamSse(ids, encoding, request(name), options)].join("");
+      const typed = [...toSse(streamResponse(ids, encoding, request(name), { ids: countingIds(), createdAt: 1, clock: () => 1 }), names)].join("");
+      assert.equal(fast, typed, `${name} ${names}`);
+      const streamer = new SSEStreamer(encoding, request(name), { ids: countingIds(), createdAt: 1, clock: () => 1, reasoningNames: names });
+      let byToken = streamer.start();
+      for (const t of ids) byToken += streamer.feed(t);
+      byToken += streamer.finish();
+      assert.equal(byToken, typed);
+      const events = [...streamResponse(ids, encoding, request(name), { ids: countingIds(), createdAt: 1, clock: () => 1 })];
+      assert.deepEqual(plain(parseSse([typed]).map((e) => dumpAs("StreamingEvent", e))), plain(events.map((e) => dumpAs("StreamingEvent", e))));
+      assert.deepEqual(plain(parseSse([typed.replace(/\n/g, "\r\n")]).map((e) => dumpAs("StreamingEvent", e))), plain(events.map((e) => dumpAs("StreamingEvent", e))));
+    }
+  }
+  assert.throws(() => parseSse(["event: error\ndata: {nope\n\n"]), (e: unknown) => e instanceof SSEError && e.message.startsWith("line 2: data is not JSON"));
+  assert.throws(() => parseSse(["hello\n\n"]), (e: unknown) => e instanceof SSEError && e.message.startsWith("line 1: not an SSE field"));
+});
+
+test("Chat Completions: the object and its chunks", () => {
+  const events = eventsOf(tokens(completion("tools")), request("tools"));
+  const chat = toChatCompletion(final(events));
+  const choice = (chat["choices"] as Json[])[0] as Json;
+  assert.equal(choice["finish_reason"], spec.CHAT_FINISH_REASONS["tool_calls"]);
+  const message = choice["message"] as Json;
+  assert.equal(message["content"], "Let me check the current weather in Paris.");
+  const chunks = [...chatCompletionChunks(events)];
+  const args = chunks
+    .map((c) => ((c["choices"] as Json[])[0]?.["delta"] as Json)["tool_calls"] as Json[] | undefined)
+    .filter((t) => t !== undefined)
+    .map((t) => ((t[0] as Json)["function"] as Json)["arguments"])
+    .join("");
+  assert.equal(args, '{"city":"Paris","unit":"celsius"}');
+  const failed = [...streamResponse(tokens(`${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk`), encoding, null, { strict: true, ids: countingIds() })];
+  const last = [...chatCompletionChunks(failed)].pop() as Json;
+  assert.equal((last["error"] as Json)["code"], spec.ERROR_MODEL_OUTPUT_INVALID);
+});
