@@ -13,18 +13,27 @@ A few plain words are grammar rule names or event types and also the field names
 runtime reads and writes (`JSON_FIELDS`, each with its form): such a word is allowed only where it
 names a field (a dict key, a subscript, the key argument of `get`/`pop`/`setdefault`, an `in` test, or a
 tuple of keys a loop walks), and flagged anywhere else.
+
+The TypeScript runtime (runtime/typescript/src) is held to the same list by the same policy: its string
+literals, template pieces and literal types are read with the TypeScript compiler's parser
+(runtime/typescript/test/literals.ts, built by `make ts-build`), each marked when it stands where a field's
+name stands (an object key, a subscript, the left of `in`, the key of a map's `get`/`has`/`set`/`delete`,
+an element of an array a `for … of` walks).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from conftest import ROOT
 
 RUNTIME = ROOT / "runtime" / "python" / "harmony_responses"
+TS_RUNTIME = ROOT / "runtime" / "typescript" / "src"
+TS_LITERALS = ROOT / "generated" / "typescript" / "dist" / "runtime" / "typescript" / "test" / "literals.js"
 IR = ROOT / "generated" / "ir.json"
 # Keyword arguments whose string values belong to a library's API, not to the format.
 LIBRARY_KEYWORDS = {"mode"}
@@ -178,4 +187,54 @@ def test_the_runtime_holds_no_literal_of_the_format() -> None:
     for path in runtime_sources():
         for line, literal, what in literals_in(path.read_text(encoding="utf-8"), facts):
             problems.append(f"{path.relative_to(ROOT)}:{line}: {literal!r} is {what}; read it from the tables")
+    assert not problems, "\n".join(problems)
+
+
+# -- the TypeScript runtime ------------------------------------------------------------------------------
+
+
+def ts_literals(files: list[Path]) -> list[dict[str, Any]]:
+    """Every string literal of `files` (see literals.ts): file, line, value, and whether it names a field."""
+    if not TS_LITERALS.is_file():
+        raise RuntimeError(f"{TS_LITERALS} is missing: run `make ts-build` (make test does)")
+    done = subprocess.run(
+        ["node", str(TS_LITERALS), *map(str, files)], capture_output=True, text=True, encoding="utf-8", check=True
+    )
+    return [json.loads(line) for line in done.stdout.split("\n") if line]  # not splitlines: U+2028 is in literals
+
+
+def ts_problems(literals: list[dict[str, Any]], facts: dict[str, str]) -> list[tuple[str, int, str, str]]:
+    return [
+        (lit["file"], lit["line"], lit["value"], facts[lit["value"]])
+        for lit in literals
+        if lit["value"] in facts and not (lit["field"] and lit["value"] in JSON_FIELDS)
+    ]
+
+
+def test_the_typescript_scan_finds_a_planted_literal(tmp_path: Path) -> None:
+    facts = {"<|end|>": "a control-token spelling", "analysis": "a channel name", "channel": "a grammar rule name"}
+    source = tmp_path / "planted.ts"
+    source.write_text(
+        "// Mentions <|end|> in prose.\n"
+        'export const f = (x: string): boolean => x === "analysis";\n'
+        "export function g(d: Record<string, unknown>, m: Map<string, number>): unknown {\n"
+        '  d["channel"] = { "channel": 1 }; return "channel" in d || m.get("channel");\n'
+        "}\n"
+        "export const h = (x: string): boolean => x === `channel`;\n"
+        'for (const k of ["channel"]) console.log(k);\n'
+        'type T = "analysis";\n',
+        encoding="utf-8",
+    )
+    found = [(line, value) for _, line, value, _ in ts_problems(ts_literals([source]), facts)]
+    assert found == [(2, "analysis"), (6, "channel"), (8, "analysis")]
+
+
+def test_the_typescript_runtime_holds_no_literal_of_the_format() -> None:
+    facts = format_facts(json.loads(IR.read_text(encoding="utf-8")))
+    files = sorted(TS_RUNTIME.rglob("*.ts"))
+    assert len(files) > 20
+    problems = [
+        f"{Path(file).relative_to(ROOT)}:{line}: {value!r} is {what}; read it from the tables"
+        for file, line, value, what in ts_problems(ts_literals(files), facts)
+    ]
     assert not problems, "\n".join(problems)

@@ -7,6 +7,7 @@
 export interface OptionSpec {
   readonly flag: string; // "--next-role"
   readonly dest: string;
+  readonly metavar?: string; // default: the dest in capitals
   readonly kind: "value" | "flag" | "append"; // append: repeatable, the values in a list
   readonly choices?: readonly string[];
   readonly required?: boolean;
@@ -50,7 +51,7 @@ function width(): number {
 }
 
 function metavar(opt: OptionSpec): string {
-  return opt.choices !== undefined ? `{${opt.choices.join(",")}}` : opt.dest.toUpperCase();
+  return opt.choices !== undefined ? `{${opt.choices.join(",")}}` : (opt.metavar ?? opt.dest.toUpperCase());
 }
 
 function usageParts(command: CommandSpec | null, program: ProgramSpec): [string[], string[]] {

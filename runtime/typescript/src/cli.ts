@@ -68,7 +68,7 @@ function program(): ProgramSpec {
             `role the completion starts in (the prompt ended with ${spec.SPELLING_START}ROLE); ` +
             `${NO_ROLE}: it starts with ${spec.SPELLING_START}`,
         },
-        { flag: "--tool", dest: "tool", kind: "append", help: "a declared function name (repeatable; lenient repairs)" },
+        { flag: "--tool", dest: "tool_names", metavar: "TOOL", kind: "append", help: "a declared function name (repeatable; lenient repairs)" },
         { flag: "--events", dest: "events", kind: "flag", help: "print the event stream instead of the messages" },
       ],
     },
@@ -134,21 +134,19 @@ export function loadConversation(file: string): Conversation {
         throw e;
       }
     });
+    const fields: Record<string, string | null> = {};
     for (const key of ["name", "channel", "recipient", "content_type"]) {
       const value = raw[key];
       if (value !== null && value !== undefined && typeof value !== "string") {
         throw new InputError(file, `${where}.${key}`, "expected a string or null");
       }
+      fields[key] = typeof value === "string" ? value : null;
     }
-    const str = (key: string): string | null => {
-      const value = raw[key];
-      return typeof value === "string" ? value : null;
-    };
     const msg = Message.fromRoleAndContents(parseRole(role), items);
-    msg.author.name = str("name");
-    msg.channel = str("channel");
-    msg.recipient = str("recipient");
-    msg.contentType = str("content_type");
+    msg.author.name = fields["name"] ?? null;
+    msg.channel = fields["channel"] ?? null;
+    msg.recipient = fields["recipient"] ?? null;
+    msg.contentType = fields["content_type"] ?? null;
     messages.push(msg);
   });
   return new Conversation(messages);
@@ -231,7 +229,7 @@ function parse(values: Readonly<Record<string, Value>>, out: (text: string) => v
   const file = String(values["file"]);
   const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
   const roleName = String(values["role"]);
-  const tool = values["tool"];
+  const tool = values["tool_names"];
   const mode = values["mode"] === "lenient" ? "lenient" : "strict";
   const parser = new HarmonyStreamParser(encoding, roleName === NO_ROLE ? null : parseRole(roleName), mode, Array.isArray(tool) && tool.length > 0 ? tool : null);
   let events: Event[];

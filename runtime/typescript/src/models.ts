@@ -449,13 +449,9 @@ export class Message {
     let raw = data["content"];
     if (typeof raw === "string") raw = [{ type: CONTENT_TAGS.text, text: raw }];
     const contents = list(raw, ["content"]).map(contentFromDict);
-    return new Message(
-      author,
-      contents,
-      optStr(optional(data, "channel"), ["channel"]),
-      optStr(optional(data, "recipient"), ["recipient"]),
-      optStr(optional(data, "content_type"), ["content_type"]),
-    );
+    const header: (string | null)[] = [];
+    for (const key of ["channel", "recipient", "content_type"]) header.push(optStr(optional(data, key), [key]));
+    return new Message(author, contents, header[0] ?? null, header[1] ?? null, header[2] ?? null);
   }
 }
 

@@ -49,10 +49,10 @@ const STRIPPED_RE = new RegExp(
 
 /** Where in the stream the parser is. */
 export enum Region {
-  Outside = "outside", // between messages
-  Header = "header", // after `<|start|>`, before `<|message|>`
-  Body = "body", // after `<|message|>`, before a stop token
-  Stopped = "stopped", // after a tool call or a turn's end, when asked to stop there
+  Outside, // between messages
+  Header, // after `<|start|>`, before `<|message|>`
+  Body, // after `<|message|>`, before a stop token
+  Stopped, // after a tool call or a turn's end, when asked to stop there
 }
 
 /** Options of `HarmonyStreamParser` beyond role, mode and tools. */
