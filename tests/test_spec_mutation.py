@@ -3,8 +3,10 @@
 A copy of the project (spec, grammar, templates, runtime, pyproject) gets a renamed function namespace,
 a renamed channel and a renamed control-token spelling; `harmonygen generate` rebuilds its generated/
 folder; the runtime and that output are assembled into an importable package in a temporary folder,
-and a fresh interpreter renders, parses (with both parsers) and bridges with it. Every result uses the
-new names, and none of the old spellings is left in the generated output.
+and a fresh interpreter renders, parses (with both parsers) and bridges with it. The TypeScript package
+the same generation wrote is compiled (one tsc run, against the repository's installed node_modules)
+and a node process does the same. Every result uses the new names in both languages, and none of the old
+spellings is left in the generated output.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import pytest
 
 from conftest import ROOT, SHARED
 
+TS_PACKAGE = ROOT / "generated" / "typescript"
+
 OLD_NAMESPACE, NEW_NAMESPACE = "functions", "toolbox"
 OLD_CHANNEL, NEW_CHANNEL = "analysis", "thinking"
 OLD_SPELLING, NEW_SPELLING = "<|message|>", "<|body|>"
@@ -30,7 +34,7 @@ from harmony_responses import (
     Conversation, DeveloperContent, HarmonyEncodingName, Message, Role, StreamableParser, SystemContent,
     ToolDescription, load_harmony_encoding, parse_text,
 )
-from harmony_responses.bridge import build_response, parse_request, request_to_conversation
+from harmony_responses.bridge import build_response, counting_ids, parse_request, request_to_conversation
 
 ns, channel, spelling = sys.argv[1:4]
 enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
@@ -69,7 +73,7 @@ request = parse_request({
     ],
 })
 prompt = enc.decode_utf8(enc.render_conversation_for_completion(request_to_conversation(request), Role.ASSISTANT))
-response = build_response(tokens, enc, request)
+response = build_response(tokens, enc, request, ids=counting_ids())
 print(json.dumps({
     "rendered": rendered,
     "prompt": prompt,
@@ -83,10 +87,62 @@ print(json.dumps({
 """
 
 
+TS_SCRIPT = r"""
+const [dist, ns, channel, spelling] = process.argv.slice(2);
+const H = await import(dist + "/index.js");
+const B = await import(dist + "/bridge/index.js");
+const { Conversation, DeveloperContent, Message, Role, StreamableParser, SystemContent, ToolDescription } = H;
+const enc = H.loadHarmonyEncoding("HarmonyGptOss");
+const convo = Conversation.fromMessages([
+  Message.fromRoleAndContent(Role.System, SystemContent.new()),
+  Message.fromRoleAndContent(Role.Developer, DeveloperContent.new().withFunctionTools([
+    ToolDescription.new("get_weather", "Weather.", { type: "object", properties: { city: { type: "string" } } }),
+  ])),
+  Message.fromRoleAndContent(Role.User, "Weather in Paris?"),
+  Message.fromRoleAndContent(Role.Assistant, "Look it up.").withChannel(channel),
+]);
+const rendered = enc.decodeUtf8(enc.renderConversationForCompletion(convo, Role.Assistant));
+const completion =
+  `<|channel|>${channel}${spelling}Need the weather.<|end|>` +
+  `<|start|>assistant<|channel|>commentary to=${ns}.get_weather <|constrain|>json${spelling}` +
+  '{"city":"Paris"}<|call|>';
+const tokens = enc.encode(completion, { allowedSpecial: "all" });
+const reference = new StreamableParser(enc, Role.Assistant);
+for (const t of tokens) reference.process(t);
+reference.processEos();
+const events = H.parseText(enc, completion, Role.Assistant, "strict");
+const glued = H.parseText(enc, `<|channel|>commentary to=${ns}.get_weatherjson${spelling}{}<|call|>`, "assistant",
+  "lenient", ["get_weather"]);
+const bare = H.parseText(enc, `<|channel|>commentary to=get_weather${spelling}{}<|call|>`, "assistant", "lenient",
+  ["get_weather"]);
+const request = B.parseRequest({
+  model: "gpt-oss",
+  tools: [{ type: "function", name: "get_weather", parameters: { type: "object" } }],
+  input: [
+    { type: "message", role: "user", content: "Weather in Paris?" },
+    { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}" },
+    { type: "function_call_output", call_id: "c1", output: "sunny" },
+  ],
+});
+const prompt = enc.decodeUtf8(enc.renderConversationForCompletion(B.requestToConversation(request), Role.Assistant));
+const response = B.dumpAs("ResponseResource", B.buildResponse(tokens, enc, request, { ids: B.countingIds() }));
+console.log(JSON.stringify({
+  rendered,
+  prompt,
+  token_of_spelling: enc.encode(spelling, { allowedSpecial: "all" }),
+  reference: reference.messages.map((m) => m.toDict()),
+  events: events.map((m) => m.toDict()),
+  glued: glued.map((m) => m.toDict()),
+  bare: bare.map((m) => m.toDict()),
+  output: JSON.parse(JSON.stringify(response)).output,
+}));
+"""
+
+
 def _mutated_project(tmp: Path) -> Path:
     project = tmp / "project"
     for name in ("spec", "grammar", "templates", "runtime"):
-        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     shutil.copy(ROOT / "pyproject.toml", project / "pyproject.toml")
     fmt_path = project / "spec/harmony/format.json"
     fmt = json.loads(fmt_path.read_text(encoding="utf-8"))
@@ -113,15 +169,22 @@ def _assemble(project: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def mutated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
-    tmp = tmp_path_factory.mktemp("mutation")
-    project = _mutated_project(tmp)
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mutated project, with its generated/ folder rebuilt."""
+    project = _mutated_project(tmp_path_factory.mktemp("mutation"))
     done = subprocess.run(
         [sys.executable, "-m", "harmonygen", "generate", "--root", str(project)],
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
+    return project
+
+
+@pytest.fixture(scope="module")
+def mutated(generated: Path) -> tuple[Path, dict[str, object]]:
+    project = generated
+    tmp = project.parent
     site = _assemble(project, tmp / "site")
     env = {**os.environ, "PYTHONPATH": str(site), "TIKTOKEN_ENCODINGS_BASE": str(SHARED / "vocab")}
     run = subprocess.run(
@@ -143,8 +206,33 @@ def mutated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, o
     return project, json.loads(run.stdout)
 
 
-def test_rendering_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
-    _, out = mutated
+@pytest.fixture(scope="module")
+def mutated_ts(generated: Path) -> dict[str, object]:
+    """The mutated project's TypeScript package, compiled, doing what `SCRIPT` does in node."""
+    package = generated / "generated" / "typescript"
+    modules = TS_PACKAGE / "node_modules"
+    if not (modules / ".bin" / "tsc").is_file():
+        raise RuntimeError(f"{modules} is not installed: run `make ts-deps` (make test does)")
+    (package / "node_modules").symlink_to(modules, target_is_directory=True)
+    (generated / "runtime" / "typescript" / "node_modules").symlink_to(modules, target_is_directory=True)
+    build = subprocess.run([str(modules / ".bin" / "tsc"), "-p", str(package)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout + build.stderr
+    script = generated.parent / "mutation.mjs"
+    script.write_text(TS_SCRIPT, encoding="utf-8")
+    dist = package / "dist" / "runtime" / "typescript" / "src"
+    env = {**os.environ, "TIKTOKEN_ENCODINGS_BASE": str(SHARED / "vocab")}
+    run = subprocess.run(
+        ["node", str(script), dist.as_uri(), NEW_NAMESPACE, NEW_CHANNEL, NEW_SPELLING],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    result: dict[str, object] = json.loads(run.stdout)
+    return result
+
+
+def _check_rendering(out: dict[str, object]) -> None:
     rendered = str(out["rendered"])
     assert f"namespace {NEW_NAMESPACE} {{" in rendered
     assert f"# Valid channels: {NEW_CHANNEL}, commentary, final." in rendered
@@ -158,8 +246,7 @@ def test_rendering_follows_the_new_names(mutated: tuple[Path, dict[str, object]]
         assert old not in rendered and old not in prompt, old
 
 
-def test_both_parsers_follow_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
-    _, out = mutated
+def _check_parsers(out: dict[str, object]) -> None:
     expected = [
         (NEW_CHANNEL, None, "Need the weather."),
         ("commentary", f"{NEW_NAMESPACE}.get_weather", '{"city":"Paris"}'),
@@ -175,8 +262,7 @@ def test_both_parsers_follow_the_new_names(mutated: tuple[Path, dict[str, object
     assert bare["recipient"] == f"{NEW_NAMESPACE}.get_weather"
 
 
-def test_the_bridge_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
-    _, out = mutated
+def _check_bridge(out: dict[str, object]) -> None:
     output = out["output"]
     assert isinstance(output, list)
     assert [item["type"] for item in output] == ["reasoning", "function_call"]
@@ -184,11 +270,42 @@ def test_the_bridge_follows_the_new_names(mutated: tuple[Path, dict[str, object]
     assert (output[1]["name"], output[1]["arguments"]) == ("get_weather", '{"city":"Paris"}')
 
 
+def test_rendering_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _check_rendering(mutated[1])
+
+
+def test_both_parsers_follow_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _check_parsers(mutated[1])
+
+
+def test_the_bridge_follows_the_new_names(mutated: tuple[Path, dict[str, object]]) -> None:
+    _check_bridge(mutated[1])
+
+
+def test_typescript_follows_the_new_names(mutated_ts: dict[str, object]) -> None:
+    _check_rendering(mutated_ts)
+    _check_parsers(mutated_ts)
+    _check_bridge(mutated_ts)
+
+
+def test_both_languages_give_the_same_results(
+    mutated: tuple[Path, dict[str, object]], mutated_ts: dict[str, object]
+) -> None:
+    assert mutated_ts == mutated[1]
+
+
 def test_no_old_spelling_is_left_in_the_generated_output(mutated: tuple[Path, dict[str, object]]) -> None:
     project, _ = mutated
     generated = project / "generated"
-    # MANIFEST.json holds paths and hashes; docs/api.md is the runtime's docstrings, prose written by hand.
-    files = [p for p in generated.rglob("*") if p.is_file() and p.name not in ("MANIFEST.json", "api.md")]
+    # MANIFEST.json holds paths and hashes; docs/api.md is the runtime's docstrings, prose written by hand;
+    # typescript/dist and node_modules are what tsc and npm make of it (tests included), not generation.
+    files = [
+        p
+        for p in generated.rglob("*")
+        if p.is_file()
+        and p.name not in ("MANIFEST.json", "api.md")
+        and not {"dist", "node_modules"} & set(p.relative_to(generated).parts)
+    ]
     assert any(p.name == "spec.py" for p in files)
     for path in files:
         text = path.read_text(encoding="utf-8")
