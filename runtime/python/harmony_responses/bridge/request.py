@@ -7,19 +7,31 @@ function tools its `functions` namespace, `reasoning.effort` the system message'
 assistant messages, function calls, their outputs and reasoning items become messages in order.
 Whatever the model cannot take raises `RequestError`, a 400-style error that names the offending
 parameter; nothing is dropped silently.
+
+`parse_request(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`:
+
+1. the JSON limits of `json_input` (at most `MAX_JSON_DEPTH` levels, no lone surrogate in any string
+   or key, no NaN), then every tool and response-format schema at most `MAX_SCHEMA_CHARS` characters;
+2. the Open Responses schema: the error names the request's own path (`input[0].role`, never a
+   pydantic union member) and says what was expected there and what was found;
+3. `check_supported`: a field is either honoured or refused. The bridge honours what shapes the prompt;
+   `Capabilities` says what the caller adds (a store, background runs, sampling, a token budget…).
+   Asking for something no one here does (`store: true` without a store, `seed` without a sampler, a
+   field outside the spec such as `user`) is a 400 naming the field, never silently dropped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
 from .._tables import ItemKind
 from .._tables import spec as _spec
+from ..json_input import MAX_SCHEMA_CHARS, JSONInputError, check_json_value, format_path
 from ..models import (
     Author,
     Content,
@@ -51,6 +63,7 @@ from ..types import (
     SystemMessageItemParam,
     UserMessageItemParam,
 )
+from .validation import ITEM_UNION, explain, found
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
@@ -87,27 +100,242 @@ class RequestError(ValueError):
         return {"error": self.to_payload().model_dump(mode="json")}
 
 
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part and part[0].isupper():  # a union member's tag, not a key of the request
+# -- what the caller honours ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the caller of the bridge does beyond turning the request into a prompt.
+
+    The bridge itself honours the fields that shape the prompt or are echoed (`model`, `input`,
+    `instructions`, `tools`, `tool_choice`, `text.format`, `reasoning.effort`, `metadata`,
+    `parallel_tool_calls` and `max_tool_calls`: gpt-oss ends its turn at its one call). Every other field
+    asks the caller for something; a request that asks, with the flag for it off, is refused with a 400
+    naming the field (`check_supported`). A value that asks for nothing (`store: false`, `temperature: 1`,
+    `top_logprobs: 0`, `service_tier: "auto"`) is always accepted.
+    """
+
+    store: bool = False  # keeps responses: `store: true`, `previous_response_id`, `conversation`
+    background: bool = False  # runs `background: true` requests for clients to poll
+    sampling: bool = False  # samples the completion: `temperature`, `top_p`, the penalties, `seed`
+    logprobs: bool = False  # returns log probabilities: `top_logprobs`, include `message.output_text.logprobs`
+    max_output_tokens: bool = False  # stops at `max_output_tokens` and answers `incomplete`
+    truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
+    extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
+
+
+NOTHING_MORE = Capabilities()
+"""The bridge alone: every field that asks the caller for something is refused."""
+
+_NOT_SAMPLED = "the completion is not sampled"
+# (field, the Capabilities flag that honours it or None for no caller here, does the body ask?, why not here)
+_ASKS: tuple[tuple[str, str | None, Callable[[CreateResponseBody], bool], str], ...] = (
+    ("store", "store", lambda b: b.store is True, "responses are not stored"),
+    ("background", "background", lambda b: b.background is True, "requests run in the foreground"),
+    ("temperature", "sampling", lambda b: b.temperature not in (None, 1), _NOT_SAMPLED),
+    ("top_p", "sampling", lambda b: b.top_p not in (None, 1), _NOT_SAMPLED),
+    ("presence_penalty", "sampling", lambda b: b.presence_penalty not in (None, 0), _NOT_SAMPLED),
+    ("frequency_penalty", "sampling", lambda b: b.frequency_penalty not in (None, 0), _NOT_SAMPLED),
+    ("top_logprobs", "logprobs", lambda b: b.top_logprobs not in (None, 0), "no log probabilities are returned"),
+    ("max_output_tokens", "max_output_tokens", lambda b: b.max_output_tokens is not None, "no token budget is kept"),
+    ("truncation", "truncation", lambda b: b.truncation == "auto", "the input is never shortened"),
+    ("service_tier", None, lambda b: b.service_tier in ("flex", "priority"), "there is one service tier"),
+    (
+        "reasoning.summary", None,
+        lambda b: b.reasoning is not None and b.reasoning.summary in ("concise", "detailed"),
+        "gpt-oss writes no reasoning summaries; its reasoning comes back as reasoning content",
+    ),
+    (
+        "text.verbosity", None,
+        lambda b: b.text is not None and b.text.verbosity in ("low", "high"),
+        "gpt-oss has no verbosity setting",
+    ),
+    (
+        "stream_options.include_obfuscation", None,
+        lambda b: b.stream_options is not None and b.stream_options.include_obfuscation is True,
+        "stream events carry no obfuscation padding",
+    ),
+)  # fmt: skip
+
+# Fields outside the spec that clients send: the flag that honours each (None: none here) and why not.
+_KNOWN_EXTRAS: dict[str, tuple[str | None, str]] = {
+    "seed": ("sampling", _NOT_SAMPLED),
+    "conversation": ("store", "conversations are not stored: send the whole conversation as input"),
+    "prompt": (None, "prompt templates are not stored: send the instructions and input themselves"),
+    "user": (None, "use safety_identifier or prompt_cache_key, which the spec defines"),
+}
+_INCLUDE_FLAGS: dict[str, str | None] = {
+    "message.output_text.logprobs": "logprobs",
+    "reasoning.encrypted_content": None,
+}
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value, ensure_ascii=True, default=str)
+
+
+def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE) -> None:
+    """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does."""
+    if body.previous_response_id is not None and not capabilities.store:
+        raise RequestError(
+            "previous_response_not_found",
+            "responses are not stored here: send the whole conversation as input",
+            "previous_response_id",
+        )
+    for field, flag, asks, why in _ASKS:
+        if asks(body) and not (flag is not None and getattr(capabilities, flag)):
+            value: Any = body
+            for name in field.split("."):
+                value = getattr(value, name)
+            raise RequestError("unsupported_parameter", f"{_shown(value)} is not honoured here: {why}", field)
+    for i, include in enumerate(body.include or []):
+        flag = _INCLUDE_FLAGS.get(include)
+        if not (flag is not None and getattr(capabilities, flag)):
+            raise RequestError(
+                "unsupported_parameter", f"{_shown(include)} cannot be included in responses here", f"include[{i}]"
+            )
+    for key, value in (body.model_extra or {}).items():
+        if key in capabilities.extra_fields:
             continue
-        else:
-            out += f".{part}" if out else part
-    return out
+        known = _KNOWN_EXTRAS.get(key)
+        if known is None:
+            raise RequestError(
+                "unknown_parameter", "not a field of an Open Responses request; nothing here would read it", key
+            )
+        flag, why = known
+        if not (flag is not None and getattr(capabilities, flag)):
+            raise RequestError("unsupported_parameter", f"{_shown(value)} is not honoured here: {why}", key)
 
 
-def parse_request(raw: Mapping[str, Any]) -> CreateResponseBody:
-    """Validate a JSON request body; the first problem becomes a `RequestError` naming its place."""
+# -- validation errors, in the request's own words -----------------------------------------------------
+
+
+def _literal_args(model: type[Any], field: str) -> tuple[Any, ...]:
+    info = model.model_fields.get(field)
+    if info is None:
+        return ()
+    annotation = info.annotation
+    members = get_args(annotation) if get_origin(annotation) is not Literal else (annotation,)
+    args: list[Any] = []
+    for member in members:
+        if get_origin(member) is Literal:
+            args.extend(get_args(member))
+    return tuple(a for a in args if a is not None)
+
+
+def _item_kinds() -> dict[str, tuple[str, ...]]:
+    """Each input item `type` the spec defines → the roles it takes (empty: no role), read from `ItemParam`."""
+    union = get_args(ItemParam.__value__)[0]
+    kinds: dict[str, list[str]] = {}
+    for member in get_args(union):
+        model = get_args(member)[0]
+        for kind in _literal_args(model, "type"):
+            kinds.setdefault(kind, []).extend(_literal_args(model, "role"))
+    return {k: tuple(sorted(v)) for k, v in sorted(kinds.items())}
+
+
+_ITEM_KINDS = _item_kinds()
+
+
+def _choices(values: Sequence[object]) -> str:
+    return ", ".join(json.dumps(v) for v in values)
+
+
+def _explain_item(parts: list[int | str], item: object) -> RequestError:
+    """An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it."""
+    where = format_path("", parts)
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    role = item.get("role") if isinstance(item, Mapping) else None
+    roles = _ITEM_KINDS.get(kind) if isinstance(kind, str) else None
+    if roles:
+        return RequestError(
+            "invalid_request",
+            f"expected a role of {_choices(roles)} for an item of type {json.dumps(kind)}, found {found(role)}",
+            f"{where}.role",
+        )
+    return RequestError(
+        "invalid_request",
+        f"expected an item type of {_choices(list(_ITEM_KINDS))} or a vendor type 'slug:name', found {found(kind)}",
+        f"{where}.type",
+    )
+
+
+def _untyped_message(raw: object, parts: list[int | str]) -> RequestError | None:
+    """An input item with a `role` but no `type` is read as an item reference; say what it lacks instead."""
+    if len(parts) < 2 or parts[0] != "input" or not isinstance(raw, Mapping):
+        return None
+    items = raw.get("input")
+    index = parts[1]
+    if not isinstance(items, list) or not isinstance(index, int):
+        return None
+    item = items[index]
+    if not isinstance(item, Mapping) or "type" in item or not isinstance(item.get("role"), str):
+        return None
+    kinds = [kind for kind, roles in _ITEM_KINDS.items() if item["role"] in roles]
+    if not kinds:
+        return None
+    return RequestError(
+        "missing_required_parameter",
+        f"required, but missing: an item with role {found(item['role'])} is of type {_choices(kinds)}",
+        f"input[{index}].type",
+    )
+
+
+def _explain(exc: ValidationError, raw: object) -> RequestError:
+    """One `RequestError` for a failed validation, in the request's own words (see `validation.explain`)."""
+    problem = explain(exc, raw)
+    if problem.union == ITEM_UNION:
+        return _explain_item(list(problem.parts), problem.value)
+    untyped = _untyped_message(raw, list(problem.parts))
+    if untyped is not None:
+        return untyped
+    return RequestError(problem.code, problem.message, problem.path() or None)
+
+
+def _check_schema(schema: Mapping[str, Any], where: str) -> None:
+    """A schema the prompt will show: within the depth limit, valid Unicode, and at most `MAX_SCHEMA_CHARS`."""
     try:
-        return CreateResponseBody.model_validate(raw)
+        check_json_value(schema, where)
+    except JSONInputError as exc:
+        raise RequestError("invalid_request", exc.reason, exc.path) from None
+    size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    if size > MAX_SCHEMA_CHARS:
+        raise RequestError(
+            "schema_too_large",
+            f"the schema is {size} characters of JSON; at most {MAX_SCHEMA_CHARS} fit (about gpt-oss's whole context)",
+            where,
+        )
+
+
+def _check_schemas(body: CreateResponseBody) -> None:
+    for i, tool in enumerate(body.tools or []):
+        if tool.parameters is not None:
+            _check_schema(tool.parameters.model_extra or {}, f"tools[{i}].parameters")
+    fmt = body.text.format if body.text is not None else None
+    if isinstance(fmt, JsonSchemaResponseFormatParam) and fmt.schema_ is not None:
+        _check_schema(fmt.schema_, "text.format.schema")
+
+
+def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_MORE) -> CreateResponseBody:
+    """Validate a JSON request body; the first problem becomes a `RequestError` naming its place.
+
+    Before the schema, the body must be within `json_input`'s limits (depth, lone surrogates, NaN); after
+    it, every schema within `MAX_SCHEMA_CHARS`, and every field either honoured by `capabilities` or
+    refused (`check_supported`).
+    """
+    if not isinstance(raw, Mapping):
+        raise RequestError("invalid_request", f"expected the request body to be an object, found {found(raw)}")
+    try:
+        check_json_value(raw, "")
+    except JSONInputError as exc:
+        raise RequestError("invalid_request", exc.reason, exc.path or None) from None
+    try:
+        body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A wrong `type` (an unknown tool or item kind) explains the other errors of its object.
-        first = next((e for e in errors if e["loc"] and e["loc"][-1] == "type"), errors[0])
-        raise RequestError("invalid_request", first["msg"], _loc(first["loc"]) or None) from exc
+        raise _explain(exc, raw) from None
+    _check_schemas(body)
+    check_supported(body, capabilities)
+    return body
 
 
 @dataclass(frozen=True)
@@ -223,6 +451,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
     `system` replaces the default system content (identity, dates); a reasoning effort the request
     names is applied to it.
     """
+    _check_schemas(body)  # a body built in Python skipped `parse_request`
     sys_content = _system(body)
     if system is not None:
         requested = body.reasoning is not None and body.reasoning.effort is not None
