@@ -162,7 +162,6 @@ _KNOWN_EXTRAS: dict[str, tuple[str | None, str]] = {
     "seed": ("sampling", _NOT_SAMPLED),
     "conversation": ("store", "conversations are not stored: send the whole conversation as input"),
     "prompt": (None, "prompt templates are not stored: send the instructions and input themselves"),
-    "user": (None, "use safety_identifier or prompt_cache_key, which the spec defines"),
 }
 _INCLUDE_FLAGS: dict[str, str | None] = {
     "message.output_text.logprobs": "logprobs",
