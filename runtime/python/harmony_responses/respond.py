@@ -16,37 +16,29 @@ import argparse
 import json
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from .bridge import (
     DONE,
+    ResponseStreamer,
     chat_completion_chunks,
     counting_ids,
     random_id,
-    stream_response,
     to_chat_completion,
     to_sse,
     tokens_from_text,
 )
+from .bridge.items import feed_all
 from .bridge.request import Capabilities, RequestError, parse_request, request_to_conversation
 from .cli_input import STDIN, CommandError, InputError, display_name, read_json, read_text, read_token_ids
 from .encoding import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
 from .errors import HarmonyError
 from .models import Role
-from .types import (
-    CreateResponseBody,
-    ResponseCompletedStreamingEvent,
-    ResponseIncompleteStreamingEvent,
-    ResponseResource,
-    StreamingEvent,
-)
+from .types import CreateResponseBody, ResponseResource, StreamingEvent
 
 RESPOND_CAPABILITIES = Capabilities(max_output_tokens=True)
 """What `respond` honours beyond the prompt: a token budget, by cutting the given completion."""
-
-_INCOMPLETE = "incomplete"
-_BUDGET = "max_output_tokens"  # the spec's incomplete_details.reason for a spent token budget
 
 
 def add_respond_parser(sub: Any) -> None:
@@ -99,24 +91,15 @@ def _turn_cut(completion: list[int], budget: int, encoding: HarmonyEncoding) -> 
     return not any(token in ends for token in completion[:budget])
 
 
-def _budget_spent(response: ResponseResource) -> ResponseResource:
-    data = response.model_dump(mode="json")
-    data.update(status=_INCOMPLETE, completed_at=None, incomplete_details={"reason": _BUDGET})
-    return ResponseResource.model_validate(data)
-
-
-def _ended_by_budget(events: Iterable[StreamingEvent]) -> Iterator[StreamingEvent]:
-    """The stream of a turn the budget cut: a closing `response.completed` becomes `response.incomplete`.
-
-    The cut can fall right after a message's end, where the event stream alone sees a finished response.
-    """
-    for event in events:
-        if isinstance(event, ResponseCompletedStreamingEvent):
-            yield ResponseIncompleteStreamingEvent(
-                sequence_number=event.sequence_number, response=_budget_spent(event.response)
-            )
-        else:
-            yield event
+def _events(
+    completion: list[int] | list[str], encoding: HarmonyEncoding, body: CreateResponseBody, cut: bool, **options: Any
+) -> Iterator[StreamingEvent]:
+    """The response's events; a turn the budget cut ends `incomplete` even between two messages."""
+    streamer = ResponseStreamer(encoding, body, **options)
+    yield from streamer.start()
+    for events in feed_all(completion, streamer.feed, streamer.feed_text):
+        yield from events
+    yield from streamer.finish(stopped=False if cut else None)
 
 
 def _read_request(args: argparse.Namespace) -> CreateResponseBody | None:
@@ -154,9 +137,7 @@ def respond(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"input_tokens": len(prompt), "ids": counting_ids() if args.fixed_ids else random_id}
     if args.fixed_ids:
         options.update(created_at=0, clock=lambda: 0.0)
-    events: Iterable[StreamingEvent] = stream_response(completion, encoding, body, **options)
-    if cut:
-        events = _ended_by_budget(events)
+    events = _events(completion, encoding, body, cut, **options)
     out = sys.stdout
     if args.stream or body.stream is True:
         if args.chat:
