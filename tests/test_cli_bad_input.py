@@ -190,8 +190,8 @@ def _read_a_little_then_close(args: list[str]) -> tuple[int, str]:
 
 
 def test_output_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
-    long = "<|channel|>final<|message|>" + "All work and no play. " * 3000 + "<|return|>"
-    completion = write(tmp_path, "long.txt", long)  # about 300 kB of events, far beyond a pipe's buffer
+    long = "<|channel|>final<|message|>" + "All work and no play. " * 1500 + "<|return|>"
+    completion = write(tmp_path, "long.txt", long)  # its events run far beyond a pipe's 64 kB buffer
     convo = Conversation.from_json(CONVERSATION.read_text(encoding="utf-8"))
     convo.messages = convo.messages * 100
     big = write(tmp_path, "big.json", convo.to_json())

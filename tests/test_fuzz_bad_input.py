@@ -311,7 +311,7 @@ def _run_cli(args: list[str]) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-@fuzz(600)
+@fuzz(400)
 @given(data=st.data())
 def test_the_cli_never_shows_a_traceback(encoding: HarmonyEncoding, data: st.DataObject) -> None:
     args, seed, is_json = data.draw(st.sampled_from(CLI_SEEDS))
