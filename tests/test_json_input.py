@@ -53,8 +53,10 @@ def test_problems_name_their_path(text: str, path: str, reason: str) -> None:
     str(caught.value).encode("utf-8")  # printable
 
 
-def test_a_valid_surrogate_pair_and_a_bom_are_fine() -> None:
-    assert load_json('\ufeff["\\ud83d\\ude00"]') == ["\U0001f600"]
+def test_a_valid_surrogate_pair_is_fine_and_a_bom_is_named() -> None:
+    assert load_json('["\\ud83d\\ude00"]') == ["\U0001f600"]
+    with pytest.raises(JSONInputError, match="BOM"):
+        load_json('\ufeff["x"]')
 
 
 def test_python_values_are_held_to_the_same_rules() -> None:
