@@ -1,6 +1,6 @@
 """Untrusted JSON, read within documented limits; every problem names its JSON path.
 
-The limits, in one place for the command line, the request bridge and `Conversation.from_json`:
+The limits (spec/mapping/requests.json), for the command line, the request bridge and `Conversation.from_json`:
 
 - `MAX_JSON_DEPTH` (64): arrays and objects nest at most 64 deep, the document itself being depth 1.
   Deeper input is refused before it reaches anything recursive (the JSON decoder, pydantic, the tool
@@ -23,8 +23,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-MAX_JSON_DEPTH = 64
-MAX_SCHEMA_CHARS = 262_144
+from ._tables import spec as _spec
+
+MAX_JSON_DEPTH: int = _spec.MAX_JSON_DEPTH
+MAX_SCHEMA_CHARS: int = _spec.MAX_SCHEMA_CHARS
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")

@@ -22,15 +22,16 @@ from typing import Any
 from .bridge import (
     DONE,
     ResponseStreamer,
+    SSEStreamer,
     chat_completion_chunks,
     counting_ids,
     random_id,
     to_chat_completion,
-    to_sse,
     tokens_from_text,
 )
 from .bridge.items import feed_all
 from .bridge.request import Capabilities, RequestError, parse_request, request_to_conversation
+from .bridge.sse import ReasoningNames
 from .cli_input import STDIN, CommandError, InputError, display_name, read_json, read_text, read_token_ids
 from .encoding import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
 from .errors import HarmonyError
@@ -102,6 +103,21 @@ def _events(
     yield from streamer.finish(stopped=False if cut else None)
 
 
+def _sse(
+    completion: list[int] | list[str],
+    encoding: HarmonyEncoding,
+    body: CreateResponseBody,
+    cut: bool,
+    reasoning_names: ReasoningNames,
+    **options: Any,
+) -> Iterator[str]:
+    """The response as SSE text, deltas written straight from their text (the same bytes as `to_sse`)."""
+    streamer = SSEStreamer(encoding, body, reasoning_names=reasoning_names, **options)
+    yield streamer.start()
+    yield from feed_all(completion, streamer.feed, streamer.feed_text)
+    yield streamer.finish(stopped=False if cut else None)
+
+
 def _read_request(args: argparse.Namespace) -> CreateResponseBody | None:
     raw = read_json(args.request, "--request")
     try:
@@ -137,16 +153,16 @@ def respond(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"input_tokens": len(prompt), "ids": counting_ids() if args.fixed_ids else random_id}
     if args.fixed_ids:
         options.update(created_at=0, clock=lambda: 0.0)
-    events = _events(completion, encoding, body, cut, **options)
     out = sys.stdout
+    if (args.stream or body.stream is True) and not args.chat:
+        for text in _sse(completion, encoding, body, cut, args.reasoning_events, **options):
+            out.write(text)
+        return 0
+    events = _events(completion, encoding, body, cut, **options)
     if args.stream or body.stream is True:
-        if args.chat:
-            for chunk in chat_completion_chunks(events):
-                out.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
-            out.write(f"data: {DONE}\n\n")
-        else:
-            for frame in to_sse(events, reasoning_names=args.reasoning_events):
-                out.write(frame)
+        for chunk in chat_completion_chunks(events):
+            out.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")
+        out.write(f"data: {DONE}\n\n")
         return 0
     (last,) = deque(events, maxlen=1)  # the closing event carries the final response
     response: ResponseResource = last.response  # type: ignore[union-attr]

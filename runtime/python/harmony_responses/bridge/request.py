@@ -23,7 +23,7 @@ parameter; nothing is dropped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
@@ -65,7 +65,7 @@ from ..types import (
 )
 from .validation import ITEM_UNION, explain, found
 
-_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
+_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _JSON_CONTENT_TYPE = _CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EFFORTS = {e.value.lower(): e for e in ReasoningEffort}
@@ -79,17 +79,25 @@ _CHANNEL_OF_PHASE = {
 class RequestError(ValueError):
     """A request the model cannot serve: an HTTP 400 with an Open Responses error body.
 
-    `param` names the request field (`input[2].content[0]`, `tools[1]`, `reasoning.effort`).
+    `param` names the request field (`input[2].content[0]`, `tools[1]`, `reasoning.effort`). The codes
+    and messages are the spec's (`REQUEST_ERRORS`): build one with `RequestError.of(handle, param, ...)`.
     """
 
     status = 400
-    type = "invalid_request_error"
+    type = _spec.REQUEST_ERROR_TYPE
 
     def __init__(self, code: str, message: str, param: str | None = None) -> None:
         super().__init__(f"{param}: {message}" if param else message)
         self.code = code
         self.message = message
         self.param = param
+
+    @classmethod
+    def of(cls, handle: str, param: str | None = None, **fields: object) -> RequestError:
+        """The spec's error `handle`, its message filled with `fields` (shown as JSON unless already text)."""
+        entry = _spec.REQUEST_ERRORS[handle]
+        shown = {key: value if isinstance(value, _Text) else _shown(value) for key, value in fields.items()}
+        return cls(entry["code"], entry["message"].format(**shown), param)
 
     def to_payload(self) -> ErrorPayload:
         """The error as the spec's `ErrorPayload` (the `error` of an error event or response body)."""
@@ -127,46 +135,28 @@ class Capabilities:
 NOTHING_MORE = Capabilities()
 """The bridge alone: every field that asks the caller for something is refused."""
 
-_NOT_SAMPLED = "the completion is not sampled"
-# (field, the Capabilities flag that honours it or None for no caller here, does the body ask?, why not here)
-_ASKS: tuple[tuple[str, str | None, Callable[[CreateResponseBody], bool], str], ...] = (
-    ("store", "store", lambda b: b.store is True, "responses are not stored"),
-    ("background", "background", lambda b: b.background is True, "requests run in the foreground"),
-    ("temperature", "sampling", lambda b: b.temperature not in (None, 1), _NOT_SAMPLED),
-    ("top_p", "sampling", lambda b: b.top_p not in (None, 1), _NOT_SAMPLED),
-    ("presence_penalty", "sampling", lambda b: b.presence_penalty not in (None, 0), _NOT_SAMPLED),
-    ("frequency_penalty", "sampling", lambda b: b.frequency_penalty not in (None, 0), _NOT_SAMPLED),
-    ("top_logprobs", "logprobs", lambda b: b.top_logprobs not in (None, 0), "no log probabilities are returned"),
-    ("max_output_tokens", "max_output_tokens", lambda b: b.max_output_tokens is not None, "no token budget is kept"),
-    ("truncation", "truncation", lambda b: b.truncation == "auto", "the input is never shortened"),
-    ("service_tier", None, lambda b: b.service_tier in ("flex", "priority"), "there is one service tier"),
-    (
-        "reasoning.summary", None,
-        lambda b: b.reasoning is not None and b.reasoning.summary in ("concise", "detailed"),
-        "gpt-oss writes no reasoning summaries; its reasoning comes back as reasoning content",
-    ),
-    (
-        "text.verbosity", None,
-        lambda b: b.text is not None and b.text.verbosity in ("low", "high"),
-        "gpt-oss has no verbosity setting",
-    ),
-    (
-        "stream_options.include_obfuscation", None,
-        lambda b: b.stream_options is not None and b.stream_options.include_obfuscation is True,
-        "stream events carry no obfuscation padding",
-    ),
-)  # fmt: skip
 
-# Fields outside the spec that clients send: the flag that honours each (None: none here) and why not.
-_KNOWN_EXTRAS: dict[str, tuple[str | None, str]] = {
-    "seed": ("sampling", _NOT_SAMPLED),
-    "conversation": ("store", "conversations are not stored: send the whole conversation as input"),
-    "prompt": (None, "prompt templates are not stored: send the instructions and input themselves"),
-}
-_INCLUDE_FLAGS: dict[str, str | None] = {
-    "message.output_text.logprobs": "logprobs",
-    "reasoning.encrypted_content": None,
-}
+class _Text(str):
+    """Text to put in an error message as it is (not shown as JSON): a reason, a list already shown."""
+
+
+# The capabilities the spec names must be the caller's (`Capabilities`) flags.
+_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields"}
+_NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
+_NAMED |= set(_spec.INCLUDES.values())
+if not (_NAMED - {None}) <= _FLAGS:
+    raise ImportError(f"spec/mapping/requests.json names capabilities {sorted(str(c) for c in _NAMED - _FLAGS)}")
+
+
+def _honoured(capabilities: Capabilities, flag: str | None) -> bool:
+    return flag is not None and bool(getattr(capabilities, flag))
+
+
+def _value_at(body: CreateResponseBody, field: str) -> Any:
+    value: Any = body
+    for name in field.split("."):
+        value = getattr(value, name, None)
+    return value
 
 
 def _shown(value: object) -> str:
@@ -174,36 +164,29 @@ def _shown(value: object) -> str:
 
 
 def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE) -> None:
-    """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does."""
+    """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does.
+
+    What asks for what is the spec's (`spec/mapping/requests.json`): `HONOURED_BY_CALLER`, `EXTRA_FIELDS`
+    and `INCLUDES`.
+    """
     if body.previous_response_id is not None and not capabilities.store:
-        raise RequestError(
-            "previous_response_not_found",
-            "responses are not stored here: send the whole conversation as input",
-            "previous_response_id",
-        )
-    for field, flag, asks, why in _ASKS:
-        if asks(body) and not (flag is not None and getattr(capabilities, flag)):
-            value: Any = body
-            for name in field.split("."):
-                value = getattr(value, name)
-            raise RequestError("unsupported_parameter", f"{_shown(value)} is not honoured here: {why}", field)
+        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
+    for field, flag, neutral, why in _spec.HONOURED_BY_CALLER:
+        value = _value_at(body, field)
+        if value not in neutral and not _honoured(capabilities, flag):  # each field has one type once validated
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, field, value=value, why=_Text(why))
     for i, include in enumerate(body.include or []):
-        flag = _INCLUDE_FLAGS.get(include)
-        if not (flag is not None and getattr(capabilities, flag)):
-            raise RequestError(
-                "unsupported_parameter", f"{_shown(include)} cannot be included in responses here", f"include[{i}]"
-            )
+        if not _honoured(capabilities, _spec.INCLUDES.get(include)):
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
     for key, value in (body.model_extra or {}).items():
         if key in capabilities.extra_fields:
             continue
-        known = _KNOWN_EXTRAS.get(key)
+        known = _spec.EXTRA_FIELDS.get(key)
         if known is None:
-            raise RequestError(
-                "unknown_parameter", "not a field of an Open Responses request; nothing here would read it", key
-            )
+            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, key)
         flag, why = known
-        if not (flag is not None and getattr(capabilities, flag)):
-            raise RequestError("unsupported_parameter", f"{_shown(value)} is not honoured here: {why}", key)
+        if not _honoured(capabilities, flag):
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, key, value=value, why=_Text(why))
 
 
 # -- validation errors, in the request's own words -----------------------------------------------------
@@ -247,15 +230,18 @@ def _explain_item(parts: list[int | str], item: object) -> RequestError:
     role = item.get("role") if isinstance(item, Mapping) else None
     roles = _ITEM_KINDS.get(kind) if isinstance(kind, str) else None
     if roles:
-        return RequestError(
-            "invalid_request",
-            f"expected a role of {_choices(roles)} for an item of type {json.dumps(kind)}, found {found(role)}",
+        return RequestError.of(
+            _spec.REQUEST_ERROR_ITEM_ROLE,
             f"{where}.role",
+            roles=_Text(_choices(roles)),
+            type=kind,
+            found=_Text(found(role)),
         )
-    return RequestError(
-        "invalid_request",
-        f"expected an item type of {_choices(list(_ITEM_KINDS))} or a vendor type 'slug:name', found {found(kind)}",
+    return RequestError.of(
+        _spec.REQUEST_ERROR_ITEM_TYPE,
         f"{where}.type",
+        types=_Text(_choices(list(_ITEM_KINDS))),
+        found=_Text(found(kind)),
     )
 
 
@@ -273,10 +259,11 @@ def _untyped_message(raw: object, parts: list[int | str]) -> RequestError | None
     kinds = [kind for kind, roles in _ITEM_KINDS.items() if item["role"] in roles]
     if not kinds:
         return None
-    return RequestError(
-        "missing_required_parameter",
-        f"required, but missing: an item with role {found(item['role'])} is of type {_choices(kinds)}",
+    return RequestError.of(
+        _spec.REQUEST_ERROR_UNTYPED_ITEM,
         f"input[{index}].type",
+        role=_Text(found(item["role"])),
+        types=_Text(_choices(kinds)),
     )
 
 
@@ -288,7 +275,7 @@ def _explain(exc: ValidationError, raw: object) -> RequestError:
     untyped = _untyped_message(raw, list(problem.parts))
     if untyped is not None:
         return untyped
-    return RequestError(problem.code, problem.message, problem.path() or None)
+    return RequestError.of(problem.error, problem.path() or None, reason=_Text(problem.message))
 
 
 def _check_schema(schema: Mapping[str, Any], where: str) -> None:
@@ -296,14 +283,10 @@ def _check_schema(schema: Mapping[str, Any], where: str) -> None:
     try:
         check_json_value(schema, where)
     except JSONInputError as exc:
-        raise RequestError("invalid_request", exc.reason, exc.path) from None
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path, reason=_Text(exc.reason)) from None
     size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
     if size > MAX_SCHEMA_CHARS:
-        raise RequestError(
-            "schema_too_large",
-            f"the schema is {size} characters of JSON; at most {MAX_SCHEMA_CHARS} fit (about gpt-oss's whole context)",
-            where,
-        )
+        raise RequestError.of(_spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, size=size, limit=MAX_SCHEMA_CHARS)
 
 
 def _check_schemas(body: CreateResponseBody) -> None:
@@ -323,11 +306,11 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
     refused (`check_supported`).
     """
     if not isinstance(raw, Mapping):
-        raise RequestError("invalid_request", f"expected the request body to be an object, found {found(raw)}")
+        raise RequestError.of(_spec.REQUEST_ERROR_NOT_AN_OBJECT, found=_Text(found(raw)))
     try:
         check_json_value(raw, "")
     except JSONInputError as exc:
-        raise RequestError("invalid_request", exc.reason, exc.path or None) from None
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=_Text(exc.reason)) from None
     try:
         body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
@@ -352,22 +335,14 @@ def _text_parts(content: str | Sequence[Any], where: str, accepted: tuple[str, .
     for j, part in enumerate(content):
         kind = getattr(part, "type", None)
         if kind not in accepted:
-            raise RequestError(
-                "unsupported_content",
-                f"content of type {kind!r} is not supported: gpt-oss reads text only",
-                f"{where}.{key}[{j}]",
-            )
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, f"{where}.{key}[{j}]", type=kind)
         texts.append(part.refusal if kind == "refusal" else part.text)
     return texts
 
 
 def _input_items(body: CreateResponseBody) -> list[ItemParam]:
     if body.previous_response_id is not None:
-        raise RequestError(
-            "previous_response_not_found",
-            "responses are not stored here: send the whole conversation as input",
-            "previous_response_id",
-        )
+        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
     if body.input is None:
         return []
     if isinstance(body.input, str):
@@ -380,7 +355,7 @@ def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolic
     names = [t.name for t in tools]
     for i, name in enumerate(names):
         if names.index(name) != i:
-            raise RequestError("duplicate_tool", f"function {name!r} is declared twice", f"tools[{i}]")
+            raise RequestError.of(_spec.REQUEST_ERROR_DUPLICATE_TOOL, f"tools[{i}]", name=name)
     choice = body.tool_choice
     if choice is None or choice == "auto":
         return tools, ToolPolicy("auto", tuple(names))
@@ -388,24 +363,22 @@ def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolic
         return [], ToolPolicy("none", ())
     if choice == "required":
         if not tools:
-            raise RequestError("invalid_tool_choice", "tool_choice is 'required' but no tools are given", "tool_choice")
+            raise RequestError.of(_spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice")
         return tools, ToolPolicy("required", tuple(names))
     if isinstance(choice, SpecificFunctionParam):
         if choice.name not in names:
-            raise RequestError("invalid_tool_choice", f"no function named {choice.name!r} in tools", "tool_choice.name")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_TOOL, "tool_choice.name", name=choice.name)
         return [t for t in tools if t.name == choice.name], ToolPolicy("required", (choice.name,))
     if isinstance(choice, AllowedToolsParam):
         allowed = []
         for k, ref in enumerate(choice.tools):
             if ref.name not in names:
-                raise RequestError(
-                    "invalid_tool_choice", f"no function named {ref.name!r} in tools", f"tool_choice.tools[{k}].name"
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_TOOL, f"tool_choice.tools[{k}].name", name=ref.name)
             allowed.append(ref.name)
         mode = choice.mode or "auto"
         kept = [] if mode == "none" else [t for t in tools if t.name in allowed]
         return kept, ToolPolicy(mode, () if mode == "none" else tuple(n for n in names if n in allowed))
-    raise RequestError("invalid_tool_choice", f"unsupported tool_choice {choice!r}", "tool_choice")
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", choice=_Text(repr(choice)))
 
 
 def tool_policy(body: CreateResponseBody) -> ToolPolicy:
@@ -415,9 +388,9 @@ def tool_policy(body: CreateResponseBody) -> ToolPolicy:
 
 def _response_format_section(fmt: JsonSchemaResponseFormatParam) -> str:
     if not fmt.name:
-        raise RequestError("missing_required_parameter", "a json_schema format needs a name", "text.format.name")
+        raise RequestError.of(_spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name")
     if fmt.schema_ is None:
-        raise RequestError("missing_required_parameter", "a json_schema format needs a schema", "text.format.schema")
+        raise RequestError.of(_spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema")
     lines = [_spec.DEV_RESPONSE_FORMATS_HEADING, _spec.DEV_RESPONSE_FORMAT_NAME.format(name=fmt.name)]
     body = ""
     if fmt.description:
@@ -431,10 +404,8 @@ def _system(body: CreateResponseBody) -> SystemContent:
     effort = body.reasoning.effort if body.reasoning is not None else None
     if effort is not None:
         if effort not in _EFFORTS:
-            raise RequestError(
-                "unsupported_reasoning_effort",
-                f"reasoning effort {effort!r} is not supported by gpt-oss: use one of {sorted(_EFFORTS)}",
-                "reasoning.effort",
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", effort=effort, efforts=sorted(_EFFORTS)
             )
         system = system.with_reasoning_effort(_EFFORTS[effort])
     return system
@@ -481,11 +452,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
         elif isinstance(item, FunctionCallOutputItemParam):
             name = call_names.get(item.call_id)
             if name is None:
-                raise RequestError(
-                    "unknown_call_id",
-                    f"no earlier function_call item has call_id {item.call_id!r}",
-                    f"{where}.call_id",
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
             output = _text_parts(item.output, where, ("input_text",), key="output")
             turns.append(
                 Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
@@ -494,24 +461,18 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             )
         elif isinstance(item, ReasoningItemParam):
             if item.encrypted_content is not None:
-                raise RequestError(
-                    "unsupported_parameter", "encrypted reasoning cannot be read here", f"{where}.encrypted_content"
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
             text = "".join(part.text for part in item.summary)
             if text:
                 turns.append(_assistant(text, _spec.CHANNEL_REASONING))
         elif isinstance(item, ItemReferenceParam):
-            raise RequestError(
-                "item_reference_not_found",
-                f"item {item.id!r} cannot be referenced: items are not stored here",
-                f"{where}.id",
-            )
+            raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
         elif isinstance(item, CompactionSummaryItemParam):
-            raise RequestError("unsupported_item", "compaction items are not supported by gpt-oss", f"{where}.type")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
         elif isinstance(item, ExtensionItem):
-            raise RequestError("unsupported_item", f"item type {item.type!r} is not supported", f"{where}.type")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
         else:  # pragma: no cover - the union is closed
-            raise RequestError("unsupported_item", f"item {type(item).__name__} is not supported", where)
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
     tools, _policy = _tools(body)
     developer = DeveloperContent.new()
     if instructions:

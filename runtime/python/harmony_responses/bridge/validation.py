@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._tables import spec as _spec
 from ..json_input import format_path
 
 _EXPECTED = {  # pydantic error type → what the input should have held there
@@ -37,19 +38,21 @@ _EXPECTED = {  # pydantic error type → what the input should have held there
 }
 _BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
 _TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
+_INVALID, _MISSING = _spec.REQUEST_ERROR_INVALID, _spec.REQUEST_ERROR_MISSING  # the spec's request errors
 ITEM_UNION = "item_tag()"  # how pydantic names the discriminator of the item unions (`item_discriminator`)
 
 
 @dataclass(frozen=True)
 class Problem:
-    """The one thing to tell: where (`parts`, the input's own path), the error code and message, what is there.
+    """The one thing to tell: where (`parts`, the input's own path), the spec's error (`error`, a handle of
+    `REQUEST_ERRORS`) and what to say of it (`message`), what is there.
 
     `union` is the discriminator of a tagged union no member of which took the value (`'type'`, or
     `ITEM_UNION` for the item unions), for callers that can say more about their own unions.
     """
 
     parts: tuple[int | str, ...]
-    code: str
+    error: str
     message: str
     value: object
     union: str | None = None
@@ -144,14 +147,14 @@ def explain(exc: ValidationError, raw: object) -> Problem:
         ctx = error.get("ctx") or {}
         union = str(ctx.get("discriminator", ""))
         if union == ITEM_UNION:
-            return Problem(parts, "invalid_request", "expected a known item type", value, union)
+            return Problem(parts, _INVALID, "expected a known item type", value, union)
         if error["type"] == "union_tag_not_found":
-            return Problem((*parts, "type"), "missing_required_parameter", "required, but missing", None, union)
+            return Problem((*parts, "type"), _MISSING, "", None, union)
         tag = value.get("type") if isinstance(value, Mapping) else value
         message = f"expected a type of {_quoted(ctx.get('expected_tags', ''))}, found {found(tag)}"
-        return Problem((*parts, "type"), "invalid_request", message, tag, union)
+        return Problem((*parts, "type"), _INVALID, message, tag, union)
     if not present:
-        return Problem(parts, "missing_required_parameter", "required, but missing", None)
+        return Problem(parts, _MISSING, "", None)
     phrases: list[str] = []
     literals: list[str] = []
     for r in deepest:
@@ -164,4 +167,4 @@ def explain(exc: ValidationError, raw: object) -> Problem:
             phrases.append(phrase)
     if literals:
         phrases.append("one of " + ", ".join(literals).replace(" or ", ", "))
-    return Problem(parts, "invalid_request", f"expected {' or '.join(phrases)}, found {found(value)}", value)
+    return Problem(parts, _INVALID, f"expected {' or '.join(phrases)}, found {found(value)}", value)
