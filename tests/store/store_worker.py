@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from harmony_responses import Message, Role
 from harmony_responses.store import Owner, open_store
@@ -29,8 +28,9 @@ def _message(role: Role, text: str, channel: str | None = None) -> Message:
 def main(argv: list[str]) -> int:
     job, url, *rest = argv[1:]
     if job == "open":
-        if rest:
-            time.sleep(max(0.0, float(rest[0]) - time.time()))
+        if rest == ["--on-go"]:  # imports done: the parent starts every worker's open at once
+            print("ready", flush=True)
+            sys.stdin.readline()
         store = open_store(url)
         print(json.dumps({"applied": list(store.migrations_applied)}))
         store.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,8 +52,13 @@ def test_the_first_open_migrates_and_the_second_runs_nothing(persistent_url: str
 
 
 def test_processes_opening_a_new_database_together_migrate_it_once(persistent_url: str) -> None:
-    start_at = time.time() + 2.0  # every process is up and waiting by then
-    workers = [worker("open", persistent_url, str(start_at)) for _ in range(4)]
+    workers = [worker("open", persistent_url, "--on-go", stdin=subprocess.PIPE) for _ in range(4)]
+    for w in workers:
+        assert w.stdout is not None and w.stdout.readline().strip() == "ready"
+    for w in workers:
+        assert w.stdin is not None
+        w.stdin.write("go\n")
+        w.stdin.flush()
     results = [w.communicate(timeout=120) for w in workers]
     assert [w.returncode for w in workers] == [0] * 4, [err for _, err in results]
     applied = sorted(tuple(json.loads(out)["applied"]) for out, _ in results)
