@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+import psycopg
 import pytest
 from store_builders import ALICE, add_turn, resource, run_worker, user, worker
 
@@ -16,10 +17,12 @@ from harmony_responses.store import (
     ItemNotFound,
     Owner,
     ResponseNotFound,
+    ResponseNotInProgress,
     ResponseStatus,
     Store,
     open_store,
 )
+from harmony_responses.store.postgres import WRITER_APPLICATION
 
 pytest_plugins = ["store_fixtures"]
 
@@ -156,3 +159,27 @@ def test_concurrent_continuations_from_two_processes_form_branches(persistent_ur
         for tag in ("p", "q"):
             history = store.load_history(f"{tag}_7", ALICE)
             assert [t.response_id for t in history.turns] == ["root"] + [f"{tag}_{i}" for i in range(8)]
+
+
+def test_a_writer_that_lost_its_postgresql_session_registers_again(postgres_url: str) -> None:
+    first = open_store(postgres_url)
+    try:
+        first.begin("resp_1", owner=ALICE, resource=resource("resp_1"), input_items=[], input_messages=[])
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # the server drops the lock holder
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                (WRITER_APPLICATION,),
+            ).fetchall()
+        assert killed == [(True,)]
+        with open_store(postgres_url) as second:
+            _recover_until(second, 1)
+            assert second.get("resp_1", ALICE)["status"] == "failed"  # its lock was gone: taken for dead
+            first.recover()  # notices, and registers anew
+            first.begin("resp_2", owner=ALICE, resource=resource("resp_2"), input_items=[], input_messages=[])
+            assert second.recover() == 0  # the new registration's responses are not taken for dead
+            first.finish("resp_2", resource=resource("resp_2", "completed"), output_items=[], output_messages=[])
+            with pytest.raises(ResponseNotInProgress):
+                first.finish("resp_1", resource=resource("resp_1", "completed"), output_items=[], output_messages=[])
+            assert second.get("resp_2", ALICE)["status"] == "completed"
+    finally:
+        first.close()

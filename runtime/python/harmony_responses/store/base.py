@@ -134,7 +134,11 @@ class Store(ABC):
 
     @abstractmethod
     def recover(self) -> int:
-        """Mark `failed` every `in_progress` response whose writer has died; return how many."""
+        """Mark `failed` every `in_progress` response whose writer has died; return how many.
+
+        Every open runs it; a server also calls it now and then (say every 30 s), which frees a dead
+        sibling's responses without waiting for a restart, and re-registers this process if its
+        database connection (and with it its liveness lock) was lost."""
 
     @abstractmethod
     def close(self) -> None:

@@ -59,6 +59,11 @@ class Database(ABC):
         """Add this process to `store_writers` while holding its liveness lock; return its id."""
 
     @abstractmethod
+    def ensure_writer(self, writer_id: int) -> int:
+        """`writer_id` while this process still holds its liveness lock; else (its database connection
+        was lost, and with it the lock) a newly registered writer's id."""
+
+    @abstractmethod
     def writer_is_dead(self, tx: Tx, writer_id: int) -> AbstractContextManager[bool]:
         """Whether writer `writer_id` is dead; while the block runs, it cannot come back to life."""
 

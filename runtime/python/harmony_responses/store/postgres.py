@@ -32,6 +32,8 @@ ADVISORY_CLASS = 0x48524553
 """The first key of every advisory lock this store takes; the second is 0 for migrations, else a writer id."""
 SCHEMA_LOCK = 0
 CONNECT_TIMEOUT_S = 10
+WRITER_APPLICATION = "harmony-responses writer"
+"""The `application_name` of the connection that holds a writer's lock (visible in `pg_stat_activity`)."""
 KEEPALIVE = ("SET tcp_keepalives_idle = 30", "SET tcp_keepalives_interval = 10", "SET tcp_keepalives_count = 3")
 
 
@@ -63,14 +65,8 @@ class PostgresDatabase(Database):
 
     def __init__(self, conninfo: str, pool_size: int = 8) -> None:
         self._conninfo = conninfo
-        try:  # one direct connection first: it fails with the server's own reason, not a pool timeout
-            self._writer_conn: psycopg.Connection[tuple[Any, ...]] | None = psycopg.connect(
-                conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
-            )
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the PostgreSQL store: {exc}") from exc
-        for statement in KEEPALIVE:
-            self._writer_conn.execute(statement)
+        # One direct connection first: it fails with the server's own reason, not a pool timeout.
+        self._writer_conn: psycopg.Connection[tuple[Any, ...]] | None = self._connect_writer()
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
             conninfo,
             min_size=1,
@@ -80,6 +76,17 @@ class PostgresDatabase(Database):
             name="harmony-responses-store",
         )
         self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+
+    def _connect_writer(self) -> psycopg.Connection[tuple[Any, ...]]:
+        try:
+            conn = psycopg.connect(
+                self._conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=WRITER_APPLICATION
+            )
+            for statement in KEEPALIVE:
+                conn.execute(statement)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to the PostgreSQL store: {exc}") from exc
+        return conn
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -108,6 +115,18 @@ class PostgresDatabase(Database):
             writer_id = int(row[0])
             conn.execute("SELECT pg_advisory_lock(%s, %s)", (ADVISORY_CLASS, writer_id))
         return writer_id
+
+    def ensure_writer(self, writer_id: int) -> int:
+        conn = self._writer_conn
+        if conn is None:
+            raise StoreError("the store is closed")
+        try:
+            conn.execute("SELECT 1")
+            return writer_id
+        except psycopg.OperationalError:  # the server restarted or dropped us: our lock went with the session
+            conn.close()
+            self._writer_conn = self._connect_writer()
+            return self.register_writer()
 
     @contextmanager
     def writer_is_dead(self, tx: Tx, writer_id: int) -> Iterator[bool]:

@@ -201,6 +201,7 @@ class SQLStore(Store):
     # -- recovery ----------------------------------------------------------------------------------
 
     def recover(self) -> int:
+        self.writer_id = self._db.ensure_writer(self.writer_id)
         failed = 0
         with self._db.write() as tx:
             for (writer_id,) in tx.rows("SELECT id FROM store_writers WHERE id <> ?", (self.writer_id,)):

@@ -125,6 +125,10 @@ class SQLiteDatabase(Database):
             self._writer_fd = fd
         return int(writer_id)
 
+    def ensure_writer(self, writer_id: int) -> int:
+        """An `flock` is held until this process closes the file: it cannot be lost."""
+        return writer_id
+
     @contextmanager
     def writer_is_dead(self, tx: Tx, writer_id: int) -> Iterator[bool]:
         lock_file = self._lock_file(writer_id)
