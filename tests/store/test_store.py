@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from store_builders import ALICE, BOB, add_turn, assistant, input_item, output_item, resource, user
 
-from harmony_responses import Author, Message, Role
+from harmony_responses import Author, Conversation, HarmonyEncoding, Message, Role
+from harmony_responses.bridge import parse_request, request_to_conversation
 from harmony_responses.store import (
     DuplicateResponse,
     InvalidArgument,
@@ -305,3 +306,70 @@ def test_concurrent_continuations_from_threads_lose_nothing(store: Store) -> Non
         history = store.load_history(f"t{n}_4", ALICE)
         assert [t.response_id for t in history.turns] == ["root"] + [f"t{n}_{i}" for i in range(5)]
         assert history.messages()[-3].to_dict() == user(f"t{n} 4").to_dict()
+
+
+# -- token-exact continuation ------------------------------------------------------------------------
+
+_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]
+_TURNS: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [
+    (
+        [{"type": "message", "role": "user", "content": "Weather in Paris?"}],
+        [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Need the tool."}]},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        ],
+    ),
+    (
+        [{"type": "function_call_output", "call_id": "c1", "output": '{"temp": 21}'}],
+        [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "21 degrees, say so."}]},
+            {"type": "message", "role": "assistant", "content": "It is 21 degrees in Paris."},
+        ],
+    ),
+    (
+        [{"type": "message", "role": "user", "content": "And tomorrow?"}],
+        [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "No forecast tool."}]},
+            {"type": "message", "role": "assistant", "content": "I can only see today's weather."},
+        ],
+    ),
+]
+
+
+def _messages(items: list[dict[str, Any]]) -> list[Message]:
+    body = parse_request({"model": "gpt-oss-120b", "instructions": "Be brief.", "tools": _TOOLS, "input": items})
+    return request_to_conversation(body).messages
+
+
+def test_a_continued_prompt_equals_the_whole_history_sent_as_input(store: Store, encoding: HarmonyEncoding) -> None:
+    new_input = [{"type": "message", "role": "user", "content": "Thanks. What about Rome?"}]
+    everything = [item for ins, outs in _TURNS for item in ins + outs] + new_input
+    whole = encoding.render_conversation_for_completion(
+        Conversation.from_messages(_messages(everything)), Role.ASSISTANT
+    )
+
+    # Each turn stores the messages the bridge made of its items (one message per item here).
+    history = _messages(everything)[-len(everything) :]
+    previous, at = None, 0
+    for n, (ins, outs) in enumerate(_TURNS):
+        rid = f"resp_{n}"
+        store.begin(
+            rid,
+            owner=ALICE,
+            resource=resource(rid),
+            input_items=[{"id": f"in_{n}_{i}", **item} for i, item in enumerate(ins)],
+            input_messages=history[at : at + len(ins)],
+            previous_response_id=previous,
+        )
+        store.finish(
+            rid,
+            resource=resource(rid, "completed"),
+            output_items=[{"id": f"out_{n}_{i}", **item} for i, item in enumerate(outs)],
+            output_messages=history[at + len(ins) : at + len(ins) + len(outs)],
+        )
+        previous, at = rid, at + len(ins) + len(outs)
+
+    fresh = _messages(new_input)  # the new request: its system and developer messages, then its input
+    continued = fresh[:-1] + store.load_history("resp_2", ALICE).messages() + fresh[-1:]
+    assert encoding.render_conversation_for_completion(Conversation.from_messages(continued), Role.ASSISTANT) == whole
+    assert any(m.channel == "analysis" for m in store.load_history("resp_0", ALICE).messages())
