@@ -172,8 +172,7 @@ def test_a_writer_that_lost_its_postgresql_session_registers_again(postgres_url:
             ).fetchall()
         assert killed == [(True,)]
         with open_store(postgres_url) as second:
-            _recover_until(second, 1)
-            assert second.get("resp_1", ALICE)["status"] == "failed"  # its lock was gone: taken for dead
+            assert _settled(second, "resp_1", ALICE)["status"] == "failed"  # its lock was gone: taken for dead
             first.recover()  # notices, and registers anew
             first.begin("resp_2", owner=ALICE, resource=resource("resp_2"), input_items=[], input_messages=[])
             assert second.recover() == 0  # the new registration's responses are not taken for dead
