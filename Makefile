@@ -81,6 +81,7 @@ bench: test-venv ts-build
 	$(BIN)/python bench/bench_bridge.py
 	$(BIN)/python bench/bench_typescript.py
 	$(BIN)/python bench/bench_leak.py
+	$(BIN)/python bench/bench_store.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -13,8 +13,6 @@ from .errors import SpecError
 from .ir import (
     FORMAT_VERSION,
     CallerFieldIR,
-    RequestErrorIR,
-    RequestsIR,
     EffortIR,
     EncodingIR,
     ErrorIR,
@@ -26,6 +24,8 @@ from .ir import (
     NamespaceIR,
     ParsingIR,
     ProjectIR,
+    RequestErrorIR,
+    RequestsIR,
     RoleIR,
     SpecialToken,
     TokensIR,
