@@ -2,10 +2,12 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SHARED ?= $(abspath ../shared)
-export TIKTOKEN_ENCODINGS_BASE ?= $(SHARED)/vocab
+SHARED ?= $(or $(HARMONY_SHARED),$(abspath ../shared))
+# The tests read the shared folder from HARMONY_SHARED (tests/conftest.py); `make test SHARED=...` sets it.
+export HARMONY_SHARED := $(abspath $(SHARED))
+export TIKTOKEN_ENCODINGS_BASE ?= $(HARMONY_SHARED)/vocab
 
-.PHONY: run test venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
+.PHONY: run test venv test-venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
 
 # TypeScript: harmonygen runs json-schema-to-typescript from generator/node; the generated package
 # generated/typescript/ is installed from its lock file, then tsc compiles it together with the
@@ -20,11 +22,18 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+# `make run` needs the package and its generator only; `make test` adds the test and benchmark tools.
+$(VENV)/.installed-run: pyproject.toml $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[gen]'
 	touch $@
 
-venv: $(VENV)/.installed
+$(VENV)/.installed-test: pyproject.toml $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[gen,test,bench]'
+	touch $@ $(VENV)/.installed-run
+
+venv: $(VENV)/.installed-run
+
+test-venv: $(VENV)/.installed-test
 
 $(NODE_TOOLS): generator/node/package-lock.json
 	cd generator/node && $(NPM_CI)
@@ -49,14 +58,14 @@ ts-test: ts-build
 generate: venv node-tools
 	$(BIN)/harmonygen generate
 
-check: venv node-tools
+check: test-venv node-tools
 	$(BIN)/harmonygen generate --check
 
-lint: venv
+lint: test-venv
 	$(BIN)/ruff check generator runtime generated/python tests bench
 	$(BIN)/ruff format --check generator runtime tests bench
 
-typecheck: venv
+typecheck: test-venv
 	$(BIN)/mypy
 
 run: generate
@@ -66,11 +75,13 @@ run: generate
 test: check lint typecheck ts-test
 	$(BIN)/python -m pytest
 
-bench: venv ts-build
+bench: test-venv ts-build
 	$(BIN)/python bench/bench_render.py
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_bridge.py
 	$(BIN)/python bench/bench_typescript.py
+	$(BIN)/python bench/bench_leak.py
+	$(BIN)/python bench/bench_store.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -103,6 +103,8 @@ def format_facts(ir: dict[str, Any]) -> dict[str, str]:
         add(event, "an event name")
     for error in mapping["errors"]:
         add(error["code"], "an error code")
+    for error in ir["requests"]["errors"]:
+        add(error["code"], "a request error code")
     add(mapping["sse"]["done"], "the SSE end marker")
     return facts
 

@@ -21,14 +21,11 @@ CASES_FILE = FIXTURES / "reference" / "cases.json"
 
 
 def _cases() -> list[dict[str, Any]]:
-    if not CASES_FILE.exists():
-        return []
-    return list(json.loads(CASES_FILE.read_text(encoding="utf-8")))
+    return list(json.loads(require(CASES_FILE).read_text(encoding="utf-8")))
 
 
 def _corpus() -> list[dict[str, Any]]:
-    path = FIXTURES / "corpus" / "render.jsonl"
-    return read_jsonl(path) if path.exists() else []
+    return read_jsonl(FIXTURES / "corpus" / "render.jsonl")
 
 
 def render_case(encoding: HarmonyEncoding, case: dict[str, Any]) -> list[int]:

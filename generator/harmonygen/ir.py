@@ -185,6 +185,36 @@ class MappingIR:
 
 
 @dataclass(frozen=True)
+class RequestErrorIR:
+    handle: str  # the runtime's name for the error
+    code: str  # what a client sees
+    message: str  # `{fields}` filled with values shown as JSON
+
+
+@dataclass(frozen=True)
+class CallerFieldIR:
+    """A request field the bridge honours only with a capability of its caller."""
+
+    field: str  # a path into the request (`reasoning.summary`)
+    capability: str | None  # the caller's capability that honours it; None: nothing here does
+    neutral: tuple[Any, ...]  # values that ask for nothing
+    why: str  # said when it is refused
+
+
+@dataclass(frozen=True)
+class RequestsIR:
+    """What the request bridge accepts, refuses and says."""
+
+    max_json_depth: int
+    max_schema_chars: int
+    error_type: str
+    errors: tuple[RequestErrorIR, ...]
+    honoured_by_caller: tuple[CallerFieldIR, ...]
+    extra_fields: tuple[CallerFieldIR, ...]  # outside the spec; `neutral` is empty: any value asks
+    includes: dict[str, str | None]  # an `include` value → the capability that honours it
+
+
+@dataclass(frozen=True)
 class UnionVariantIR:
     type: str | None  # the `type` tag; None: the key may be absent or null
     role: str | None  # the `role` tag, when `type` alone does not pick the variant
@@ -220,6 +250,7 @@ class ProjectIR:
     grammar: GrammarIR
     parsing: ParsingIR
     mapping: MappingIR
+    requests: RequestsIR
     responses: ResponsesIR
 
     def sources_of(self, *sections: str) -> tuple[str, ...]:

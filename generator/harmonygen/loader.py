@@ -12,6 +12,7 @@ from .config import Config
 from .errors import SpecError
 from .ir import (
     FORMAT_VERSION,
+    CallerFieldIR,
     EffortIR,
     EncodingIR,
     ErrorIR,
@@ -23,6 +24,8 @@ from .ir import (
     NamespaceIR,
     ParsingIR,
     ProjectIR,
+    RequestErrorIR,
+    RequestsIR,
     RoleIR,
     SpecialToken,
     TokensIR,
@@ -38,6 +41,7 @@ FORMAT = "harmony/format.json"
 PARSING = "harmony/parsing.json"
 BUILTINS = "harmony/builtin_tools.json"
 MAPPING = "mapping/harmony_responses.json"
+REQUESTS = "mapping/requests.json"
 GRAMMAR_FILE = "harmony.lark"
 # What the runtime relies on a channel or a content type being there for.
 CHANNEL_PURPOSES = ("reasoning", "preamble", "tool_calls", "answer")
@@ -341,6 +345,60 @@ def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: 
     )
 
 
+def _requests(rq: _Doc, responses: Any) -> RequestsIR:
+    from .responses_ir import schema
+
+    def check_path(path: tuple[str | int, ...], field: str) -> None:
+        """`field` must name a property of the request (nested through object schemas and `$ref`s)."""
+        node: Any = schema(responses, "CreateResponseBody")
+        for part in field.split("."):
+            props: dict[str, Any] = {}
+            for branch in [node, *node.get("anyOf", []), *node.get("oneOf", [])]:
+                if "$ref" in branch:
+                    branch = schema(responses, branch["$ref"].removesuffix(".json"))
+                props.update(branch.get("properties", {}))
+            if part not in props:
+                raise rq.fail(path, f"names {field!r}, which is not a field of an Open Responses request")
+            node = props[part]
+
+    errors = tuple(
+        RequestErrorIR(
+            handle, rq.get("errors", handle, "code", kind=str), rq.get("errors", handle, "message", kind=str)
+        )
+        for handle in rq.table("errors")
+    )
+    honoured = []
+    for i in range(len(rq.get("honoured_by_caller", kind=list))):
+        field = rq.get("honoured_by_caller", i, "field", kind=str)
+        check_path(("honoured_by_caller", i, "field"), field)
+        honoured.append(
+            CallerFieldIR(
+                field=field,
+                capability=rq.opt("honoured_by_caller", i, "capability", kind=(str, type(None))),
+                neutral=tuple(rq.get("honoured_by_caller", i, "neutral", kind=list)),
+                why=rq.get("honoured_by_caller", i, "why", kind=str),
+            )
+        )
+    extras = tuple(
+        CallerFieldIR(
+            field=name,
+            capability=rq.opt("extra_fields", name, "capability", kind=(str, type(None))),
+            neutral=(),
+            why=rq.get("extra_fields", name, "why", kind=str),
+        )
+        for name in rq.table("extra_fields")
+    )
+    return RequestsIR(
+        max_json_depth=rq.get("limits", "max_json_depth", kind=int),
+        max_schema_chars=rq.get("limits", "max_schema_chars", kind=int),
+        error_type=rq.get("error_type", kind=str),
+        errors=errors,
+        honoured_by_caller=tuple(honoured),
+        extra_fields=extras,
+        includes=dict(rq.table("includes")),
+    )
+
+
 def _output_item_types(responses: Any) -> set[str]:
     from .responses_ir import _enum_of, schema
 
@@ -354,6 +412,7 @@ def _output_item_types(responses: Any) -> set[str]:
 def load_project(config: Config) -> ProjectIR:
     tok, fmt_doc = _Doc(config, TOKENS), _Doc(config, FORMAT)
     par, bi, mp = _Doc(config, PARSING), _Doc(config, BUILTINS), _Doc(config, MAPPING)
+    rq = _Doc(config, REQUESTS)
     encoding, tokens = _tokens(tok)
     fmt = _format(fmt_doc)
     parsing = _parsing(par, _facts(tokens, fmt))
@@ -389,6 +448,7 @@ def load_project(config: Config) -> ProjectIR:
             "grammar": (grammar_rel, tok.rel, par.rel),
             "parsing": (par.rel,),
             "mapping": (mp.rel, *responses_sources),
+            "requests": (rq.rel, *responses_sources),
             "responses": responses_sources,
         },
         encoding=encoding,
@@ -398,5 +458,6 @@ def load_project(config: Config) -> ProjectIR:
         grammar=grammar,
         parsing=parsing,
         mapping=mapping,
+        requests=_requests(rq, responses),
         responses=responses,
     )

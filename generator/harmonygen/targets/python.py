@@ -144,6 +144,7 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     out += [constant(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
     out += _mapping_constants(ir)
+    out += _request_constants(ir)
     out.append(
         constant(
             "BUILTIN_NAMESPACES",
@@ -202,6 +203,42 @@ def _mapping_constants(ir: ProjectIR) -> list[Constant]:
     return out
 
 
+def _request_constants(ir: ProjectIR) -> list[Constant]:
+    r = ir.requests
+    out = [
+        constant(
+            "MAX_JSON_DEPTH", r.max_json_depth, doc="Arrays and objects of untrusted JSON nest at most this deep."
+        ),
+        constant(
+            "MAX_SCHEMA_CHARS", r.max_schema_chars, doc="A schema shown to the model: at most this many characters."
+        ),
+        constant("REQUEST_ERROR_TYPE", r.error_type),
+        constant(
+            "REQUEST_ERRORS",
+            {e.handle: {"code": e.code, "message": e.message} for e in r.errors},
+            "dict[str, dict[str, str]]",
+            "Request error by handle → the code a client sees and the message (`{fields}` shown as JSON).",
+        ),
+    ]
+    out += [constant(symbol("request_error", e.handle), e.handle) for e in r.errors]
+    out += [
+        constant(
+            "HONOURED_BY_CALLER",
+            tuple((f.field, f.capability, f.neutral, f.why) for f in r.honoured_by_caller),
+            "tuple[tuple[str, str | None, tuple[Any, ...], str], ...]",
+            "Request fields the bridge honours only with its caller: (field path, capability, neutral values, why).",
+        ),
+        constant(
+            "EXTRA_FIELDS",
+            {f.field: (f.capability, f.why) for f in r.extra_fields},
+            "dict[str, tuple[str | None, str]]",
+            "Fields outside the spec that clients send → (the capability that honours it, why not here).",
+        ),
+        constant("INCLUDES", r.includes, "dict[str, str | None]", "`include` values → the capability that honours it."),
+    ]
+    return out
+
+
 def grammar_constants(ir: ProjectIR) -> list[Constant]:
     g = ir.grammar
     origins = sorted({r.origin for r in g.rules if not r.origin.startswith("_")})  # not lark's helper rules
@@ -256,7 +293,7 @@ def grammar_constants(ir: ProjectIR) -> list[Constant]:
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "__init__.py": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.py": (
-        ("encoding", "tokens", "format", "parsing", "mapping", "builtin_namespaces"),
+        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "builtin_namespaces"),
         lambda ir: {"constants": spec_constants(ir)},
     ),
     "grammar.py": (("grammar",), lambda ir: {"constants": grammar_constants(ir), "grammar": ir.grammar.source}),

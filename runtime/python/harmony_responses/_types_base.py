@@ -75,6 +75,8 @@ def item_discriminator(table: Mapping[tuple[str | None, str | None], str], fallb
             kind, role = value.get("type"), value.get("role")
         else:
             kind, role = getattr(value, "type", None), getattr(value, "role", None)
+        if not isinstance(kind, str | None) or not isinstance(role, str | None):
+            return f"{kind!r} (role {role!r})"  # a list or object where a tag belongs: no member's tag
         found = table.get((kind, role)) or table.get((kind, None))
         if found is not None:
             return found

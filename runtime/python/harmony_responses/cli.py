@@ -4,37 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from ._tables import spec as _spec
-from .encoding import load_harmony_encoding
+from .cli_input import CommandError, InputError, display_name, read_json, read_text, read_token_ids
+from .encoding import HarmonyEncoding, load_harmony_encoding
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
 from .respond import add_respond_parser
-from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage
+from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage, Recovered
 from .tool_namespace import render_tool_namespace
 
 
-class InputError(Exception):
-    """Bad user input: the file, the JSON path and what was expected."""
-
-    def __init__(self, file: str, path: str, expected: str) -> None:
-        super().__init__(f"{file}: {path}: {expected}")
-
-
-def _read_json(file: str) -> Any:
+def load_encoding() -> HarmonyEncoding:
+    """The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input."""
     try:
-        text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()
-    except OSError as exc:
-        raise InputError(file, "$", f"cannot read file ({exc.strerror})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file, "$", f"expected JSON, line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        return load_harmony_encoding(_spec.ENCODING_NAME)
+    except HarmonyError as exc:
+        raise CommandError(f"cannot load the vocabulary: {exc}", status=1) from None
 
 
 def _loc(base: str, loc: Sequence[int | str]) -> str:
@@ -43,7 +36,7 @@ def _loc(base: str, loc: Sequence[int | str]) -> str:
 
 def load_conversation(file: str) -> Conversation:
     """A conversation in the reference's JSON form, with errors that point into the file."""
-    data = _read_json(file)
+    data = read_json(file)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise InputError(file, "$.messages", "expected a list of messages")
     roles = sorted(r.value for r in Role)
@@ -83,11 +76,14 @@ def load_conversation(file: str) -> Conversation:
 
 def load_tools(file: str) -> tuple[str | None, str | None, list[dict[str, Any]]]:
     """A list of tools, or `{"name", "description", "tools"}` for a whole namespace."""
-    data = _read_json(file)
+    data = read_json(file)
     name = description = None
     base = "$"
     if isinstance(data, dict):
         name, description = data.get("name"), data.get("description")
+        for key, value in (("name", name), ("description", description)):
+            if value is not None and not isinstance(value, str):
+                raise InputError(file, f"$.{key}", "expected a string")
         data, base = data.get("tools"), "$.tools"
     if not isinstance(data, list):
         raise InputError(file, base, "expected a list of tools")
@@ -109,7 +105,7 @@ def load_tools(file: str) -> tuple[str | None, str | None, list[dict[str, Any]]]
 
 def _render(args: argparse.Namespace) -> int:
     conversation = load_conversation(args.file)
-    encoding = load_harmony_encoding(_spec.ENCODING_NAME)
+    encoding = load_encoding()
     config = RenderConversationConfig(auto_drop_analysis=not args.no_drop_analysis)
     if args.training:
         tokens = encoding.render_conversation_for_training(conversation, config)
@@ -146,20 +142,26 @@ def _event_dict(event: Event) -> dict[str, Any]:
     return out
 
 
+def _set_aside_note(file: str, events: list[Event]) -> str | None:
+    """One line for standard error: what lenient parsing repaired and set aside, by rule (messages hide it)."""
+    recovered = [e for e in events if isinstance(e, Recovered)]
+    if not recovered:
+        return None
+    counts = Counter(e.rule for e in recovered)
+    chars = sum(len(e.text) for e in recovered)
+    rules = ", ".join(f"{rule} x{n}" for rule, n in sorted(counts.items()))
+    aside = f"{chars} characters set aside" if chars else "no text set aside"
+    return f"{display_name(file)}: lenient parse repaired the input ({rules}; {aside}); --events shows each repair"
+
+
 def _parse(args: argparse.Namespace) -> int:
-    encoding = load_harmony_encoding(_spec.ENCODING_NAME)
+    encoding = load_encoding()
     role = None if args.role == "none" else Role(args.role)
     parser = HarmonyStreamParser(encoding, role, args.mode, tools=args.tool or None)
     if args.tokens:
-        data = _read_json(args.file)
-        if not isinstance(data, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in data):
-            raise InputError(args.file, "$", "expected a JSON list of token ids")
-        events = parser.feed_tokens(data)
+        events = parser.feed_tokens(read_token_ids(args.file))
     else:
-        try:
-            text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
-        except OSError as exc:
-            raise InputError(args.file, "$", f"cannot read file ({exc.strerror})") from None
+        text = read_text(args.file)
         if text.endswith("\n") and text[:-1].endswith(_STOP_SPELLINGS):
             text = text[:-1]  # the newline a file ends with is not part of the completion
         events = parser.feed_text(text)
@@ -169,6 +171,9 @@ def _parse(args: argparse.Namespace) -> int:
             print(json.dumps(_event_dict(event), ensure_ascii=False))
         elif isinstance(event, MessageEnd):
             print(json.dumps(event.message.to_dict(), ensure_ascii=False))
+    note = None if args.events else _set_aside_note(args.file, events)
+    if note is not None:
+        print(f"harmony-responses: {note}", file=sys.stderr)
     return 0
 
 
@@ -204,16 +209,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_stdout() -> None:
+    """After a closed pipe, send what is still buffered nowhere, so the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; bad input is one line on standard error and exit 2, a closed pipe a quiet exit 141."""
     args = build_parser().parse_args(argv)
     try:
         result: int = args.func(args)
+        sys.stdout.flush()
         return result
-    except InputError as exc:
+    except BrokenPipeError:  # `| head -1`: the reader has what it wanted, as `yes | head -1` does
+        _quiet_stdout()
+        return 128 + 13  # the status a shell shows for a tool ended by SIGPIPE
+    except CommandError as exc:
         print(f"harmony-responses: {exc}", file=sys.stderr)
-        return 2
-    except HarmonyError as exc:
-        print(f"harmony-responses: {args.file}: {exc}", file=sys.stderr)
+        return exc.status
+    except HarmonyError as exc:  # the format rejected what the file holds (strict parsing, rendering)
+        where = f"{display_name(args.file)}: " if args.file is not None else ""
+        print(f"harmony-responses: {where}{exc}", file=sys.stderr)
         return 2
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from ._tables import ReasoningEffort as ReasoningEffort
 from ._tables import Role as Role
 from ._tables import spec as _spec
+from .json_input import load_json
 
 
 class Author(BaseModel):
@@ -290,7 +291,11 @@ class Conversation(BaseModel):
 
     @classmethod
     def from_json(cls, payload: str) -> Conversation:
-        data = json.loads(payload)
+        """Read `to_json` output; JSON beyond `json_input`'s limits or with a lone surrogate raises `JSONInputError`.
+
+        The reference refuses a lone surrogate too (when it renders); here the error names its JSON path.
+        """
+        data = load_json(payload)
         return cls(messages=[Message.from_dict(m) for m in data["messages"]])
 
 

@@ -12,6 +12,7 @@ in Markdown code (inline code spans and fenced blocks), where documentation ment
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -38,17 +39,26 @@ _RECIPIENT_RE = re.compile(
     + r"\S*"
 )
 _GLUED_RE = re.compile(re.escape(Role.ASSISTANT.value) + "(?:" + _CHANNEL_ALT + ")(?![a-z])")
+_CONTENT_ALT = "|".join(re.escape(c) for c in _spec.CONTENT_TYPES)
+# A second header signal on the fragment's line: a channel word, a content type before the body, or `<|`.
+# Searched once over the whole text (lines are `\n`-separated; the word before a channel stays on its line).
 _SIGNAL_RE = re.compile(
-    "(?:^|\\s|"
+    "(?:^|[^\\S\n]|"
     + re.escape(Role.ASSISTANT.value)
     + ")(?:"
     + _CHANNEL_ALT
     + ")(?![a-z])"
-    + "|(?:^|\\s)(?:"
-    + "|".join(re.escape(c) for c in _spec.CONTENT_TYPES)
+    + "|(?:^|[^\\S\n])(?:"
+    + _CONTENT_ALT
     + ")(?=\\{|\\s|$)|"
-    + re.escape(_spec.SPELLING_OPEN)
+    + re.escape(_spec.SPELLING_OPEN),
+    re.M,
 )
+# A signal word right before the fragment (`analysisto=functions.f`): the fragment itself reads as a space.
+_SIGNAL_BEFORE_RE = re.compile(
+    "(?:^|\\s|" + re.escape(Role.ASSISTANT.value) + ")(?:" + _CHANNEL_ALT + ")$|(?:^|\\s)(?:" + _CONTENT_ALT + ")$"
+)
+_SIGNAL_REACH = 2 * max(len(Role.ASSISTANT.value), *(len(c) for c in (*_CHANNELS, *_spec.CONTENT_TYPES)))
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
 
 LeakKind = Literal["control_token", "header_fragment", "glued_header"]
@@ -79,27 +89,59 @@ class Leak:
     text: str
 
 
+class _Spans:
+    """Sorted, non-overlapping [start, end) spans; `covers(pos)` by binary search."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self._starts = [a for a, _ in spans]
+        self._ends = [b for _, b in spans]
+
+    def covers(self, pos: int) -> bool:
+        i = bisect.bisect_right(self._starts, pos) - 1
+        return i >= 0 and pos < self._ends[i]
+
+
+def _header_signal(text: str, start: int, end: int, lines: list[int], signals: list[tuple[int, int]]) -> bool:
+    """Another header signal on the line of the fragment `text[start:end]`, outside the fragment.
+
+    `lines` holds the position of every newline and `signals` the (start, end) of every `_SIGNAL_RE`
+    match, both sorted: a signal cannot straddle the fragment (which begins `to=` and runs to white
+    space), so the test is a binary search on each side plus a look at the word just before it.
+    """
+    k = bisect.bisect_left(lines, start)
+    line_start = lines[k - 1] + 1 if k > 0 else 0
+    line_end = lines[k] if k < len(lines) else len(text)
+    i = bisect.bisect_left(signals, (line_start, -1))
+    if i < len(signals) and signals[i][1] <= start:  # a signal between the line start and the fragment
+        return True
+    j = bisect.bisect_left(signals, (end, -1))
+    if j < len(signals) and signals[j][0] < line_end:  # a signal after the fragment, on its line
+        return True
+    cut = max(line_start, start - _SIGNAL_REACH)
+    before = ("" if cut == line_start else "\0") + text[cut:start]
+    return _SIGNAL_BEFORE_RE.search(before) is not None
+
+
 def detect_leak(text: str) -> list[Leak]:
-    """Control-token spellings and header fragments outside Markdown code, in text order."""
-    code = [(m.start(), m.end()) for m in _CODE_RE.finditer(text)]
+    """Control-token spellings and header fragments outside Markdown code, in text order.
 
-    def in_code(pos: int) -> bool:
-        return any(a <= pos < b for a, b in code)
-
+    Linear in the text: code spans, newlines and header signals are found once, and each candidate is
+    checked against them by binary search.
+    """
+    code = _Spans([(m.start(), m.end()) for m in _CODE_RE.finditer(text)])
     leaks: list[Leak] = []
     for m in _SPECIAL_RE.finditer(text):
-        if not in_code(m.start()):
+        if not code.covers(m.start()):
             leaks.append(Leak("control_token", m.start(), m.end(), m.group()))
     for m in _GLUED_RE.finditer(text):
-        if not in_code(m.start()):
+        if not code.covers(m.start()):
             leaks.append(Leak("glued_header", m.start(), m.end(), m.group()))
-    for m in _RECIPIENT_RE.finditer(text):
-        if in_code(m.start()):
-            continue
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line_end = text.find("\n", m.end())
-        around = text[line_start : m.start()] + " " + text[m.end() : len(text) if line_end < 0 else line_end]
-        if _SIGNAL_RE.search(around):
-            leaks.append(Leak("header_fragment", m.start(), m.end(), m.group()))
+    fragments = [m for m in _RECIPIENT_RE.finditer(text) if not code.covers(m.start())]
+    if fragments:
+        lines = [m.start() for m in re.finditer("\n", text)]
+        signals = [(m.start(), m.end()) for m in _SIGNAL_RE.finditer(text)]
+        for m in fragments:
+            if _header_signal(text, m.start(), m.end(), lines, signals):
+                leaks.append(Leak("header_fragment", m.start(), m.end(), m.group()))
     leaks.sort(key=lambda leak: (leak.start, leak.end))
     return leaks

@@ -19,12 +19,23 @@ from .items import (
     stream_response,
     tokens_from_text,
 )
-from .request import RequestError, ToolPolicy, parse_request, request_to_conversation, tool_policy
+from .request import (
+    NOTHING_MORE,
+    Capabilities,
+    RequestError,
+    ToolPolicy,
+    check_supported,
+    parse_request,
+    request_to_conversation,
+    tool_policy,
+)
 from .resource import response_snapshot
 from .sse import DONE, OPENAI_REASONING_EVENTS, SSEError, SSEStreamer, event_json, frame, parse_sse, stream_sse, to_sse
 
 __all__ = [
     "DONE",
+    "NOTHING_MORE",
+    "Capabilities",
     "OPENAI_REASONING_EVENTS",
     "RequestError",
     "ResponseBuilder",
@@ -35,6 +46,7 @@ __all__ = [
     "ToolPolicy",
     "build_response",
     "chat_completion_chunks",
+    "check_supported",
     "counting_ids",
     "event_json",
     "frame",

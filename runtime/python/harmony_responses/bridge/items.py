@@ -512,7 +512,9 @@ class ResponseBuilder:
                                  arguments=text))  # fmt: skip
         if item.reasoning:
             if self._text:  # text input: count the tokens it stands for: <|message|>, the text, the stop
-                self._reasoning_tokens += len(self._encoding.encode(text)) + 1 + (status is Status.COMPLETED)
+                self._reasoning_tokens += (
+                    len(self._encoding.encode(text, allowed_special="all")) + 1 + (status is Status.COMPLETED)
+                )
             else:  # from the token that opened the body to the one that closed it
                 self._reasoning_tokens += self._parser.tokens_read - self._reasoning_from
         body = item.body(status, text)

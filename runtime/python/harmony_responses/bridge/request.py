@@ -7,6 +7,17 @@ function tools its `functions` namespace, `reasoning.effort` the system message'
 assistant messages, function calls, their outputs and reasoning items become messages in order.
 Whatever the model cannot take raises `RequestError`, a 400-style error that names the offending
 parameter; nothing is dropped silently.
+
+`parse_request(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`:
+
+1. the JSON limits of `json_input` (at most `MAX_JSON_DEPTH` levels, no lone surrogate in any string
+   or key, no NaN), then every tool and response-format schema at most `MAX_SCHEMA_CHARS` characters;
+2. the Open Responses schema: the error names the request's own path (`input[0].role`, never a
+   pydantic union member) and says what was expected there and what was found;
+3. `check_supported`: a field is either honoured or refused. The bridge honours what shapes the prompt;
+   `Capabilities` says what the caller adds (a store, background runs, sampling, a token budget…).
+   Asking for something no one here does (`store: true` without a store, `seed` without a sampler, a
+   field outside the spec such as `user`) is a 400 naming the field, never silently dropped.
 """
 
 from __future__ import annotations
@@ -14,12 +25,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
 from .._tables import ItemKind
 from .._tables import spec as _spec
+from ..json_input import MAX_SCHEMA_CHARS, JSONInputError, check_json_value, format_path
 from ..models import (
     Author,
     Content,
@@ -51,8 +63,9 @@ from ..types import (
     SystemMessageItemParam,
     UserMessageItemParam,
 )
+from .validation import ITEM_UNION, explain, found
 
-_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
+_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
 _JSON_CONTENT_TYPE = _CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EFFORTS = {e.value.lower(): e for e in ReasoningEffort}
@@ -66,17 +79,25 @@ _CHANNEL_OF_PHASE = {
 class RequestError(ValueError):
     """A request the model cannot serve: an HTTP 400 with an Open Responses error body.
 
-    `param` names the request field (`input[2].content[0]`, `tools[1]`, `reasoning.effort`).
+    `param` names the request field (`input[2].content[0]`, `tools[1]`, `reasoning.effort`). The codes
+    and messages are the spec's (`REQUEST_ERRORS`): build one with `RequestError.of(handle, param, ...)`.
     """
 
     status = 400
-    type = "invalid_request_error"
+    type = _spec.REQUEST_ERROR_TYPE
 
     def __init__(self, code: str, message: str, param: str | None = None) -> None:
         super().__init__(f"{param}: {message}" if param else message)
         self.code = code
         self.message = message
         self.param = param
+
+    @classmethod
+    def of(cls, handle: str, param: str | None = None, **fields: object) -> RequestError:
+        """The spec's error `handle`, its message filled with `fields` (shown as JSON unless already text)."""
+        entry = _spec.REQUEST_ERRORS[handle]
+        shown = {key: value if isinstance(value, _Text) else _shown(value) for key, value in fields.items()}
+        return cls(entry["code"], entry["message"].format(**shown), param)
 
     def to_payload(self) -> ErrorPayload:
         """The error as the spec's `ErrorPayload` (the `error` of an error event or response body)."""
@@ -87,27 +108,216 @@ class RequestError(ValueError):
         return {"error": self.to_payload().model_dump(mode="json")}
 
 
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part and part[0].isupper():  # a union member's tag, not a key of the request
+# -- what the caller honours ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the caller of the bridge does beyond turning the request into a prompt.
+
+    The bridge itself honours the fields that shape the prompt or are echoed (`model`, `input`,
+    `instructions`, `tools`, `tool_choice`, `text.format`, `reasoning.effort`, `metadata`,
+    `parallel_tool_calls` and `max_tool_calls`: gpt-oss ends its turn at its one call). Every other field
+    asks the caller for something; a request that asks, with the flag for it off, is refused with a 400
+    naming the field (`check_supported`). A value that asks for nothing (`store: false`, `temperature: 1`,
+    `top_logprobs: 0`, `service_tier: "auto"`) is always accepted.
+    """
+
+    store: bool = False  # keeps responses: `store: true`, `previous_response_id`, `conversation`
+    background: bool = False  # runs `background: true` requests for clients to poll
+    sampling: bool = False  # samples the completion: `temperature`, `top_p`, the penalties, `seed`
+    logprobs: bool = False  # returns log probabilities: `top_logprobs`, include `message.output_text.logprobs`
+    max_output_tokens: bool = False  # stops at `max_output_tokens` and answers `incomplete`
+    truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
+    extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
+
+
+NOTHING_MORE = Capabilities()
+"""The bridge alone: every field that asks the caller for something is refused."""
+
+
+class _Text(str):
+    """Text to put in an error message as it is (not shown as JSON): a reason, a list already shown."""
+
+
+# The capabilities the spec names must be the caller's (`Capabilities`) flags.
+_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields"}
+_NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
+_NAMED |= set(_spec.INCLUDES.values())
+if not (_NAMED - {None}) <= _FLAGS:
+    raise ImportError(f"spec/mapping/requests.json names capabilities {sorted(str(c) for c in _NAMED - _FLAGS)}")
+
+
+def _honoured(capabilities: Capabilities, flag: str | None) -> bool:
+    return flag is not None and bool(getattr(capabilities, flag))
+
+
+def _value_at(body: CreateResponseBody, field: str) -> Any:
+    value: Any = body
+    for name in field.split("."):
+        value = getattr(value, name, None)
+    return value
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value, ensure_ascii=True, default=str)
+
+
+def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE) -> None:
+    """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does.
+
+    What asks for what is the spec's (`spec/mapping/requests.json`): `HONOURED_BY_CALLER`, `EXTRA_FIELDS`
+    and `INCLUDES`.
+    """
+    if body.previous_response_id is not None and not capabilities.store:
+        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
+    for field, flag, neutral, why in _spec.HONOURED_BY_CALLER:
+        value = _value_at(body, field)
+        if value not in neutral and not _honoured(capabilities, flag):  # each field has one type once validated
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, field, value=value, why=_Text(why))
+    for i, include in enumerate(body.include or []):
+        if not _honoured(capabilities, _spec.INCLUDES.get(include)):
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
+    for key, value in (body.model_extra or {}).items():
+        if key in capabilities.extra_fields:
             continue
-        else:
-            out += f".{part}" if out else part
-    return out
+        known = _spec.EXTRA_FIELDS.get(key)
+        if known is None:
+            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, key)
+        flag, why = known
+        if not _honoured(capabilities, flag):
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, key, value=value, why=_Text(why))
 
 
-def parse_request(raw: Mapping[str, Any]) -> CreateResponseBody:
-    """Validate a JSON request body; the first problem becomes a `RequestError` naming its place."""
+# -- validation errors, in the request's own words -----------------------------------------------------
+
+
+def _literal_args(model: type[Any], field: str) -> tuple[Any, ...]:
+    info = model.model_fields.get(field)
+    if info is None:
+        return ()
+    annotation = info.annotation
+    members = get_args(annotation) if get_origin(annotation) is not Literal else (annotation,)
+    args: list[Any] = []
+    for member in members:
+        if get_origin(member) is Literal:
+            args.extend(get_args(member))
+    return tuple(a for a in args if a is not None)
+
+
+def _item_kinds() -> dict[str, tuple[str, ...]]:
+    """Each input item `type` the spec defines → the roles it takes (empty: no role), read from `ItemParam`."""
+    union = get_args(ItemParam.__value__)[0]
+    kinds: dict[str, list[str]] = {}
+    for member in get_args(union):
+        model = get_args(member)[0]
+        for kind in _literal_args(model, "type"):
+            kinds.setdefault(kind, []).extend(_literal_args(model, "role"))
+    return {k: tuple(sorted(v)) for k, v in sorted(kinds.items())}
+
+
+_ITEM_KINDS = _item_kinds()
+
+
+def _choices(values: Sequence[object]) -> str:
+    return ", ".join(json.dumps(v) for v in values)
+
+
+def _explain_item(parts: list[int | str], item: object) -> RequestError:
+    """An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it."""
+    where = format_path("", parts)
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    role = item.get("role") if isinstance(item, Mapping) else None
+    roles = _ITEM_KINDS.get(kind) if isinstance(kind, str) else None
+    if roles:
+        return RequestError.of(
+            _spec.REQUEST_ERROR_ITEM_ROLE,
+            f"{where}.role",
+            roles=_Text(_choices(roles)),
+            type=kind,
+            found=_Text(found(role)),
+        )
+    return RequestError.of(
+        _spec.REQUEST_ERROR_ITEM_TYPE,
+        f"{where}.type",
+        types=_Text(_choices(list(_ITEM_KINDS))),
+        found=_Text(found(kind)),
+    )
+
+
+def _untyped_message(raw: object, parts: list[int | str]) -> RequestError | None:
+    """An input item with a `role` but no `type` is read as an item reference; say what it lacks instead."""
+    if len(parts) < 2 or parts[0] != "input" or not isinstance(raw, Mapping):
+        return None
+    items = raw.get("input")
+    index = parts[1]
+    if not isinstance(items, list) or not isinstance(index, int):
+        return None
+    item = items[index]
+    if not isinstance(item, Mapping) or "type" in item or not isinstance(item.get("role"), str):
+        return None
+    kinds = [kind for kind, roles in _ITEM_KINDS.items() if item["role"] in roles]
+    if not kinds:
+        return None
+    return RequestError.of(
+        _spec.REQUEST_ERROR_UNTYPED_ITEM,
+        f"input[{index}].type",
+        role=_Text(found(item["role"])),
+        types=_Text(_choices(kinds)),
+    )
+
+
+def _explain(exc: ValidationError, raw: object) -> RequestError:
+    """One `RequestError` for a failed validation, in the request's own words (see `validation.explain`)."""
+    problem = explain(exc, raw)
+    if problem.union == ITEM_UNION:
+        return _explain_item(list(problem.parts), problem.value)
+    untyped = _untyped_message(raw, list(problem.parts))
+    if untyped is not None:
+        return untyped
+    return RequestError.of(problem.error, problem.path() or None, reason=_Text(problem.message))
+
+
+def _check_schema(schema: Mapping[str, Any], where: str) -> None:
+    """A schema the prompt will show: within the depth limit, valid Unicode, and at most `MAX_SCHEMA_CHARS`."""
     try:
-        return CreateResponseBody.model_validate(raw)
+        check_json_value(schema, where)
+    except JSONInputError as exc:
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path, reason=_Text(exc.reason)) from None
+    size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    if size > MAX_SCHEMA_CHARS:
+        raise RequestError.of(_spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, size=size, limit=MAX_SCHEMA_CHARS)
+
+
+def _check_schemas(body: CreateResponseBody) -> None:
+    for i, tool in enumerate(body.tools or []):
+        if tool.parameters is not None:
+            _check_schema(tool.parameters.model_extra or {}, f"tools[{i}].parameters")
+    fmt = body.text.format if body.text is not None else None
+    if isinstance(fmt, JsonSchemaResponseFormatParam) and fmt.schema_ is not None:
+        _check_schema(fmt.schema_, "text.format.schema")
+
+
+def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_MORE) -> CreateResponseBody:
+    """Validate a JSON request body; the first problem becomes a `RequestError` naming its place.
+
+    Before the schema, the body must be within `json_input`'s limits (depth, lone surrogates, NaN); after
+    it, every schema within `MAX_SCHEMA_CHARS`, and every field either honoured by `capabilities` or
+    refused (`check_supported`).
+    """
+    if not isinstance(raw, Mapping):
+        raise RequestError.of(_spec.REQUEST_ERROR_NOT_AN_OBJECT, found=_Text(found(raw)))
+    try:
+        check_json_value(raw, "")
+    except JSONInputError as exc:
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=_Text(exc.reason)) from None
+    try:
+        body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A wrong `type` (an unknown tool or item kind) explains the other errors of its object.
-        first = next((e for e in errors if e["loc"] and e["loc"][-1] == "type"), errors[0])
-        raise RequestError("invalid_request", first["msg"], _loc(first["loc"]) or None) from exc
+        raise _explain(exc, raw) from None
+    _check_schemas(body)
+    check_supported(body, capabilities)
+    return body
 
 
 @dataclass(frozen=True)
@@ -125,22 +335,14 @@ def _text_parts(content: str | Sequence[Any], where: str, accepted: tuple[str, .
     for j, part in enumerate(content):
         kind = getattr(part, "type", None)
         if kind not in accepted:
-            raise RequestError(
-                "unsupported_content",
-                f"content of type {kind!r} is not supported: gpt-oss reads text only",
-                f"{where}.{key}[{j}]",
-            )
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, f"{where}.{key}[{j}]", type=kind)
         texts.append(part.refusal if kind == "refusal" else part.text)
     return texts
 
 
 def _input_items(body: CreateResponseBody) -> list[ItemParam]:
     if body.previous_response_id is not None:
-        raise RequestError(
-            "previous_response_not_found",
-            "responses are not stored here: send the whole conversation as input",
-            "previous_response_id",
-        )
+        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
     if body.input is None:
         return []
     if isinstance(body.input, str):
@@ -153,7 +355,7 @@ def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolic
     names = [t.name for t in tools]
     for i, name in enumerate(names):
         if names.index(name) != i:
-            raise RequestError("duplicate_tool", f"function {name!r} is declared twice", f"tools[{i}]")
+            raise RequestError.of(_spec.REQUEST_ERROR_DUPLICATE_TOOL, f"tools[{i}]", name=name)
     choice = body.tool_choice
     if choice is None or choice == "auto":
         return tools, ToolPolicy("auto", tuple(names))
@@ -161,24 +363,22 @@ def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolic
         return [], ToolPolicy("none", ())
     if choice == "required":
         if not tools:
-            raise RequestError("invalid_tool_choice", "tool_choice is 'required' but no tools are given", "tool_choice")
+            raise RequestError.of(_spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice")
         return tools, ToolPolicy("required", tuple(names))
     if isinstance(choice, SpecificFunctionParam):
         if choice.name not in names:
-            raise RequestError("invalid_tool_choice", f"no function named {choice.name!r} in tools", "tool_choice.name")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_TOOL, "tool_choice.name", name=choice.name)
         return [t for t in tools if t.name == choice.name], ToolPolicy("required", (choice.name,))
     if isinstance(choice, AllowedToolsParam):
         allowed = []
         for k, ref in enumerate(choice.tools):
             if ref.name not in names:
-                raise RequestError(
-                    "invalid_tool_choice", f"no function named {ref.name!r} in tools", f"tool_choice.tools[{k}].name"
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_TOOL, f"tool_choice.tools[{k}].name", name=ref.name)
             allowed.append(ref.name)
         mode = choice.mode or "auto"
         kept = [] if mode == "none" else [t for t in tools if t.name in allowed]
         return kept, ToolPolicy(mode, () if mode == "none" else tuple(n for n in names if n in allowed))
-    raise RequestError("invalid_tool_choice", f"unsupported tool_choice {choice!r}", "tool_choice")
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", choice=_Text(repr(choice)))
 
 
 def tool_policy(body: CreateResponseBody) -> ToolPolicy:
@@ -188,9 +388,9 @@ def tool_policy(body: CreateResponseBody) -> ToolPolicy:
 
 def _response_format_section(fmt: JsonSchemaResponseFormatParam) -> str:
     if not fmt.name:
-        raise RequestError("missing_required_parameter", "a json_schema format needs a name", "text.format.name")
+        raise RequestError.of(_spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name")
     if fmt.schema_ is None:
-        raise RequestError("missing_required_parameter", "a json_schema format needs a schema", "text.format.schema")
+        raise RequestError.of(_spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema")
     lines = [_spec.DEV_RESPONSE_FORMATS_HEADING, _spec.DEV_RESPONSE_FORMAT_NAME.format(name=fmt.name)]
     body = ""
     if fmt.description:
@@ -204,10 +404,8 @@ def _system(body: CreateResponseBody) -> SystemContent:
     effort = body.reasoning.effort if body.reasoning is not None else None
     if effort is not None:
         if effort not in _EFFORTS:
-            raise RequestError(
-                "unsupported_reasoning_effort",
-                f"reasoning effort {effort!r} is not supported by gpt-oss: use one of {sorted(_EFFORTS)}",
-                "reasoning.effort",
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", effort=effort, efforts=sorted(_EFFORTS)
             )
         system = system.with_reasoning_effort(_EFFORTS[effort])
     return system
@@ -223,6 +421,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
     `system` replaces the default system content (identity, dates); a reasoning effort the request
     names is applied to it.
     """
+    _check_schemas(body)  # a body built in Python skipped `parse_request`
     sys_content = _system(body)
     if system is not None:
         requested = body.reasoning is not None and body.reasoning.effort is not None
@@ -253,11 +452,7 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
         elif isinstance(item, FunctionCallOutputItemParam):
             name = call_names.get(item.call_id)
             if name is None:
-                raise RequestError(
-                    "unknown_call_id",
-                    f"no earlier function_call item has call_id {item.call_id!r}",
-                    f"{where}.call_id",
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
             output = _text_parts(item.output, where, ("input_text",), key="output")
             turns.append(
                 Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
@@ -266,24 +461,18 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             )
         elif isinstance(item, ReasoningItemParam):
             if item.encrypted_content is not None:
-                raise RequestError(
-                    "unsupported_parameter", "encrypted reasoning cannot be read here", f"{where}.encrypted_content"
-                )
+                raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
             text = "".join(part.text for part in item.summary)
             if text:
                 turns.append(_assistant(text, _spec.CHANNEL_REASONING))
         elif isinstance(item, ItemReferenceParam):
-            raise RequestError(
-                "item_reference_not_found",
-                f"item {item.id!r} cannot be referenced: items are not stored here",
-                f"{where}.id",
-            )
+            raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
         elif isinstance(item, CompactionSummaryItemParam):
-            raise RequestError("unsupported_item", "compaction items are not supported by gpt-oss", f"{where}.type")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
         elif isinstance(item, ExtensionItem):
-            raise RequestError("unsupported_item", f"item type {item.type!r} is not supported", f"{where}.type")
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
         else:  # pragma: no cover - the union is closed
-            raise RequestError("unsupported_item", f"item {type(item).__name__} is not supported", where)
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
     tools, _policy = _tools(body)
     developer = DeveloperContent.new()
     if instructions:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from .._tables import spec as _spec
 from ..encoding import HarmonyEncoding
+from ..json_input import JSONInputError, load_json
 from ..types import CreateResponseBody, StreamingEvent, StreamingEventAdapter
 from .items import Completion, OpenItem, ResponseBuilder, feed_all
+from .validation import explain, found
 
 OPENAI_REASONING_EVENTS = dict(_spec.OPENAI_REASONING_EVENTS)
 _FROM_OPENAI = {v: k for k, v in OPENAI_REASONING_EVENTS.items()}
@@ -167,42 +172,108 @@ def stream_sse(
 
 
 class SSEError(ValueError):
-    """Malformed SSE text: names the line."""
+    """Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem."""
+
+    def __init__(self, line: int, message: str, events: list[StreamingEvent] | None = None) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.events = events if events is not None else []
 
 
-def parse_sse(lines: Iterable[str]) -> list[StreamingEvent]:
-    """Read `to_sse` output back (either naming of reasoning events) into typed events.
+_LINE_END_RE = re.compile("\r\n|\r|\n")
+_BOM = "\ufeff"
 
-    Accepts the text as lines or as chunks holding several lines; stops at `data: [DONE]`.
+
+def _event(number: int, name: str | None, payload: str) -> StreamingEvent:
+    """One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError`."""
+    try:
+        raw = load_json(payload, "data")
+    except JSONInputError as exc:
+        if exc.path == "data":  # not JSON at all: where in the data, and why
+            raise SSEError(number, "data is not JSON: " + exc.reason.removeprefix("expected JSON, ")) from None
+        raise SSEError(number, str(exc)) from None
+    if not isinstance(raw, dict):
+        raise SSEError(number, f"data: expected a JSON object (an event), found {found(raw)}")
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        raise SSEError(number, f"data.type: expected a string, found {found(kind)}")
+    if kind in _FROM_OPENAI:
+        raw["type"] = kind = _FROM_OPENAI[kind]
+    if name is not None and _FROM_OPENAI.get(name, name) != kind:
+        raise SSEError(number, f"event name {name!r} differs from the body's type {kind!r}")
+    try:
+        return StreamingEventAdapter.validate_python(raw)
+    except ValidationError as exc:
+        problem = explain(exc, raw)
+        raise SSEError(number, f"{problem.path('data')}: {problem.message} (event {kind!r})") from None
+
+
+def parse_sse(lines: Iterable[str] | str) -> list[StreamingEvent]:
+    """Read an Open Responses event stream (`to_sse` output, either naming of reasoning events) into typed events.
+
+    Takes the text whole, as lines or as chunks holding several lines, and reads it by the WHATWG
+    event-stream rules: a leading byte-order mark is skipped; lines end with CRLF, LF or CR; `:` starts a
+    comment; a field without a colon has an empty value; `data` lines join with newlines; `id` and
+    `retry` are accepted (this reader does not reconnect, so their values are not used); a blank line
+    dispatches the event. The stream ends with `data: [DONE]`.
+
+    Where WHATWG has a reader silently drop text, this one raises `SSEError` naming the line instead,
+    with the events read so far in `.events`: an unknown field, an `event` without data, an `id` holding
+    NUL or a `retry` that is not digits, a last event with no blank line after it, a stream cut before
+    `[DONE]`, and anything but blank lines and comments after it. So does data that is not a JSON event
+    (JSON within `json_input`'s limits, an object whose `type` names a spec event, valid against it).
     """
+    text = lines if isinstance(lines, str) else "".join(lines)
+    text = text.removeprefix(_BOM)
+    parts = _LINE_END_RE.split(text)
+    if parts[-1] == "":
+        parts.pop()  # the text ends with a line end: no unterminated last line
     events: list[StreamingEvent] = []
     name: str | None = None
     data: list[str] = []
-    text = "".join(lines).replace("\r\n", "\n")
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line == "":
-            if data:
-                payload = "\n".join(data)
-                if payload == DONE:
-                    return events
-                try:
-                    raw = json.loads(payload)
-                except json.JSONDecodeError as exc:
-                    raise SSEError(f"line {number - 1}: data is not JSON: {exc.msg}") from exc
-                if raw.get("type") in _FROM_OPENAI:
-                    raw["type"] = _FROM_OPENAI[raw["type"]]
-                if name is not None and _FROM_OPENAI.get(name, name) != raw.get("type"):
-                    raise SSEError(
-                        f"line {number}: event name {name!r} differs from the body's type {raw.get('type')!r}"
-                    )
-                events.append(StreamingEventAdapter.validate_python(raw))
-            name, data = None, []
-        elif line.startswith("event:"):
-            name = line[len("event:") :].strip()
-        elif line.startswith("data:"):
-            data.append(line[len("data:") :].removeprefix(" "))
-        elif line.startswith(":"):
-            continue
-        else:
-            raise SSEError(f"line {number}: not an SSE field: {line[:40]!r}")
+    first = 0  # the line of the pending event's first field
+    data_line = 0  # the line of its first `data` field
+    done = 0  # the line of `data: [DONE]` once dispatched
+    number = 0
+    try:
+        for number, line in enumerate(parts, start=1):
+            if line == "":
+                if data:
+                    payload = "\n".join(data)
+                    if done:
+                        raise SSEError(number - 1, f"an event after data: {DONE} (line {done})")
+                    if payload == DONE:
+                        done = first
+                    else:
+                        events.append(_event(data_line, name, payload))
+                elif name is not None:
+                    raise SSEError(first, f"event {name!r} has no data")
+                name, data, first, data_line = None, [], 0, 0
+                continue
+            if line.startswith(":"):
+                continue  # a comment
+            field, colon, value = line.partition(":")
+            if colon and value.startswith(" "):
+                value = value[1:]
+            first = first or number
+            if field == "data":
+                data_line = data_line or number
+                data.append(value)
+            elif field == "event":
+                name = value or None
+            elif field == "id":
+                if "\0" in value:
+                    raise SSEError(number, "an id holding NUL, which readers ignore")
+            elif field == "retry":
+                if not value.isascii() or not value.isdigit():
+                    raise SSEError(number, f"retry expects a number of milliseconds, found {value[:40]!r}")
+            else:
+                raise SSEError(number, f"not an SSE field: {line[:40]!r} (fields: data, event, id, retry)")
+        if first:
+            raise SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched")
+        if not done:
+            raise SSEError(number, f"the stream ends before data: {DONE}: it was cut")
+    except SSEError as exc:
+        exc.events = events
+        raise
     return events

@@ -1,0 +1,101 @@
+"""`AsyncStore`: the store for an asyncio server, every call run on a worker thread.
+
+SQLite has no asynchronous interface and PostgreSQL's would need a second implementation of every
+statement, so the store stays synchronous and this wrapper moves each call onto its own small thread
+pool: the event loop never waits on a disk or a socket, and at most `threads` store calls run at once
+(more wait their turn in the pool's queue, not on the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ..models import Message
+from .base import Store
+from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner
+
+T = TypeVar("T")
+
+
+class AsyncStore:
+    """A `Store` with awaitable methods of the same names and arguments."""
+
+    def __init__(self, store: Store, threads: int = 8) -> None:
+        self.store = store
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="response-store")
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def begin(
+        self,
+        response_id: str,
+        *,
+        owner: Owner,
+        resource: Mapping[str, Any],
+        input_items: Sequence[Mapping[str, Any]],
+        input_messages: Sequence[Message],
+        previous_response_id: str | None = None,
+    ) -> None:
+        await self._run(
+            self.store.begin,
+            response_id,
+            owner=owner,
+            resource=resource,
+            input_items=input_items,
+            input_messages=input_messages,
+            previous_response_id=previous_response_id,
+        )
+
+    async def finish(
+        self,
+        response_id: str,
+        *,
+        resource: Mapping[str, Any],
+        output_items: Sequence[Mapping[str, Any]],
+        output_messages: Sequence[Message],
+    ) -> None:
+        await self._run(
+            self.store.finish,
+            response_id,
+            resource=resource,
+            output_items=output_items,
+            output_messages=output_messages,
+        )
+
+    async def get(self, response_id: str, owner: Owner) -> dict[str, Any]:
+        return await self._run(self.store.get, response_id, owner)
+
+    async def delete(self, response_id: str, owner: Owner) -> None:
+        await self._run(self.store.delete, response_id, owner)
+
+    async def list_input_items(
+        self,
+        response_id: str,
+        owner: Owner,
+        *,
+        after: str | None = None,
+        limit: int = LIST_LIMIT_DEFAULT,
+        order: Order | str = LIST_ORDER_DEFAULT,
+    ) -> ItemPage:
+        return await self._run(self.store.list_input_items, response_id, owner, after=after, limit=limit, order=order)
+
+    async def get_item(self, item_id: str, owner: Owner) -> dict[str, Any]:
+        return await self._run(self.store.get_item, item_id, owner)
+
+    async def load_history(self, response_id: str, owner: Owner) -> History:
+        return await self._run(self.store.load_history, response_id, owner)
+
+    async def recover(self) -> int:
+        return await self._run(self.store.recover)
+
+    async def close(self) -> None:
+        """Close the store (after the calls already queued), then the threads."""
+        try:
+            await self._run(self.store.close)
+        finally:
+            self._pool.shutdown(wait=False)
