@@ -8,6 +8,7 @@ draws are derandomized (conftest); run longer locally with TS_EXAMPLES=N.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -456,6 +457,8 @@ VALUES = st.sampled_from(
     + [{"format": {"type": "json_schema", "name": "out", "schema": {"type": "object", "2": 1.0, "1": [1.5]}}}]
     + [{"format": {"type": "json_schema", "description": "d", "schema": {}}}, {"format": {"type": "text"}}]
     + [{"format": {}}, {"format": 5}, {"include_obfuscation": True}, {str(i): "v" for i in range(17)}]
+    + [float("nan"), float("inf"), "a\ud800b", {"k\udc00": 1}, ["message.output_text.logprobs"], ["x"]]
+    + [functools.reduce(lambda inner, _: [inner], range(70), 0), {"type": "object", "properties": {"a": {"type": 1.5}}}]
 )
 ITEMS = st.sampled_from(
     [
@@ -498,7 +501,7 @@ ITEMS = st.sampled_from(
         "text",
     ]
 )
-FIELDS = [*_models.CreateResponseBody.model_fields, "seed"]
+FIELDS = [*_models.CreateResponseBody.model_fields, "seed", "user", "conversation", "prompt"]
 
 
 @st.composite
@@ -752,6 +755,9 @@ TOKEN_FILES = {
     "tokens_obj": '{"a": 1}',
     "tokens_invalid": "[200005, 17196, 200008, 999999999, 200007]",
     "tokens_json": "[1, 2",
+    "tokens_nan": "[1, NaN]",
+    "tokens_deep": "[" * 70 + "]" * 70,
+    "tokens_bigint": "[200005, 17196, 200008, 123456789012345678901234567890]",
 }
 BAD_REQUESTS = {
     "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
@@ -762,6 +768,18 @@ BAD_REQUESTS = {
     },
     "req_list": [],
     "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
+    "req_role": {"input": [{"type": "message", "role": [], "content": "x"}]},
+    "req_untyped": {"input": [{"role": "user", "content": "x"}]},
+    "req_sampled": {"input": "hi", "temperature": 0.5},
+    "req_seed": {"input": "hi", "seed": 3},
+    "req_unknown": {"input": "hi", "user": "u"},
+    "req_surrogate": {"input": "a\ud800"},
+    "req_deep": {"input": "hi", "metadata": functools.reduce(lambda inner, _: {"k": inner}, range(70), {})},
+    "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},
+}
+GOOD_REQUESTS = {
+    "req_budget": {"input": "hi", "max_output_tokens": 16},
+    "req_stream": {"input": "hi", "stream": True},
 }
 
 
@@ -807,7 +825,26 @@ def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
         path = str(tmp / f"{name}.json")
         Path(path).write_text(json.dumps(raw), encoding="utf-8")
         argvs.append(["respond", "--request", path, "--completion", str(tmp / "good.txt")])
+    long_text = (
+        "<|channel|>analysis<|message|>"
+        + "thinking hard " * 40
+        + "<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>"
+    )
+    Path(tmp / "long.txt").write_text(long_text, encoding="utf-8")
+    for name, raw in GOOD_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        for completion in ("good.txt", "long.txt", "cut.txt"):
+            base = ["respond", "--request", path, "--completion", str(tmp / completion), "--fixed-ids"]
+            argvs += [base, [*base, "--chat"]]
+    (tmp / "bad_utf8.txt").write_bytes(b"<|channel|>final<|message|>a\xe2\x28b<|end|>")
+    (tmp / "bad_utf8.json").write_bytes(b'\xff{"messages": []}')
     argvs += [
+        ["parse", str(tmp / "bad_utf8.txt")],
+        ["render", str(tmp / "bad_utf8.json")],
+        ["respond", "--request", str(tmp / "bad_utf8.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "bad_utf8.txt")],
+        ["respond", "--request", "-", "--completion", "-"],
         ["respond", "--request", str(tmp / "missing.json"), "--completion", str(tmp / "good.txt")],
         ["respond", "--request", str(tmp), "--completion", str(tmp / "good.txt")],
         ["respond", "--request", str(tmp / "tokens_json.json"), "--completion", str(tmp / "good.txt")],

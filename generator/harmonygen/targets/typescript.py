@@ -171,6 +171,7 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     out += [constant(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
     out += _mapping_constants(ir)
+    out += _request_constants(ir)
     namespace_type = (
         "Readonly<Record<string, { readonly name: string; readonly description: string | null; "
         f"readonly tools: readonly {{ readonly name: string; readonly description: string; "
@@ -224,6 +225,48 @@ def _mapping_constants(ir: ProjectIR) -> list[Constant]:
     out.append(constant("OPENAI_REASONING_EVENTS", m.openai_reasoning_events))
     out += _group("sse", m.sse.items())
     out += _group("chat", m.chat.items())
+    return out
+
+
+def _request_constants(ir: ProjectIR) -> list[Constant]:
+    """What the request bridge accepts, refuses and says: the Python target's names and values."""
+    r = ir.requests
+    out = [
+        constant(
+            "MAX_JSON_DEPTH", r.max_json_depth, doc="Arrays and objects of untrusted JSON nest at most this deep."
+        ),
+        constant(
+            "MAX_SCHEMA_CHARS", r.max_schema_chars, doc="A schema shown to the model: at most this many characters."
+        ),
+        constant("REQUEST_ERROR_TYPE", r.error_type),
+        constant(
+            "REQUEST_ERRORS",
+            {e.handle: {"code": e.code, "message": e.message} for e in r.errors},
+            "Readonly<Record<string, { readonly code: string; readonly message: string }>>",
+            "Request error by handle → the code a client sees and the message (`{fields}` shown as JSON).",
+        ),
+    ]
+    out += [constant(symbol("request_error", e.handle), e.handle) for e in r.errors]
+    out += [
+        constant(
+            "HONOURED_BY_CALLER",
+            tuple((f.field, f.capability, f.neutral, f.why) for f in r.honoured_by_caller),
+            "readonly (readonly [string, string | null, readonly (string | number | boolean | null)[], string])[]",
+            "Request fields the bridge honours only with its caller: (field path, capability, neutral values, why).",
+        ),
+        constant(
+            "EXTRA_FIELDS",
+            {f.field: (f.capability, f.why) for f in r.extra_fields},
+            "Readonly<Record<string, readonly [string | null, string]>>",
+            "Fields outside the spec that clients send → (the capability that honours it, why not here).",
+        ),
+        constant(
+            "INCLUDES",
+            r.includes,
+            "Readonly<Record<string, string | null>>",
+            "`include` values → the capability that honours it.",
+        ),
+    ]
     return out
 
 
@@ -551,7 +594,7 @@ def _json_text(data: dict[str, Any]) -> str:
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "index.ts": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.ts": (
-        ("encoding", "tokens", "format", "parsing", "mapping", "builtin_namespaces"),
+        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "builtin_namespaces"),
         lambda ir: {"constants": spec_constants(ir), "json_value": JSON_VALUE},
     ),
     "responses.ts": (

@@ -5,10 +5,10 @@
  */
 
 import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
-import { Crash, InputError, readJsonFile, readText } from "./cliio.js";
-import { loadHarmonyEncoding } from "./encoding.js";
+import { CommandError, Crash, displayName, InputError, readJsonFile, readText, readTokenIds } from "./cliio.js";
+import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
-import { floatRepr, isJsonObject, JsonFloat, type JsonObject, keysOf, writeJson } from "./json.js";
+import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
   type Content,
   CONTENT_TYPE_TAGS,
@@ -19,9 +19,10 @@ import {
   RenderConversationConfig,
   ValidationError,
 } from "./models.js";
-import { pyRepr } from "./pyformat.js";
+import { pyRepr, pyReprJson } from "./pyformat.js";
 import { respond, respondCommand } from "./respond.js";
-import { type Event, eventDict, HarmonyStreamParser, MessageEnd } from "./stream/index.js";
+import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
+import { cpLength } from "./pytext.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
@@ -75,25 +76,6 @@ function program(): ProgramSpec {
     respondCommand(),
   ];
   return { prog: PROG, description: "Harmony format tools.", commands };
-}
-
-/** A JSON value as Python's `repr` writes the object `json.loads` made of it. */
-export function pyReprJson(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") {
-    if (Number.isInteger(value)) return String(value);
-    if (Number.isNaN(value)) return "nan";
-    if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
-    return floatRepr(value);
-  }
-  if (value instanceof JsonFloat) return Number.isFinite(value.value) ? floatRepr(value.value) : value.value > 0 ? "inf" : "-inf";
-  if (typeof value === "string") return pyRepr(value);
-  if (Array.isArray(value)) return "[" + value.map(pyReprJson).join(", ") + "]";
-  if (isJsonObject(value)) return "{" + keysOf(value).map((k) => `${pyRepr(k)}: ${pyReprJson(value[k])}`).join(", ") + "}";
-  return String(value);
 }
 
 function loc(base: string, path: readonly (string | number)[]): string {
@@ -161,6 +143,9 @@ export function loadTools(file: string): [unknown, unknown, JsonObject[]] {
   if (isJsonObject(data)) {
     name = data["name"] ?? null;
     description = data["description"] ?? null;
+    for (const [key, value] of [["name", name], ["description", description]] as const) {
+      if (value !== null && typeof value !== "string") throw new InputError(file, `$.${key}`, "expected a string");
+    }
     data = data["tools"] ?? null;
     base = "$.tools";
   }
@@ -184,6 +169,16 @@ export function loadTools(file: string): [unknown, unknown, JsonObject[]] {
   return [name, description, tools];
 }
 
+/** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
+export function loadEncoding(): HarmonyEncoding {
+  try {
+    return loadHarmonyEncoding(spec.ENCODING_NAME);
+  } catch (e) {
+    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
+    throw e;
+  }
+}
+
 function truthy(value: unknown): boolean {
   return !(value === null || value === undefined || value === "" || value === false || value === 0);
 }
@@ -191,7 +186,7 @@ function truthy(value: unknown): boolean {
 function render(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
   const file = String(values["file"]);
   const conversation = loadConversation(file);
-  const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
+  const encoding = loadEncoding();
   const config = new RenderConversationConfig(values["no_drop_analysis"] !== true);
   const nextRole = values["next_role"];
   let tokens: number[];
@@ -221,22 +216,28 @@ const STOP_SPELLINGS = Object.entries(spec.NAMED_TOKENS)
   .filter(([, id]) => spec.STOP_TOKENS.includes(id))
   .map(([spelling]) => spelling);
 
-function isTokenId(value: unknown): boolean {
-  return (typeof value === "number" && Number.isInteger(value)) || typeof value === "bigint";
+/** One line for standard error: what lenient parsing repaired and set aside, by rule (messages hide it). */
+function setAsideNote(file: string, events: readonly Event[]): string | null {
+  const recovered = events.filter((e): e is Recovered => e instanceof Recovered);
+  if (recovered.length === 0) return null;
+  const counts = new Map<string, number>();
+  for (const e of recovered) counts.set(e.rule, (counts.get(e.rule) ?? 0) + 1);
+  const chars = recovered.reduce((n, e) => n + cpLength(e.text), 0);
+  const rules = [...counts].sort(([a], [b]) => compareCodePoints(a, b)).map(([rule, n]) => `${rule} x${n}`).join(", ");
+  const aside = chars ? `${chars} characters set aside` : "no text set aside";
+  return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }
 
-function parse(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
+function parse(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
   const file = String(values["file"]);
-  const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
+  const encoding = loadEncoding();
   const roleName = String(values["role"]);
   const tool = values["tool_names"];
   const mode = values["mode"] === "lenient" ? "lenient" : "strict";
   const parser = new HarmonyStreamParser(encoding, roleName === NO_ROLE ? null : parseRole(roleName), mode, Array.isArray(tool) && tool.length > 0 ? tool : null);
   let events: Event[];
   if (values["tokens"] === true) {
-    const data = readJsonFile(file);
-    if (!Array.isArray(data) || !data.every(isTokenId)) throw new InputError(file, "$", "expected a JSON list of token ids");
-    events = parser.feedTokens(data as number[]);
+    events = parser.feedTokens(readTokenIds(file));
   } else {
     let text = readText(file);
     if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1); // the newline a file ends with is not part of the completion
@@ -247,6 +248,8 @@ function parse(values: Readonly<Record<string, Value>>, out: (text: string) => v
     if (values["events"] === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
     else if (event instanceof MessageEnd) out(writeJson(event.message.toDict(), { ensureAscii: false }) + "\n");
   }
+  const note = values["events"] === true ? null : setAsideNote(file, events);
+  if (note !== null) err(`${PROG}: ${note}\n`);
   return 0;
 }
 
@@ -256,27 +259,27 @@ export function main(
   out: (text: string) => void = (t) => process.stdout.write(t),
   err: (text: string) => void = (t) => process.stderr.write(t),
 ): number {
-  let file = "";
+  let file: string | null = null;
   try {
     const { command, values } = parseArgs(program(), argv);
+    if (command.name === "respond") return respond(values, out, err); // no file argument: its errors name the files
     file = String(values["file"]);
     if (command.name === "render") return render(values, out);
     if (command.name === "tools") return tools(values, out);
-    if (command.name === "parse") return parse(values, out);
-    file = "None"; // `respond` has no file argument: its own errors name the files, others print None as Python does
-    return respond(values, out, err);
+    return parse(values, out, err);
   } catch (e) {
     if (e instanceof ArgExit) {
       out(e.stdout);
       err(e.stderr);
       return e.code;
     }
-    if (e instanceof InputError) {
+    if (e instanceof CommandError) {
       err(`${PROG}: ${e.message}\n`);
-      return 2;
+      return e.status;
     }
     if (e instanceof HarmonyError) {
-      err(`${PROG}: ${file}: ${e.message}\n`);
+      // the format rejected what the file holds (strict parsing, rendering)
+      err(`${PROG}: ${file !== null ? `${displayName(file)}: ` : ""}${e.message}\n`);
       return 2;
     }
     if (e instanceof Crash) {

@@ -1,13 +1,19 @@
 /**
- * How the CLI reads its input files, with the Python CLI's errors: `InputError` (one line naming the file, the JSON
- * path and what was expected), `OsError` (Python's `OSError` text), and `Crash` for what the Python CLI does not
- * catch either (it exits 1 with a traceback there).
+ * The command line's input files: read strictly, and every problem one line naming the file and the place (the
+ * Python package's `cli_input`, same messages).
+ *
+ * Text must be UTF-8 (an undecodable byte is an error naming its offset, on standard input too); JSON is read
+ * within the limits of `jsonInput`; a token-id file is a JSON array of integers. Errors are `InputError`s, which
+ * the CLI prints as `harmony-responses: [FLAG ]FILE: PATH: WHAT` and exits 2. `Crash` is for what the Python CLI
+ * does not catch either (it exits 1 with a traceback there).
  */
 
 import { readFileSync } from "node:fs";
 
-import { type JsonData, JsonSyntaxError, readJson } from "./json.js";
-import { pyRepr } from "./pyformat.js";
+import { isJsonObject, JsonFloat, type JsonData } from "./json.js";
+import { JSONInputError, loadJson } from "./jsonInput.js";
+import { floatRepr } from "./json.js";
+import { firstUtf8Problem } from "./utf8.js";
 
 export const STDIN = "-";
 
@@ -21,19 +27,28 @@ export const STRERROR: Readonly<Record<string, string>> = {
   ENAMETOOLONG: "File name too long",
 };
 
-/** Python's errno numbers for Node's error codes (Linux). */
-const ERRNO: Readonly<Record<string, number>> = { ENOENT: 2, EISDIR: 21, EACCES: 13, ENOTDIR: 20, ELOOP: 40, ENAMETOOLONG: 36 };
-
-/** Bad user input: the file, the JSON path and what was expected. */
-export class InputError extends Error {
-  override readonly name = "InputError";
+/** A problem the CLI reports in one line, with its exit status (2: bad input; 1: the environment). */
+export class CommandError extends Error {
+  override readonly name: string = "CommandError";
   constructor(
-    file: string,
-    path: string,
-    expected: string,
-    readonly code = "", // Node's error code, when the file could not be read
+    message: string,
+    readonly status = 2,
   ) {
-    super(`${file}: ${path}: ${expected}`);
+    super(message);
+  }
+}
+
+/** `--completion out.txt`, `<stdin>`: how errors name an input. */
+export function displayName(file: string, flag: string | null = null): string {
+  const name = file === STDIN ? "<stdin>" : file;
+  return flag ? `${flag} ${name}` : name;
+}
+
+/** Bad user input: the file (and the flag that named it), the JSON path and what was expected. */
+export class InputError extends CommandError {
+  override readonly name = "InputError";
+  constructor(file: string, path: string, expected: string, flag: string | null = null) {
+    super(`${displayName(file, flag)}: ${path}: ${expected}`);
   }
 }
 
@@ -42,45 +57,62 @@ export class Crash extends Error {
   override readonly name = "Crash";
 }
 
-export function readText(file: string): string {
+function hexBytes(bytes: Uint8Array): string {
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+}
+
+/** The file's (or standard input's) text, decoded as strict UTF-8. */
+export function readText(file: string, flag: string | null = null): string {
   let data: Buffer;
   try {
     data = file === STDIN ? readFileSync(0) : readFileSync(file);
   } catch (e) {
     const code = (e as { code?: string }).code ?? "";
-    throw new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, code);
+    throw new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
   }
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(data);
-  } catch {
-    throw new Crash(`${file}: not UTF-8 text`);
+  const problem = firstUtf8Problem(data);
+  if (problem !== null) {
+    const bytes = data.subarray(problem.start, problem.start + Math.max(1, problem.length));
+    const lead = data[problem.start] ?? 0;
+    const reason = problem.incomplete ? "unexpected end of data" : lead < 0xc2 || lead > 0xf4 ? "invalid start byte" : "invalid continuation byte";
+    let line = 1;
+    for (let i = 0; i < problem.start; i++) if (data[i] === 0x0a) line++;
+    throw new InputError(file, "$", `not UTF-8: byte ${hexBytes(bytes)} at offset ${problem.start} (line ${line}): ${reason}`, flag);
   }
-  return text.replace(/\r\n?/g, "\n"); // Python reads text files with universal newlines
+  return data.toString("utf8");
 }
 
-export function readJsonFile(file: string): JsonData {
-  const text = readText(file);
+/** The file's JSON value, within `jsonInput`'s limits. */
+export function readJsonFile(file: string, flag: string | null = null): JsonData {
   try {
-    return readJson(text);
+    return loadJson(readText(file, flag), "$");
   } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new InputError(file, "$", `expected JSON, line ${e.line} column ${e.column}: ${e.msg}`);
+    if (e instanceof JSONInputError) throw new InputError(file, e.path, e.reason, flag);
     throw e;
   }
 }
 
-/** A file that cannot be read, worded as Python's `OSError` (`[Errno 2] No such file or directory: 'x'`). */
-export class OsError extends Error {
-  override readonly name = "OsError";
+function kind(value: unknown): string {
+  if (typeof value === "boolean") return "a boolean";
+  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return "an integer";
+  if (value instanceof JsonFloat) return `${floatRepr(value.value)} (a number with a fraction)`;
+  if (typeof value === "number") return `${floatRepr(value)} (a number with a fraction)`;
+  if (typeof value === "string") return "a string";
+  if (Array.isArray(value)) return "an array";
+  if (isJsonObject(value)) return "an object";
+  return "null";
 }
 
-/** A file's text (or standard input's), as Python's `open(path, encoding="utf-8").read()` gives it; throws `OsError`. */
-export function readTextOrOsError(file: string): string {
-  try {
-    return readText(file);
-  } catch (e) {
-    if (!(e instanceof InputError)) throw e;
-    const code = e.code;
-    throw new OsError(`[Errno ${ERRNO[code] ?? 0}] ${STRERROR[code] ?? code}: ${pyRepr(file)}`);
-  }
+function isTokenId(value: unknown): boolean {
+  return typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value));
+}
+
+/** A JSON array of integers (`true` and `1.5` are not ids); whether each is in the vocabulary is the caller's. */
+export function readTokenIds(file: string, flag: string | null = null): number[] {
+  const data = readJsonFile(file, flag);
+  if (!Array.isArray(data)) throw new InputError(file, "$", `expected a JSON list of token ids, found ${kind(data)}`, flag);
+  data.forEach((token, i) => {
+    if (!isTokenId(token)) throw new InputError(file, `$[${i}]`, `expected a JSON list of token ids (integers), found ${kind(token)}`, flag);
+  });
+  return data as number[];
 }

@@ -82,8 +82,34 @@ class Stop {
   constructor(readonly at: number) {}
 }
 
+/** Python reads integers of at most this many digits (`sys.get_int_max_str_digits()`), and refuses longer ones. */
+const INT_MAX_STR_DIGITS = 4300;
+
+/** JSON that is well formed but holds a value Python's decoder refuses (an integer too long to convert). */
+export class JsonValueError extends Error {
+  override readonly name = "JsonValueError";
+}
+
+/** What `readJson` makes of `NaN`, `Infinity` and `-Infinity` when asked to mark them (JSON has no such values). */
+export class NonFinite {
+  constructor(readonly spelling: string) {}
+}
+
+/** Options of `readJson`. */
+export interface ReadJsonOptions {
+  /** Read `NaN` and `Infinity` as `NonFinite` markers (their spelling kept) instead of numbers. */
+  readonly markNonFinite?: boolean;
+}
+
 class Reader {
-  constructor(private readonly s: string) {}
+  constructor(
+    private readonly s: string,
+    private readonly options: ReadJsonOptions = {},
+  ) {}
+
+  private constant(spelling: string, value: number): JsonData {
+    return this.options.markNonFinite === true ? (new NonFinite(spelling) as unknown as JsonData) : value;
+  }
 
   fail(msg: string, at: number): never {
     const before = this.s.slice(0, at);
@@ -107,15 +133,17 @@ class Reader {
     if (c === "n" && s.startsWith("null", i)) return [null, i + 4];
     if (c === "t" && s.startsWith("true", i)) return [true, i + 4];
     if (c === "f" && s.startsWith("false", i)) return [false, i + 5];
-    if (c === "N" && s.startsWith("NaN", i)) return [NaN, i + 3];
-    if (c === "I" && s.startsWith("Infinity", i)) return [Infinity, i + 8];
-    if (c === "-" && s.startsWith("-Infinity", i)) return [-Infinity, i + 9];
+    if (c === "N" && s.startsWith("NaN", i)) return [this.constant("NaN", NaN), i + 3];
+    if (c === "I" && s.startsWith("Infinity", i)) return [this.constant("Infinity", Infinity), i + 8];
+    if (c === "-" && s.startsWith("-Infinity", i)) return [this.constant("-Infinity", -Infinity), i + 9];
     NUMBER.lastIndex = i;
     const m = NUMBER.exec(s);
     if (m === null) throw new Stop(i);
     const text = m[0];
     const end = i + text.length;
     if (m[1] === undefined && m[2] === undefined) {
+      const digits = text.length - (text.startsWith("-") ? 1 : 0);
+      if (digits > INT_MAX_STR_DIGITS) throw new JsonValueError(`Exceeds the limit (${INT_MAX_STR_DIGITS} digits) for integer string conversion: value has ${digits} digits; use sys.set_int_max_str_digits() to increase the limit`);
       const asNumber = Number(text);
       return [Number.isSafeInteger(asNumber) ? asNumber : BigInt(text), end];
     }
@@ -222,8 +250,8 @@ class Reader {
 }
 
 /** Parse JSON text as Python's `json.loads` does (same values, same errors). */
-export function readJson(text: string): JsonData {
-  const reader = new Reader(text);
+export function readJson(text: string, options: ReadJsonOptions = {}): JsonData {
+  const reader = new Reader(text, options);
   if (text.startsWith("\ufeff")) reader.fail("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
   const [value, end] = reader.valueOrFail(reader.skip(0));
   const rest = reader.skip(end);

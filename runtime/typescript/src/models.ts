@@ -6,6 +6,7 @@
  * `ValidationError` naming the path and what was expected, in the Python package's words.
  */
 
+import { loadJson } from "./jsonInput.js";
 import { entriesOf, isJsonObject, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
 import { pyFormat } from "./pyformat.js";
 import { ReasoningEffort, REASONING_EFFORT_VALUES, Role, ROLE_VALUES, spec } from "./tables.js";
@@ -475,8 +476,9 @@ export class Conversation implements Iterable<Message> {
     return writeJson(this.toDict());
   }
 
+  /** Read `toJson` output; JSON beyond `jsonInput`'s limits or with a lone surrogate throws `JSONInputError`. */
   static fromJson(payload: string): Conversation {
-    const data = record(readJson(payload), [], null);
+    const data = record(loadJson(payload), [], null);
     return new Conversation(list(data["messages"], ["messages"]).map((m, i) => Message.fromDict(record(m, ["messages", i], null))));
   }
 }

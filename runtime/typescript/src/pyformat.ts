@@ -3,6 +3,8 @@
  * fills them in, so an error text reads the same in both languages.
  */
 
+import { floatRepr, isJsonObject, JsonFloat, keysOf } from "./json.js";
+
 export type FormatValue = string | number | boolean | null;
 
 const FIELD = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(![rs])?\}/g;
@@ -49,4 +51,23 @@ const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
 /** Python's `str.isprintable()` for one character: not a control, format, separator or unassigned one. */
 export function isPrintable(ch: string): boolean {
   return ch === " " || !NOT_PRINTABLE.test(ch);
+}
+
+/** A JSON value as Python's `repr` writes the object `json.loads` made of it. */
+export function pyReprJson(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number") {
+    if (Number.isInteger(value)) return String(value);
+    if (Number.isNaN(value)) return "nan";
+    if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+    return floatRepr(value);
+  }
+  if (value instanceof JsonFloat) return Number.isFinite(value.value) ? floatRepr(value.value) : value.value > 0 ? "inf" : "-inf";
+  if (typeof value === "string") return pyRepr(value);
+  if (Array.isArray(value)) return "[" + value.map(pyReprJson).join(", ") + "]";
+  if (isJsonObject(value)) return "{" + keysOf(value).map((k) => `${pyRepr(k)}: ${pyReprJson(value[k])}`).join(", ") + "}";
+  return String(value);
 }

@@ -1,26 +1,32 @@
 /**
  * `harmony-responses respond`: an Open Responses request and a Harmony completion → the response.
  *
- * Prints the `ResponseResource` JSON, the SSE stream (`--stream`), or the Chat Completions form (`--chat`, with
- * `--stream`: its chunks as SSE `data:` lines). A request the model cannot take prints its 400 error body on
- * standard error and exits 2. Mirrors the Python package's `respond.py`, output byte for byte.
+ * Prints the `ResponseResource` JSON, the SSE stream (`--stream`, or `"stream": true` in the request), or the Chat
+ * Completions form (`--chat`, with streaming: its chunks as SSE `data:` lines). A request the model cannot take
+ * prints its 400 error body on standard error and exits 2; so does a request field `respond` does not honour
+ * (`RESPOND_CAPABILITIES`): the completion is given, not sampled. `max_output_tokens` is honoured by cutting the
+ * completion after that many tokens: a turn the cut interrupts ends `incomplete`. Mirrors the Python package's
+ * `respond.py`, output byte for byte.
  */
 
-import type { CreateResponseBody } from "#types";
+import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#types";
 
 import type { CommandSpec, Value } from "./argparse.js";
-import { type BuilderOptions, countingIds, randomId, streamResponse, buildResponse, type Completion } from "./bridge/items.js";
 import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
-import { parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
+import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, ResponseStreamer, tokensFromText } from "./bridge/items.js";
+import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
-import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, toSse } from "./bridge/sse.js";
-import { Crash, OsError, readTextOrOsError } from "./cliio.js";
+import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
+import { CommandError, displayName, InputError, readJsonFile, readText, readTokenIds, STDIN } from "./cliio.js";
 import { type HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
-import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, readJson, writeJson } from "./json.js";
+import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
 
-const PROG = "harmony-responses respond";
+/** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
+export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
+const REQUEST_FLAG = "--request";
+const COMPLETION_FLAG = "--completion";
 
 function namesPattern(names: readonly string[]): string {
   const first = names[0] ?? "";
@@ -36,16 +42,16 @@ export function respondCommand(): CommandSpec {
     help: "turn an Open Responses request and a Harmony completion into the response",
     positional: null,
     options: [
-      { flag: "--request", dest: "request", kind: "value", required: true, help: "request JSON file (CreateResponseBody)" },
+      { flag: REQUEST_FLAG, dest: "request", kind: "value", required: true, help: "request JSON file (CreateResponseBody), or -" },
       {
-        flag: "--completion",
+        flag: COMPLETION_FLAG,
         dest: "completion",
         kind: "value",
         required: true,
         help: `the model's completion after ${spec.SPELLING_START}${Role.Assistant}, or -`,
       },
       { flag: "--tokens", dest: "tokens", kind: "flag", help: "the completion file holds a JSON list of token ids" },
-      { flag: "--stream", dest: "stream", kind: "flag", help: "print the SSE event stream" },
+      { flag: "--stream", dest: "stream", kind: "flag", help: "print the SSE event stream (as does stream: true)" },
       { flag: "--chat", dest: "chat", kind: "flag", help: "print the Chat Completions form instead" },
       {
         flag: "--reasoning-events",
@@ -60,57 +66,112 @@ export function respondCommand(): CommandSpec {
   };
 }
 
-/** The pieces Python's `feed_all` iterates over in what `json.loads` gave for `--tokens` (a list, as it should be;
- * the other shapes are fed as Python iterates them, until issue 9's check of the file lands on both sides). */
-function completionOf(data: JsonData): Completion {
-  if (typeof data === "string") return [...data];
-  if (isJsonObject(data)) return keysOf(data);
-  if (!Array.isArray(data)) throw new Crash(`'${typeof data}' object is not iterable`);
-  return data.map((piece) => {
-    if (typeof piece === "string") return piece;
-    if (typeof piece === "boolean") return piece ? 1 : 0;
-    if ((typeof piece === "number" && Number.isInteger(piece)) || typeof piece === "bigint") return piece as number;
-    throw new Crash(`a completion token of type ${typeof piece}`);
-  }) as Completion;
+function encodingOrFail(): HarmonyEncoding {
+  try {
+    return loadHarmonyEncoding(HarmonyEncodingName.HarmonyGptOss);
+  } catch (e) {
+    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
+    throw e;
+  }
+}
+
+/** The completion's token ids from `--tokens` input; an id outside the vocabulary is an error naming it. */
+function completionIds(file: string, encoding: HarmonyEncoding): number[] {
+  const ids = readTokenIds(file, COMPLETION_FLAG);
+  ids.forEach((token, i) => {
+    try {
+      encoding.decodeBytes([token]);
+    } catch (e) {
+      if (!(e instanceof HarmonyError)) throw e;
+      throw new InputError(file, `$[${i}]`, `token id ${String(token)} is not in the vocabulary`, COMPLETION_FLAG);
+    }
+  });
+  return ids;
+}
+
+/** True when keeping `budget` tokens drops some the turn still needed (it had not ended with a stop token). */
+function turnCut(completion: readonly number[], budget: number, encoding: HarmonyEncoding): boolean {
+  if (completion.length <= budget) return false;
+  const ends = new Set(encoding.stopTokensForAssistantActions());
+  return !completion.slice(0, budget).some((t) => ends.has(t));
+}
+
+/** The response's events; a turn the budget cut ends `incomplete` even between two messages. */
+function* events(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, cut: boolean, options: BuilderOptions): Generator<StreamingEvent> {
+  const streamer = new ResponseStreamer(encoding, body, options);
+  yield* streamer.start();
+  for (const batch of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* batch;
+  yield* streamer.finish(cut ? false : null);
+}
+
+/** The response as SSE text, deltas written straight from their text (the same bytes as `toSse`). */
+function* sse(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, cut: boolean, names: ReasoningNames, options: BuilderOptions): Generator<string> {
+  const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: names });
+  yield streamer.start();
+  yield* feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c));
+  yield streamer.finish(cut ? false : null);
+}
+
+function requestBody(file: string, err: (text: string) => void): CreateResponseBody | null {
+  const raw = readJsonFile(file, REQUEST_FLAG);
+  try {
+    return parseRequest(raw, RESPOND_CAPABILITIES);
+  } catch (e) {
+    if (!(e instanceof RequestError)) throw e;
+    err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
+    return null;
+  }
 }
 
 /** Run `respond`; returns the exit code. */
 export function respond(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
-  let body: CreateResponseBody;
-  let completion: Completion;
-  let inputTokens: number;
-  let enc: HarmonyEncoding;
+  const requestFile = String(values["request"]);
+  const completionFile = String(values["completion"]);
+  if (requestFile === STDIN && completionFile === STDIN) {
+    throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
+  }
+  const body = requestBody(requestFile, err);
+  if (body === null) return 2;
+  const encoding = encodingOrFail();
+  let prompt: number[];
   try {
-    const raw = readJson(readTextOrOsError(String(values["request"])));
-    body = parseRequest(raw);
-    enc = loadHarmonyEncoding(HarmonyEncodingName.HarmonyGptOss);
-    inputTokens = enc.renderConversationForCompletion(requestToConversation(body), Role.Assistant).length;
-    const text = readTextOrOsError(String(values["completion"]));
-    completion = values["tokens"] === true ? completionOf(readJson(text)) : [text];
+    prompt = encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
   } catch (e) {
     if (e instanceof RequestError) {
-      err(writeJson(e.toBody(), { ensureAscii: false }) + "\n");
+      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
       return 2;
     }
-    if (e instanceof OsError || e instanceof JsonSyntaxError || e instanceof HarmonyError) {
-      err(`${PROG}: ${e.message}\n`);
-      return 2;
-    }
+    if (e instanceof HarmonyError) throw new CommandError(`${displayName(requestFile, REQUEST_FLAG)}: $: ${e.message}`);
     throw e;
   }
+  const text = values["tokens"] === true ? null : readText(completionFile, COMPLETION_FLAG);
+  let ids = text === null ? completionIds(completionFile, encoding) : null;
+  let cut = false;
+  const budget = body.max_output_tokens ?? null;
+  if (budget !== null) {
+    ids ??= [...tokensFromText([text ?? ""], encoding)];
+    cut = turnCut(ids, Number(budget), encoding);
+    ids = ids.slice(0, Number(budget));
+  }
+  const completion: Completion = ids ?? [text ?? ""];
   const fixed = values["fixed_ids"] === true;
-  const options: BuilderOptions = fixed ? { inputTokens, ids: countingIds(), createdAt: 0, clock: () => 0 } : { inputTokens, ids: randomId };
-  if (values["stream"] === true) {
-    const events = streamResponse(completion, enc, body, options);
-    if (values["chat"] === true) {
-      for (const chunk of chatCompletionChunks(events)) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
-      out(`data: ${DONE}\n\n`);
-    } else {
-      for (const frame of toSse(events, values["reasoning_events"] as ReasoningNames)) out(frame);
-    }
+  const options: BuilderOptions = fixed
+    ? { inputTokens: prompt.length, ids: countingIds(), createdAt: 0, clock: () => 0 }
+    : { inputTokens: prompt.length, ids: randomId };
+  const streaming = values["stream"] === true || body.stream === true;
+  if (streaming && values["chat"] !== true) {
+    for (const piece of sse(completion, encoding, body, cut, values["reasoning_events"] as ReasoningNames, options)) out(piece);
     return 0;
   }
-  const response = buildResponse(completion, enc, body, options);
+  const stream = events(completion, encoding, body, cut, options);
+  if (streaming) {
+    for (const chunk of chatCompletionChunks(stream)) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
+    out(`data: ${DONE}\n\n`);
+    return 0;
+  }
+  let last: StreamingEvent | null = null;
+  for (const event of stream) last = event; // the closing event carries the final response
+  const response = (last as unknown as { response: ResponseResource }).response;
   const data = values["chat"] === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
   out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   return 0;

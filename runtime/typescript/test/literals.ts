@@ -3,7 +3,9 @@
  * the facts the IR defines (one fact list and one policy for both languages). Reads the sources with the
  * TypeScript compiler's parser; prints one JSON object a line: file, line, value, and whether the literal stands
  * where a JSON field's name stands (an object key, a subscript, the left of `in`, the key argument of a map's
- * `get`/`has`/`set`/`delete`, or an element of an array literal a `for … of` walks). Comments are not literals.
+ * `get`/`has`/`set`/`delete`, or an element of an array literal a `for … of` walks), and whether it belongs to a
+ * library's API instead (a Node event name: the first argument of `on`/`once`/`off`/`emit`). Comments are not
+ * literals.
  *
  *     node literals.js FILE...
  */
@@ -13,6 +15,17 @@ import { readFileSync } from "node:fs";
 import ts from "typescript";
 
 const KEY_METHODS = new Set(["get", "has", "set", "delete"]);
+const EVENT_METHODS = new Set(["on", "once", "off", "emit", "addListener", "removeListener"]);
+
+function isLibraryArgument(node: ts.Node): boolean {
+  const parent = node.parent;
+  return (
+    ts.isCallExpression(parent) &&
+    parent.arguments[0] === node &&
+    ts.isPropertyAccessExpression(parent.expression) &&
+    EVENT_METHODS.has(parent.expression.name.text)
+  );
+}
 
 function isFieldPosition(node: ts.Node): boolean {
   const parent = node.parent;
@@ -34,7 +47,7 @@ function literals(file: string): object[] {
       const inImport = ts.isImportDeclaration(node.parent) || ts.isExportDeclaration(node.parent) || ts.isExternalModuleReference(node.parent);
       if (!inImport) {
         const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
-        out.push({ file, line, value: node.text, field: isFieldPosition(node) });
+        out.push({ file, line, value: node.text, field: isFieldPosition(node), library: isLibraryArgument(node) });
       }
     }
     ts.forEachChild(node, visit);

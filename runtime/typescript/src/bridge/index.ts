@@ -29,7 +29,17 @@ export {
   streamResponse,
   tokensFromText,
 } from "./items.js";
-export { parseRequest, RequestError, requestToConversation, type ToolPolicy, toolPolicy } from "./request.js";
+export {
+  type Capabilities,
+  checkSupported,
+  NOTHING_MORE,
+  parseRequest,
+  RequestError,
+  requestToConversation,
+  type ToolPolicy,
+  toolPolicy,
+} from "./request.js";
+export { explain, found, type Problem } from "./validation.js";
 export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 export { dumpAs, ModelValidationError, modelOf, pydanticJson, validateAs, type ValidationIssue } from "./schema.js";
 export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";

@@ -449,7 +449,7 @@ export class ResponseBuilder<D> {
     if (item.reasoning) {
       if (this.text.length > 0) {
         // text input: count the tokens it stands for: <|message|>, the text, the stop
-        this.reasoningTokens += this.encoding.encode(text).length + 1 + (status === Status.Completed ? 1 : 0);
+        this.reasoningTokens += this.encoding.encode(text, { allowedSpecial: "all" }).length + 1 + (status === Status.Completed ? 1 : 0);
       } else {
         this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom; // from the token that opened the body to the one that closed it
       }

@@ -7,17 +7,26 @@
  * (json_schema) a `# Response Formats` section closing the developer message; user and assistant messages,
  * function calls, their outputs and reasoning items become messages in order. Whatever the model cannot take
  * throws `RequestError`, a 400-style error that names the offending parameter; nothing is dropped silently.
- * Mirrors the Python package's `bridge/request.py`, error texts included.
+ *
+ * `parseRequest(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`: the JSON
+ * limits of `jsonInput` (depth, lone surrogates, NaN), then every tool and response-format schema at most
+ * `MAX_SCHEMA_CHARS` characters; the Open Responses schema, the error naming the request's own path and saying
+ * what was expected there (`validation.explain`); and `checkSupported`: a field is either honoured (by the bridge,
+ * or by the caller's `Capabilities`) or refused, never dropped. Codes and messages are the spec's
+ * (`REQUEST_ERRORS`, spec/mapping/requests.json). Mirrors the Python package's `bridge/request.py`.
  */
 
 import type { CreateResponseBody, FunctionToolParam, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
 
-import { type JsonData, type JsonObject, writeJson } from "../json.js";
+import { type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
+import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
+import { cpLength } from "../pytext.js";
 import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription } from "../models.js";
 import { pyFormat, pyRepr } from "../pyformat.js";
-import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, Role, spec } from "../tables.js";
+import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dumpAs, type Loc, make, ModelValidationError, modelOf, validateAs } from "./schema.js";
+import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";
+import { explain, found, ITEM_UNION, problemPath } from "./validation.js";
 
 const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
@@ -29,13 +38,26 @@ const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
 );
 
-/** A request the model cannot serve: an HTTP 400 with an Open Responses error body.
- * `param` names the request field (`input[2].content[0]`, `tools[1]`, `reasoning.effort`); `reason` is the
- * message alone (Python's `RequestError.message`), `message` the two together. */
+/** Text put in an error message as it is (not shown as JSON): a reason, a list already shown. */
+class Text {
+  constructor(readonly text: string) {}
+}
+
+/** A value as an error message shows it: JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`). */
+function shown(value: unknown): string {
+  return writeJson(value, { ensureAscii: true });
+}
+
+/**
+ * A request the model cannot serve: an HTTP 400 with an Open Responses error body. `param` names the request field
+ * (`input[2].content[0]`, `tools[1]`, `reasoning.effort`); `reason` is the message alone (Python's
+ * `RequestError.message`), `message` the two together. The codes and messages are the spec's: build one with
+ * `RequestError.of(handle, param, fields)`.
+ */
 export class RequestError extends Error {
   override readonly name = "RequestError";
   readonly status = 400;
-  readonly type = "invalid_request_error";
+  readonly type = spec.REQUEST_ERROR_TYPE;
 
   constructor(
     readonly code: string,
@@ -43,6 +65,15 @@ export class RequestError extends Error {
     readonly param: string | null = null,
   ) {
     super(param ? `${param}: ${reason}` : reason);
+  }
+
+  /** The spec's error `handle`, its message filled with `fields` (shown as JSON unless already text). */
+  static of(handle: string, param: string | null = null, fields: Readonly<Record<string, unknown>> = {}): RequestError {
+    const entry = spec.REQUEST_ERRORS[handle];
+    if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
+    const values: Record<string, string> = {};
+    for (const [key, value] of Object.entries(fields)) values[key] = value instanceof Text ? value.text : shown(value);
+    return new RequestError(entry.code, pyFormat(entry.message, values), param);
   }
 
   /** The error as the spec's `ErrorPayload` (the `error` of an error event or response body). */
@@ -56,30 +87,188 @@ export class RequestError extends Error {
   }
 }
 
-function isUpper(ch: string): boolean {
-  return ch !== ch.toLowerCase() && ch === ch.toUpperCase();
+// -- what the caller honours ------------------------------------------------------------------------------------
+
+/**
+ * What the caller of the bridge does beyond turning the request into a prompt (the Python `Capabilities`; a
+ * missing flag is false). The bridge itself honours the fields that shape the prompt or are echoed; every other
+ * field asks the caller for something, and a request that asks, with the flag for it off, is refused with a 400
+ * naming the field (`checkSupported`). A value that asks for nothing (`store: false`, `temperature: 1`) is always
+ * accepted.
+ */
+export interface Capabilities {
+  readonly store?: boolean; // keeps responses: `store: true`, `previous_response_id`, `conversation`
+  readonly background?: boolean; // runs `background: true` requests for clients to poll
+  readonly sampling?: boolean; // samples the completion: `temperature`, `top_p`, the penalties, `seed`
+  readonly logprobs?: boolean; // returns log probabilities
+  readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
+  readonly truncation?: boolean; // shortens an input too long for the context
+  readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
 }
 
-function locText(loc: Loc): string {
-  let out = "";
-  for (const part of loc) {
-    if (typeof part === "number") out += `[${part}]`;
-    else if (part && isUpper(part[0] ?? "")) continue; // a union member's tag, not a key of the request
-    else out += out ? `.${part}` : part;
+/** The bridge alone: every field that asks the caller for something is refused. */
+export const NOTHING_MORE: Capabilities = {};
+
+const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
+  store: "store",
+  background: "background",
+  sampling: "sampling",
+  logprobs: "logprobs",
+  max_output_tokens: "maxOutputTokens",
+  truncation: "truncation",
+};
+// The capabilities the spec names must be the caller's flags.
+for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {
+  if (flag !== null && FLAGS[flag] === undefined) throw new Error(`spec/mapping/requests.json names the capability ${flag}, which the bridge does not know`);
+}
+
+function honoured(capabilities: Capabilities, flag: string | null | undefined): boolean {
+  const key = flag !== null && flag !== undefined ? FLAGS[flag] : undefined;
+  return key !== undefined && capabilities[key] === true;
+}
+
+/** Python's `==` between JSON scalars (1 == 1.0 == True). */
+function pyEqual(a: unknown, b: unknown): boolean {
+  const num = (v: unknown): number | null => (typeof v === "number" ? v : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
+  const x = num(a);
+  const y = num(b);
+  if (x !== null && y !== null) return x === y;
+  return a === b || (a === undefined && b === null);
+}
+
+const BODY = "CreateResponseBody";
+
+/** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does (the
+ * spec's `HONOURED_BY_CALLER`, `EXTRA_FIELDS` and `INCLUDES`). */
+export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null && !capabilities.store) {
+    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
   }
-  return out;
+  for (const [field, flag, neutral, why] of spec.HONOURED_BY_CALLER) {
+    let value: unknown = body;
+    for (const name of field.split(".")) value = value !== null && typeof value === "object" ? ((value as Record<string, unknown>)[name] ?? null) : null;
+    if (!neutral.some((n) => pyEqual(value, n)) && !honoured(capabilities, flag)) {
+      const type: Type | null = fieldTypeAt(BODY, field);
+      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value: type !== null ? dump(type, value) : value, why: new Text(why) });
+    }
+  }
+  (body.include ?? []).forEach((include, i) => {
+    if (!honoured(capabilities, spec.INCLUDES[include])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value: include });
+  });
+  const declared = model(BODY).byKey;
+  const raw = body as unknown as JsonObject;
+  for (const key of keysOf(raw)) {
+    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+    const known = spec.EXTRA_FIELDS[key];
+    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
+    const [flag, why] = known;
+    if (!honoured(capabilities, flag)) throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Text(why) });
+  }
 }
 
-/** Validate a JSON request body; the first problem becomes a `RequestError` naming its place. */
-export function parseRequest(raw: unknown): CreateResponseBody {
+// -- validation errors, in the request's own words -----------------------------------------------------------
+
+const ITEMS = "ItemParam";
+
+function literalArgs(modelName: string, key: string): string[] {
+  let type: Type | undefined = model(modelName).byKey.get(key)?.type;
+  if (type?.kind === "nullable") type = type.inner;
+  return type?.kind === "literal" ? type.values.filter((v): v is string => typeof v === "string") : [];
+}
+
+/** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
+const ITEM_KINDS: ReadonlyMap<string, readonly string[]> = (() => {
+  const kinds = new Map<string, string[]>();
+  for (const name of responsesItemModels()) {
+    for (const kind of literalArgs(name, "type")) kinds.set(kind, [...(kinds.get(kind) ?? []), ...literalArgs(name, "role")]);
+  }
+  return new Map([...kinds].sort(([a], [b]) => compareCodePoints(a, b)).map(([k, v]) => [k, [...v].sort(compareCodePoints)]));
+})();
+
+function responsesItemModels(): readonly string[] {
+  const union = responses.ITEM_UNIONS[ITEMS];
+  return union !== undefined ? [...union.models, union.fallback] : [];
+}
+
+function choices(values: readonly unknown[]): string {
+  return values.map((v) => writeJson(v)).join(", ");
+}
+
+/** An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it. */
+function explainItem(where: string, item: unknown): RequestError {
+  const obj = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as JsonObject) : null;
+  const kind = obj?.["type"] ?? null;
+  const role = obj?.["role"] ?? null;
+  const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
+  if (roles !== undefined && roles.length > 0) {
+    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, { roles: new Text(choices(roles)), type: kind, found: new Text(found(role)) });
+  }
+  return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, { types: new Text(choices([...ITEM_KINDS.keys()])), found: new Text(found(kind)) });
+}
+
+/** An input item with a `role` but no `type` is read as an item reference; say what it lacks instead. */
+function untypedMessage(raw: JsonObject, parts: readonly (string | number)[]): RequestError | null {
+  if (parts.length < 2 || parts[0] !== "input") return null;
+  const items = raw["input"];
+  const index = parts[1];
+  if (!Array.isArray(items) || typeof index !== "number") return null;
+  const item = items[index];
+  if (item === null || typeof item !== "object" || Array.isArray(item) || "type" in item) return null;
+  const role = (item as JsonObject)["role"];
+  if (typeof role !== "string") return null;
+  const kinds = [...ITEM_KINDS].filter(([, roles]) => roles.includes(role)).map(([kind]) => kind);
+  if (kinds.length === 0) return null;
+  return RequestError.of(spec.REQUEST_ERROR_UNTYPED_ITEM, `input[${index}].type`, { role: new Text(found(role)), types: new Text(choices(kinds)) });
+}
+
+function checkSchema(schema: JsonObject, where: string): void {
   try {
-    return validateAs<CreateResponseBody>("CreateResponseBody", raw);
+    checkJsonValue(schema, where);
+  } catch (e) {
+    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path, { reason: new Text(e.reason) });
+    throw e;
+  }
+  const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
+  if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
+}
+
+function checkSchemas(body: CreateResponseBody): void {
+  (body.tools ?? []).forEach((tool, i) => {
+    if (tool.parameters !== undefined && tool.parameters !== null) checkSchema(tool.parameters as JsonObject, `tools[${i}].parameters`);
+  });
+  const fmt = body.text?.format ?? null;
+  if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam" && "schema" in fmt && fmt.schema !== undefined && fmt.schema !== null) {
+    checkSchema(fmt.schema as JsonObject, "text.format.schema");
+  }
+}
+
+/**
+ * Validate a JSON request body; the first problem becomes a `RequestError` naming its place. Before the schema,
+ * the body must be within `jsonInput`'s limits (depth, lone surrogates, NaN); after it, every schema within
+ * `MAX_SCHEMA_CHARS`, and every field either honoured by `capabilities` or refused (`checkSupported`).
+ */
+export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_MORE): CreateResponseBody {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw) || raw instanceof JsonFloat) {
+    throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Text(found(raw)) });
+  }
+  try {
+    checkJsonValue(raw, "");
+  } catch (e) {
+    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Text(e.reason) });
+    throw e;
+  }
+  let body: CreateResponseBody;
+  try {
+    body = validateAs<CreateResponseBody>(BODY, raw);
   } catch (e) {
     if (!(e instanceof ModelValidationError)) throw e;
-    // A wrong `type` (an unknown tool or item kind) explains the other errors of its object.
-    const first = e.issues.find((i) => i.loc.length > 0 && i.loc[i.loc.length - 1] === "type") ?? e.issues[0];
-    throw new RequestError("invalid_request", first?.msg ?? "", locText(first?.loc ?? []) || null);
+    const problem = explain(e.issues, raw);
+    if (problem.union === ITEM_UNION) throw explainItem(problemPath(problem), problem.value);
+    throw untypedMessage(raw as JsonObject, problem.parts) ?? RequestError.of(problem.error, problemPath(problem) || null, { reason: new Text(problem.message) });
   }
+  checkSchemas(body);
+  checkSupported(body, capabilities);
+  return body;
 }
 
 /** What `tool_choice` asks of the sampler: the prompt alone cannot force or forbid a call. */
@@ -95,7 +284,7 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
   return content.map((part, j) => {
     const kind = part.type ?? null;
     if (kind === null || !accepted.includes(kind)) {
-      throw new RequestError("unsupported_content", `content of type ${pyRepr(kind)} is not supported: gpt-oss reads text only`, `${where}.${key}[${j}]`);
+      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, `${where}.${key}[${j}]`, { type: kind });
     }
     return (kind === "refusal" ? part.refusal : part.text) ?? "";
   });
@@ -103,7 +292,7 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    throw new RequestError("previous_response_not_found", "responses are not stored here: send the whole conversation as input", "previous_response_id");
+    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
   }
   const input = body.input;
   if (input === undefined || input === null) return [];
@@ -115,24 +304,24 @@ function toolsOf(body: CreateResponseBody): [FunctionToolParam[], ToolPolicy] {
   const tools = [...(body.tools ?? [])];
   const names = tools.map((t) => t.name);
   names.forEach((name, i) => {
-    if (names.indexOf(name) !== i) throw new RequestError("duplicate_tool", `function ${pyRepr(name)} is declared twice`, `tools[${i}]`);
+    if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, `tools[${i}]`, { name });
   });
   const choice = body.tool_choice ?? null;
   if (choice === null || choice === "auto") return [tools, { mode: "auto", allowed: names }];
   if (choice === "none") return [[], { mode: "none", allowed: [] }];
   if (choice === "required") {
-    if (tools.length === 0) throw new RequestError("invalid_tool_choice", "tool_choice is 'required' but no tools are given", "tool_choice");
+    if (tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
     return [tools, { mode: "required", allowed: names }];
   }
   if (typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" && "name" in choice) {
-    if (!names.includes(choice.name)) throw new RequestError("invalid_tool_choice", `no function named ${pyRepr(choice.name)} in tools`, "tool_choice.name");
+    if (!names.includes(choice.name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, "tool_choice.name", { name: choice.name });
     return [tools.filter((t) => t.name === choice.name), { mode: "required", allowed: [choice.name] }];
   }
   if (typeof choice === "object" && "tools" in choice) {
     const allowed: string[] = [];
     choice.tools.forEach((ref, k) => {
       if (!names.includes(ref.name)) {
-        throw new RequestError("invalid_tool_choice", `no function named ${pyRepr(ref.name)} in tools`, `tool_choice.tools[${k}].name`);
+        throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, `tool_choice.tools[${k}].name`, { name: ref.name });
       }
       allowed.push(ref.name);
     });
@@ -140,7 +329,7 @@ function toolsOf(body: CreateResponseBody): [FunctionToolParam[], ToolPolicy] {
     const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
     return [kept, { mode, allowed: mode === "none" ? [] : names.filter((n) => allowed.includes(n)) }];
   }
-  throw new RequestError("invalid_tool_choice", `unsupported tool_choice ${pyRepr(String(choice))}`, "tool_choice");
+  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Text(pyRepr(String(choice))) });
 }
 
 /** The tool constraint a sampler should enforce for `body` (e.g. `required`: the first message must call). */
@@ -149,10 +338,8 @@ export function toolPolicy(body: CreateResponseBody): ToolPolicy {
 }
 
 function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
-  if (!fmt.name) throw new RequestError("missing_required_parameter", "a json_schema format needs a name", "text.format.name");
-  if (fmt.schema === undefined || fmt.schema === null) {
-    throw new RequestError("missing_required_parameter", "a json_schema format needs a schema", "text.format.schema");
-  }
+  if (!fmt.name) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name");
+  if (fmt.schema === undefined || fmt.schema === null) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema");
   const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, pyFormat(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
   const head = fmt.description ? pyFormat(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) + spec.SYS_LINE_SEPARATOR : "";
   lines.push(head + writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] }));
@@ -165,12 +352,8 @@ function systemOf(body: CreateResponseBody): SystemContent {
   if (effort !== null) {
     const found = EFFORTS.get(effort);
     if (found === undefined) {
-      const choices = [...EFFORTS.keys()].sort(compareCodePoints).map((e) => pyRepr(e));
-      throw new RequestError(
-        "unsupported_reasoning_effort",
-        `reasoning effort ${pyRepr(effort)} is not supported by gpt-oss: use one of [${choices.join(", ")}]`,
-        "reasoning.effort",
-      );
+      const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
     }
     system.withReasoningEffort(found);
   }
@@ -189,6 +372,7 @@ type AnyItem = JsonObject & { readonly type?: string | null };
  * applied to it.
  */
 export function requestToConversation(body: CreateResponseBody, system: SystemContent | null = null): Conversation {
+  checkSchemas(body); // a body built in code skipped `parseRequest`
   let sysContent = systemOf(body);
   if (system !== null) {
     const requested = body.reasoning?.effort !== undefined && body.reasoning?.effort !== null;
@@ -232,7 +416,7 @@ export function requestToConversation(body: CreateResponseBody, system: SystemCo
       case "FunctionCallOutputItemParam": {
         const name = callNames.get(str("call_id"));
         if (name === undefined) {
-          throw new RequestError("unknown_call_id", `no earlier function_call item has call_id ${pyRepr(str("call_id"))}`, `${where}.call_id`);
+          throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
         }
         const output = textParts(item["output"] as string | Part[], where, ["input_text"], "output");
         turns.push(
@@ -244,18 +428,18 @@ export function requestToConversation(body: CreateResponseBody, system: SystemCo
       }
       case "ReasoningItemParam": {
         if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
-          throw new RequestError("unsupported_parameter", "encrypted reasoning cannot be read here", `${where}.encrypted_content`);
+          throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
         }
         const text = (item["summary"] as Part[]).map((p) => p.text ?? "").join("");
         if (text) turns.push(assistant(text, spec.CHANNEL_REASONING));
         break;
       }
       case "ItemReferenceParam":
-        throw new RequestError("item_reference_not_found", `item ${pyRepr(str("id"))} cannot be referenced: items are not stored here`, `${where}.id`);
+        throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: str("id") });
       case "CompactionSummaryItemParam":
-        throw new RequestError("unsupported_item", "compaction items are not supported by gpt-oss", `${where}.type`);
+        throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
       default:
-        throw new RequestError("unsupported_item", `item type ${pyRepr(str("type"))} is not supported`, `${where}.type`);
+        throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
     }
   });
   const [tools] = toolsOf(body);

@@ -19,7 +19,7 @@
  */
 
 import { JsonFloat, type JsonData, type JsonObject, KEY_ORDER, keysOf } from "../json.js";
-import { pyRepr } from "../pyformat.js";
+import { pyRepr, pyReprJson } from "../pyformat.js";
 import { cpLength, PY_WHITESPACE } from "../pytext.js";
 import { responses } from "../tables.js";
 
@@ -190,6 +190,19 @@ export function model(name: string): Model {
     MODELS.set(name, found);
   }
   return found;
+}
+
+/** The type of the field at `path` (`reasoning.summary`) of model `name`, through nullable and model fields. */
+export function fieldTypeAt(name: string, path: string): Type | null {
+  let current: string = name;
+  let type: Type | null = null;
+  for (const key of path.split(".")) {
+    type = model(current).byKey.get(key)?.type ?? null;
+    let inner: Type | null = type;
+    while (inner !== null && inner.kind === "nullable") inner = inner.inner;
+    if (inner !== null && inner.kind === "model") current = inner.name;
+  }
+  return type;
 }
 
 /** The model of an item union's variant for (`type`, `role`), or null. */
@@ -443,7 +456,7 @@ function validateTagged(type: Extract<Type, { kind: "tagged" }>, value: unknown,
   const member = typeof tagValue === "string" ? type.members.get(tagValue) : undefined;
   if (member === undefined) {
     const expected = [...type.members.keys()].map((k) => pyRepr(k)).join(", ");
-    const shown = typeof tagValue === "string" ? tagValue : String(tagValue);
+    const shown = typeof tagValue === "string" ? tagValue : pyReprJson(tagValue);
     return bad(
       issue("union_tag_invalid", loc, `Input tag '${shown}' found using ${discriminator} does not match any of the expected tags: ${expected}`, {
         discriminator,
@@ -460,8 +473,8 @@ function itemModel(unionName: string, value: unknown): { model: string | null; t
   const union = responses.ITEM_UNIONS[unionName];
   const kind = isObject(value) ? (value[TAG] ?? null) : null;
   const role = isObject(value) ? (value[ROLE_KEY] ?? null) : null;
-  if ((typeof kind === "object" && kind !== null) || (typeof role === "object" && role !== null)) {
-    throw new TypeError("unhashable type"); // the Python package's tag function fails the same way (issue 9 fixes both)
+  if ((typeof kind !== "string" && kind !== null) || (typeof role !== "string" && role !== null)) {
+    return { model: null, tag: `${pyReprJson(kind)} (role ${pyReprJson(role)})` }; // a list or object where a tag belongs
   }
   const variants = union?.variants ?? [];
   const found = variants.find((v) => v.type === kind && v.role === role) ?? variants.find((v) => v.type === kind && v.role === null);
@@ -470,8 +483,7 @@ function itemModel(unionName: string, value: unknown): { model: string | null; t
     const colon = kind.indexOf(":");
     if (colon > 0 && colon < kind.length - 1) return { model: union?.fallback ?? EXTENSION.model, tag: union?.fallback ?? EXTENSION.model };
   }
-  const shown = (v: JsonData): string => (typeof v === "string" || v === null || typeof v === "boolean" || typeof v === "number" ? reprValue(v) : String(v));
-  return { model: null, tag: role !== null ? `${shown(kind as JsonData)} (role ${shown(role as JsonData)})` : shown(kind as JsonData) };
+  return { model: null, tag: role !== null ? `${pyReprJson(kind)} (role ${pyReprJson(role)})` : pyReprJson(kind) };
 }
 
 function validateItems(unionName: string, value: unknown, loc: Loc): Result {

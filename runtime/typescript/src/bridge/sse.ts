@@ -3,11 +3,13 @@
 import type { CreateResponseBody, StreamingEvent } from "#types";
 
 import type { HarmonyEncoding } from "../encoding.js";
-import { isJsonObject, type JsonData, readJson, JsonSyntaxError } from "../json.js";
+import { isJsonObject, type JsonData } from "../json.js";
+import { JSONInputError, loadJson } from "../jsonInput.js";
 import { pyRepr } from "../pyformat.js";
 import { spec } from "../tables.js";
 import { type BuilderOptions, type Completion, feedAll, type OpenItem, ResponseBuilder, type Sink } from "./items.js";
-import { dumpAs, jsonString, pydanticJson, validateAs } from "./schema.js";
+import { dumpAs, jsonString, ModelValidationError, pydanticJson, validateAs } from "./schema.js";
+import { explain, found, problemPath } from "./validation.js";
 
 export const OPENAI_REASONING_EVENTS: Readonly<Record<string, string>> = { ...spec.OPENAI_REASONING_EVENTS };
 const FROM_OPENAI: ReadonlyMap<string, string> = new Map(Object.entries(OPENAI_REASONING_EVENTS).map(([k, v]) => [v, k]));
@@ -152,55 +154,121 @@ export function* streamSse(completion: Completion, encoding: HarmonyEncoding, re
   yield streamer.finish();
 }
 
-/** Malformed SSE text: names the line. */
+/** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */
 export class SSEError extends Error {
   override readonly name = "SSEError";
+  events: StreamingEvent[];
+
+  constructor(
+    readonly line: number,
+    message: string,
+    events: StreamingEvent[] = [],
+  ) {
+    super(`line ${line}: ${message}`);
+    this.events = events;
+  }
 }
 
-/** Read `toSse` output back (either naming of reasoning events) into typed events. Accepts the text as lines or as
- * chunks holding several lines; stops at `data: [DONE]`. */
-export function parseSse(lines: Iterable<string>): StreamingEvent[] {
+const LINE_END = /\r\n|\r|\n/;
+const BOM = "\ufeff";
+const NOT_JSON = "expected JSON, ";
+
+function shortRepr(text: string): string {
+  return pyRepr([...text].slice(0, 40).join(""));
+}
+
+/** One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError`. */
+function readEvent(number: number, name: string | null, payload: string): StreamingEvent {
+  let raw: JsonData;
+  try {
+    raw = loadJson(payload, "data");
+  } catch (e) {
+    if (!(e instanceof JSONInputError)) throw e;
+    if (e.path === "data") {
+      // not JSON at all: where in the data, and why
+      throw new SSEError(number, "data is not JSON: " + (e.reason.startsWith(NOT_JSON) ? e.reason.slice(NOT_JSON.length) : e.reason));
+    }
+    throw new SSEError(number, e.message);
+  }
+  if (!isJsonObject(raw)) throw new SSEError(number, `data: expected a JSON object (an event), found ${found(raw)}`);
+  let kind = raw["type"];
+  if (typeof kind !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(kind)}`);
+  const ours = FROM_OPENAI.get(kind);
+  if (ours !== undefined) raw["type"] = kind = ours;
+  if (name !== null && (FROM_OPENAI.get(name) ?? name) !== kind) {
+    throw new SSEError(number, `event name ${pyRepr(name)} differs from the body's type ${pyRepr(kind)}`);
+  }
+  try {
+    return validateAs<StreamingEvent>(EVENT_UNION, raw);
+  } catch (e) {
+    if (!(e instanceof ModelValidationError)) throw e;
+    const problem = explain(e.issues, raw);
+    throw new SSEError(number, `${problemPath(problem, "data")}: ${problem.message} (event ${pyRepr(kind)})`);
+  }
+}
+
+/**
+ * Read an Open Responses event stream (`toSse` output, either naming of reasoning events) into typed events, by
+ * the WHATWG event-stream rules: a leading byte-order mark is skipped; lines end with CRLF, LF or CR; `:` starts a
+ * comment; a field without a colon has an empty value; `data` lines join with newlines; `id` and `retry` are
+ * accepted (not used: this reader does not reconnect); a blank line dispatches the event. The stream ends with
+ * `data: [DONE]`. Where WHATWG has a reader silently drop text, this one throws `SSEError` naming the line instead,
+ * with the events read so far in `.events` (the Python package's `parse_sse`, same rules, same messages).
+ */
+export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
+  let text = typeof lines === "string" ? lines : [...lines].join("");
+  if (text.startsWith(BOM)) text = text.slice(BOM.length);
+  const parts = text.split(LINE_END);
+  if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = [];
   let name: string | null = null;
   let data: string[] = [];
-  const text = [...lines].join("").replace(/\r\n/g, "\n");
-  const all = text.split("\n");
-  for (let i = 0; i < all.length; i++) {
-    const line = all[i] ?? "";
-    const number = i + 1;
-    if (line === "") {
-      if (data.length > 0) {
-        const payload = data.join("\n");
-        if (payload === DONE) return events;
-        let raw: JsonData;
-        try {
-          raw = readJson(payload);
-        } catch (e) {
-          if (e instanceof JsonSyntaxError) throw new SSEError(`line ${number - 1}: data is not JSON: ${e.msg}`);
-          throw e;
+  let first = 0; // the line of the pending event's first field
+  let dataLine = 0; // the line of its first `data` field
+  let done = 0; // the line of `data: [DONE]` once dispatched
+  let number = 0;
+  try {
+    for (const [i, line] of parts.entries()) {
+      number = i + 1;
+      if (line === "") {
+        if (data.length > 0) {
+          const payload = data.join("\n");
+          if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`);
+          if (payload === DONE) done = first;
+          else events.push(readEvent(dataLine, name, payload));
+        } else if (name !== null) {
+          throw new SSEError(first, `event ${pyRepr(name)} has no data`);
         }
-        if (!isJsonObject(raw)) throw new TypeError(`line ${number}: data is not an object`);
-        const type = raw["type"];
-        const fromOpenai = typeof type === "string" ? FROM_OPENAI.get(type) : undefined;
-        if (fromOpenai !== undefined) raw["type"] = fromOpenai;
-        if (name !== null && (FROM_OPENAI.get(name) ?? name) !== raw["type"]) {
-          const shown = typeof raw["type"] === "string" ? pyRepr(raw["type"]) : String(raw["type"]);
-          throw new SSEError(`line ${number}: event name ${pyRepr(name)} differs from the body's type ${shown}`);
-        }
-        events.push(validateAs<StreamingEvent>(EVENT_UNION, raw));
+        name = null;
+        data = [];
+        first = 0;
+        dataLine = 0;
+        continue;
       }
-      name = null;
-      data = [];
-    } else if (line.startsWith("event:")) {
-      name = line.slice("event:".length).trim();
-    } else if (line.startsWith("data:")) {
-      const value = line.slice("data:".length);
-      data.push(value.startsWith(" ") ? value.slice(1) : value);
-    } else if (line.startsWith(":")) {
-      continue;
-    } else {
-      throw new SSEError(`line ${number}: not an SSE field: ${pyRepr([...line].slice(0, 40).join(""))}`);
+      if (line.startsWith(":")) continue; // a comment
+      const colon = line.indexOf(":");
+      const field = colon >= 0 ? line.slice(0, colon) : line;
+      let value = colon >= 0 ? line.slice(colon + 1) : "";
+      if (colon >= 0 && value.startsWith(" ")) value = value.slice(1);
+      first = first || number;
+      if (field === "data") {
+        dataLine = dataLine || number;
+        data.push(value);
+      } else if (field === "event") {
+        name = value || null;
+      } else if (field === "id") {
+        if (value.includes("\0")) throw new SSEError(number, "an id holding NUL, which readers ignore");
+      } else if (field === "retry") {
+        if (!/^[0-9]+$/.test(value)) throw new SSEError(number, `retry expects a number of milliseconds, found ${shortRepr(value)}`);
+      } else {
+        throw new SSEError(number, `not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`);
+      }
     }
+    if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched");
+    if (!done) throw new SSEError(number, `the stream ends before data: ${DONE}: it was cut`);
+  } catch (e) {
+    if (e instanceof SSEError) e.events = events;
+    throw e;
   }
   return events;
 }
