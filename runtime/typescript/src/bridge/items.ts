@@ -27,7 +27,7 @@ import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, 
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { type RepairRecord, responseSnapshot, usage } from "./resource.js";
-import { fieldMember, itemModelOf, make, model } from "./schema.js";
+import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
@@ -463,6 +463,8 @@ export class ResponseBuilder<D> {
 
 // -- typed events ------------------------------------------------------------------------------------------------
 
+const CONTENT_INDEX = "content_index";
+
 /** A sink that keeps typed events until they are taken. */
 class EventList implements Sink<StreamingEvent> {
   events: StreamingEvent[] = [];
@@ -476,10 +478,15 @@ class EventList implements Sink<StreamingEvent> {
   }
 
   handDelta(item: OpenItem, sequenceNumber: number, text: string): StreamingEvent {
-    const fields: JsonObject = { sequence_number: sequenceNumber, item_id: item.id, output_index: item.outputIndex };
-    if (item.spec.part !== null) fields["content_index"] = 0;
-    fields["delta"] = text;
-    return event(item.spec.delta ?? "", fields);
+    let base = item.wire as JsonObject | null;
+    if (base === null) {
+      // the fields every delta of `item` shares, as its event's model has them
+      const type = item.spec.delta ?? "";
+      base = { item_id: item.id, output_index: item.outputIndex };
+      if (model(eventModelOf(type)).byKey.has(CONTENT_INDEX)) base[CONTENT_INDEX] = 0;
+      item.wire = base;
+    }
+    return event(item.spec.delta ?? "", { sequence_number: sequenceNumber, ...base, delta: text });
   }
 
   take(): StreamingEvent[] {

@@ -205,6 +205,14 @@ export function fieldTypeAt(name: string, path: string): Type | null {
   return type;
 }
 
+/** The model of the streaming event whose `type` is `type`. */
+export function eventModelOf(type: string): string {
+  const union = named("StreamingEvent");
+  const member = union.kind === "tagged" ? union.members.get(type) : undefined;
+  if (member === undefined || member.kind !== "model") throw new Error(`no streaming event of type ${type}`);
+  return member.name;
+}
+
 /** The model of an item union's variant for (`type`, `role`), or null. */
 export function itemModelOf(union: string, type: string, role: string | null = null): string | null {
   const variants = responses.ITEM_UNIONS[union]?.variants ?? [];
