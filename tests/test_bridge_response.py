@@ -10,11 +10,11 @@ import pytest
 from responses_checker import assert_valid_response, check_stream
 
 from harmony_responses import HarmonyEncoding
-from harmony_responses.bridge import parse_request
 from harmony_responses.bridge import (
     build_response,
     chat_completion_chunks,
     counting_ids,
+    parse_request,
     parse_sse,
     stream_response,
     to_chat_completion,
