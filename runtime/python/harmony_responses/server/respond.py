@@ -32,7 +32,7 @@ from ..bridge import (
     tool_policy,
 )
 from ..encoding import HarmonyEncoding
-from ..models import Conversation, Message, Role
+from ..models import Role
 from ..types import (
     CreateResponseBody,
     Error,
@@ -49,13 +49,12 @@ from ..types import (
     StreamingEvent,
 )
 from ..types import Message as OutputMessage
+from .calls import call_header
 from .engines.base import EngineRequest, Finished, FinishReason, Sampling, Text, Tokens, ToolSpec
 from .errors import ErrorKind, error_payload
 from .media import with_media_placeholders
 from .settings import MediaPolicy, ReasoningEvents
 
-_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
-_JSON_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.HEADER_JSON_CONTENT_TYPE
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _SPECIAL_OPEN = "<|"
@@ -86,20 +85,6 @@ class Plan:
     prefill: list[int]  # forced start of the completion: a named function's call header, or nothing
     policy: ToolPolicy
     engine_request: EngineRequest
-
-
-def call_header(encoding: HarmonyEncoding, name: str) -> list[int]:
-    """The tokens of a call to `functions.NAME` after `<|start|>assistant`, up to and with `<|message|>`."""
-    message = (
-        Message.from_role_and_content(Role.ASSISTANT, "")
-        .with_channel(_spec.CHANNEL_COMMENTARY)
-        .with_recipient(_FUNCTIONS_PREFIX + name)
-        .with_content_type(_JSON_CONTENT_TYPE)
-    )
-    head = encoding.render_conversation_for_completion(Conversation(messages=[]), Role.ASSISTANT)
-    tokens = encoding.render(message)
-    assert tokens[: len(head)] == head and tokens[-1] == _spec.TOKEN_CALL
-    return tokens[len(head) : -1]
 
 
 def plan_request(

@@ -24,10 +24,9 @@ from ..._tables import spec as _spec
 from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
+from ..calls import FUNCTIONS_PREFIX, call_header
 from .base import Engine, EngineInfo, EngineOutput, EngineRequest, Finished, FinishReason, Tokens, ToolSpec
 
-_FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + "."
-_JSON_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.HEADER_JSON_CONTENT_TYPE
 _QUOTE_LIMIT = 500  # characters of the user's message or the tool output quoted back
 
 
@@ -64,6 +63,7 @@ class DemoEngine(Engine):
         self.chunk = max(1, chunk)
         self.info = EngineInfo(kind="demo", target="", output="tokens", json_constraint=True)
         self._head = encoding.render_conversation_for_completion(Conversation(messages=[]), Role.ASSISTANT)
+        self._role = self._head[1:]  # the tokens of the word `assistant` after <|start|>
 
     # -- the rules --------------------------------------------------------------------------------
 
@@ -86,26 +86,21 @@ class DemoEngine(Engine):
         start = len(prompt) - 1 - prompt[::-1].index(_spec.TOKEN_START) if _spec.TOKEN_START in prompt else 0
         if prompt and prompt[-1] == _spec.TOKEN_MESSAGE and start > 0:  # a forced call: only its arguments remain
             header = self.encoding.decode(prompt[start:])
-            tool = next((t for t in request.tools if _FUNCTIONS_PREFIX + t.name in header), None)
+            tool = next((t for t in request.tools if FUNCTIONS_PREFIX + t.name in header), None)
             args = self._arguments(tool) if tool is not None else "{}"
             return self.encoding.encode(args, disallowed_special=()) + [_spec.TOKEN_CALL]
         messages = parse_tokens(self.encoding, prompt[:start], role=None, mode="lenient")
         user_at = max((i for i, m in enumerate(messages) if m.role is Role.USER), default=-1)
         user_text = messages[user_at].content if user_at >= 0 else ""
         outputs = [m for m in messages[user_at + 1 :] if m.role is Role.TOOL]
-        assistant = Role.ASSISTANT
         if outputs:
             return self._after_tool(outputs[-1])
         if request.tools:
             tool = next((t for t in request.tools if t.name in user_text), request.tools[0])
             thought = f"The user asks something the function {tool.name} can answer, so I call it. (demo engine)"
-            call = (
-                Message.from_role_and_content(assistant, self._arguments(tool))
-                .with_channel(_spec.CHANNEL_COMMENTARY)
-                .with_recipient(_FUNCTIONS_PREFIX + tool.name)
-                .with_content_type(_JSON_CONTENT_TYPE)
-            )
-            return self._render([self._analysis(thought), call], last_returns=False)
+            call = [_spec.TOKEN_START, *self._role, *call_header(self.encoding, tool.name)]
+            call += self.encoding.encode(self._arguments(tool), disallowed_special=()) + [_spec.TOKEN_CALL]
+            return self._render([self._analysis(thought)], last_returns=False) + call
         words = len(user_text.split())
         thought = (
             f"The user's last message has {words} words. I am the demo engine, a deterministic stand-in "
@@ -118,7 +113,7 @@ class DemoEngine(Engine):
         return self._render([self._analysis(thought), self._final(answer)], last_returns=True)
 
     def _after_tool(self, output: ParsedMessage) -> list[int]:
-        name = (output.name or "").removeprefix(_FUNCTIONS_PREFIX)
+        name = (output.name or "").removeprefix(FUNCTIONS_PREFIX)
         thought = f"The function {name} returned its output; I report it. (demo engine)"
         answer = (
             f"The demo engine (a deterministic stand-in for a model) received from {name}: "
