@@ -1,6 +1,8 @@
 """Run a fake inference engine: `python tests/fake_engines/serve.py KIND [--port 0] [options]`.
 
-KIND is vllm, sglang (both /generate and /v1/completions), llamacpp or ollama. The process prints
+KIND is vllm, sglang (both /generate and /v1/completions), llamacpp or ollama, or `all`: every engine
+under its own path prefix (`/vllm/v1/completions`, `/sglang-incremental/generate`, see
+`wire.VARIANTS`). The process prints
 `fake engine KIND listening on PORT` once it accepts connections, and runs until killed.
 """
 
@@ -16,12 +18,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harmony_responses import load_harmony_encoding  # noqa: E402
 
 from httpserver import serve  # noqa: E402
-from wire import ROUTES, Options  # noqa: E402
+from wire import ROUTES, Options, all_routes  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=sorted(ROUTES))
+    parser.add_argument("kind", choices=[*sorted(ROUTES), "all"])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of plain requests failing mid-stream")
     parser.add_argument("--seed", type=int, default=0)
@@ -41,7 +43,8 @@ def main() -> None:
     def ready(port: int) -> None:
         print(f"fake engine {args.kind} listening on {port}", flush=True)
 
-    asyncio.run(serve(ROUTES[args.kind](encoding, options), args.port, ready))
+    routes = all_routes(encoding, options) if args.kind == "all" else ROUTES[args.kind](encoding, options)
+    asyncio.run(serve(routes, args.port, ready))
 
 
 if __name__ == "__main__":

@@ -377,3 +377,23 @@ ROUTES: dict[str, Callable[[HarmonyEncoding, Options], dict[str, Handler]]] = {
     "llamacpp": lambda enc, opt: {"/completion": llamacpp_completion(enc, opt)},
     "ollama": lambda enc, opt: {"/api/generate": ollama_generate(enc, opt)},
 }
+
+# `all`: every engine in one process, each under its own path prefix (`/vllm/v1/completions`), with the
+# variants that need other options under their own prefix too.
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "vllm": ("vllm", {}),
+    "vllm-text-only": ("vllm", {"no_token_ids": True}),
+    "sglang": ("sglang", {}),
+    "sglang-incremental": ("sglang", {"incremental": True}),
+    "llamacpp": ("llamacpp", {}),
+    "ollama": ("ollama", {}),
+}
+
+
+def all_routes(encoding: HarmonyEncoding, options: Options) -> dict[str, Handler]:
+    routes: dict[str, Handler] = {}
+    for prefix, (kind, changes) in VARIANTS.items():
+        variant = Options(**{**options.__dict__, **changes})
+        for path, handler in ROUTES[kind](encoding, variant).items():
+            routes[f"/{prefix}{path}"] = handler
+    return routes

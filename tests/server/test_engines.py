@@ -46,47 +46,45 @@ WEATHER = {
     "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
 }
 
-# (fake engine kind, its options, adapter factory)
+# adapter name → (the fake's path prefix, adapter factory); one fake process serves every wire format.
 ADAPTERS = {
     "vllm": (
         "vllm",
-        (),
         lambda url, t: OpenAICompletionsEngine(url, flavor="vllm", model="m", timeout=t, max_connections=8),
     ),
     "vllm-text-only": (
-        "vllm",
-        ("--no-token-ids",),
+        "vllm-text-only",
         lambda url, t: OpenAICompletionsEngine(url, flavor="vllm", model="m", timeout=t, max_connections=8),
     ),
     "sglang-completions": (
         "sglang",
-        (),
         lambda url, t: OpenAICompletionsEngine(url, flavor="sglang", model="m", timeout=t, max_connections=8),
     ),
-    "sglang-cumulative": ("sglang", (), lambda url, t: SGLangEngine(url, timeout=t, max_connections=8)),
-    "sglang-incremental": (
-        "sglang",
-        ("--incremental",),
-        lambda url, t: SGLangEngine(url, timeout=t, max_connections=8),
-    ),
-    "llamacpp": ("llamacpp", (), lambda url, t: LlamaCppEngine(url, ENC, timeout=t, max_connections=8)),
-    "ollama": ("ollama", (), lambda url, t: OllamaEngine(url, ENC, model="gpt-oss:20b", timeout=t, max_connections=8)),
+    "sglang-cumulative": ("sglang", lambda url, t: SGLangEngine(url, timeout=t, max_connections=8)),
+    "sglang-incremental": ("sglang-incremental", lambda url, t: SGLangEngine(url, timeout=t, max_connections=8)),
+    "llamacpp": ("llamacpp", lambda url, t: LlamaCppEngine(url, ENC, timeout=t, max_connections=8)),
+    "ollama": ("ollama", lambda url, t: OllamaEngine(url, ENC, model="gpt-oss:20b", timeout=t, max_connections=8)),
 }
 
 
-@pytest.fixture(scope="module", params=sorted(ADAPTERS))
-def adapter(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeEngine]]:
-    kind, options, _factory = ADAPTERS[request.param]
-    fake = FakeEngine(kind, *options)
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeEngine]:
+    proc = FakeEngine("all")
     try:
-        yield request.param, fake
+        yield proc
     finally:
-        fake.stop()
+        proc.stop()
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def adapter(request: pytest.FixtureRequest, fake: FakeEngine) -> tuple[str, FakeEngine]:
+    return request.param, fake
 
 
 def engine_for(adapter: tuple[str, FakeEngine], timeout: float = 10.0) -> Engine:
     name, fake = adapter
-    return ADAPTERS[name][2](fake.url, timeout)
+    prefix, factory = ADAPTERS[name]
+    return factory(f"{fake.url}/{prefix}", timeout)
 
 
 def body(text: str, **extra: Any) -> dict[str, Any]:
@@ -190,7 +188,7 @@ def test_failures_mid_stream_raise_after_some_output(adapter: tuple[str, FakeEng
 def test_stall_mid_stream_times_out(adapter: tuple[str, FakeEngine]) -> None:
     started = time.monotonic()
     with pytest.raises(EngineTimeout):
-        asyncio.run(collect(engine_for(adapter, timeout=0.5), body("SCENARIO=stall_mid")))
+        asyncio.run(collect(engine_for(adapter, timeout=0.3), body("SCENARIO=stall_mid")))
     assert time.monotonic() - started < 5
 
 

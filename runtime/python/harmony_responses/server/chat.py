@@ -232,14 +232,20 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out
 
 
+_TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
+
+
 def parse_chat_request(raw: Any) -> ChatCompletionRequest:
     """Validate a Chat Completions body; `RequestError` names the first bad field."""
     try:
         request = ChatCompletionRequest.model_validate(raw)
     except ValidationError as exc:
         errors = exc.errors()
-        first = next((e for e in errors if e["loc"] and e["loc"][-1] in ("role", "type")), errors[0])
-        raise RequestError("invalid_request", first["msg"], _loc(first["loc"]) or None) from exc
+        first = next((e for e in errors if e["type"] in _TAG_ERRORS), errors[0])
+        loc = list(first["loc"])
+        if first["type"] in _TAG_ERRORS:  # the discriminator (`role`, `type`) is the field that is wrong
+            loc.append(str((first.get("ctx") or {}).get("discriminator", "")).strip("'"))
+        raise RequestError("invalid_request", first["msg"], _loc(loc) or None) from exc
     _refuse_unhonoured(request)
     return request
 

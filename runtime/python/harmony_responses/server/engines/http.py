@@ -52,6 +52,7 @@ class HttpEngine(Engine):
         self.base_url = base_url.rstrip("/")
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
+            verify=self.base_url.startswith("https:"),  # no certificate store to load for plain http
             timeout=httpx.Timeout(timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
