@@ -17,6 +17,7 @@ from .errors import ErrorKind, ServerError
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
 def nesting_exceeds(data: bytes, limit: int) -> bool:
@@ -25,7 +26,7 @@ def nesting_exceeds(data: bytes, limit: int) -> bool:
     for _ in range(limit):
         if not brackets:
             return False
-        peeled = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        peeled = _INNERMOST.sub(b"", brackets)  # one pass over the text: exactly one level
         if len(peeled) == len(brackets):
             return False  # unbalanced: json.loads will say where
         brackets = peeled

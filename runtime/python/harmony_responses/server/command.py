@@ -70,6 +70,16 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
     return Settings.from_env(environ, **overrides)
 
 
+def startup_warnings(settings: Settings) -> list[str]:
+    """What the operator should hear before the server starts."""
+    if settings.listens_beyond_loopback() and not settings.api_keys:
+        return [
+            f"listening on {settings.host} without API keys: anyone who can reach this address can use the engine "
+            "(set --api-key or HARMONY_RESPONSES_API_KEYS)"
+        ]
+    return []
+
+
 def _bind(settings: Settings) -> socket.socket:
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -105,12 +115,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"harmony-responses serve: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
-    if settings.listens_beyond_loopback() and not settings.api_keys:
-        log.warning(
-            "listening on %s without API keys: anyone who can reach this address can use the engine "
-            "(set --api-key or HARMONY_RESPONSES_API_KEYS)",
-            settings.host,
-        )
+    for warning in startup_warnings(settings):
+        log.warning("%s", warning)
     os.environ.update(settings.to_env())  # the workers (and the factory) read their settings from here
     try:
         sock = _bind(settings)

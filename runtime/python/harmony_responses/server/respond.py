@@ -39,6 +39,7 @@ from ..types import (
     ErrorPayload,
     ErrorStreamingEvent,
     FunctionCall,
+    IncompleteDetails,
     ReasoningBody,
     ResponseCompletedStreamingEvent,
     ResponseFailedStreamingEvent,
@@ -260,10 +261,9 @@ class ResponseRun:
                 update={
                     "status": "incomplete",
                     "completed_at": None,
-                    "incomplete_details": {"reason": _INCOMPLETE_REASON},
+                    "incomplete_details": IncompleteDetails(reason=_INCOMPLETE_REASON),
                 }
             )
-            response = ResponseResource.model_validate(response.model_dump(mode="json"))
             events[-1] = ResponseIncompleteStreamingEvent(sequence_number=last.sequence_number, response=response)
             self.terminal = events[-1]
         return out + events
