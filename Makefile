@@ -41,6 +41,7 @@ bench: venv
 	$(BIN)/python bench/bench_render.py
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_bridge.py
+	$(BIN)/python bench/bench_server.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

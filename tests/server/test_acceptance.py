@@ -1,5 +1,7 @@
 """What the Open Responses acceptance suite checks, against `serve --engine demo --media placeholder`.
 
+The server runs two worker processes, so these tests also show `--workers` sharing one port.
+
 Requests as the suite sends them (plain HTTP, a model name the server does not serve, a bearer key
 although none is configured); every response and every streamed event is validated against the
 published OpenAPI document, and the event order against the spec's streaming rules.
@@ -7,6 +9,7 @@ published OpenAPI document, and the event order against the spec's streaming rul
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +35,7 @@ IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2j"
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    proc = Server("--engine", "demo", "--media", "placeholder")
+    proc = Server("--engine", "demo", "--media", "placeholder", "--workers", "2")
     try:
         yield proc.url + "/v1"
     finally:
@@ -130,3 +133,11 @@ def test_multi_turn(base: str) -> None:
         },
     )
     assert data["status"] == "completed" and "What is my name?" in data["output"][-1]["content"][0]["text"]
+
+
+def test_two_workers_answer(base: str) -> None:
+    pids = set()
+    deadline = time.monotonic() + 20
+    while len(pids) < 2 and time.monotonic() < deadline:  # a new connection each time: either worker may take it
+        pids.add(httpx.get(base.removesuffix("/v1") + "/health", headers={"connection": "close"}).json()["pid"])
+    assert len(pids) == 2

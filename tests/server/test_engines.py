@@ -188,7 +188,7 @@ def test_failures_mid_stream_raise_after_some_output(adapter: tuple[str, FakeEng
 def test_stall_mid_stream_times_out(adapter: tuple[str, FakeEngine]) -> None:
     started = time.monotonic()
     with pytest.raises(EngineTimeout):
-        asyncio.run(collect(engine_for(adapter, timeout=0.3), body("SCENARIO=stall_mid")))
+        asyncio.run(collect(engine_for(adapter, timeout=0.2), body("SCENARIO=stall_mid")))
     assert time.monotonic() - started < 5
 
 

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
+from openai import OpenAI
 from responses_checker import check_stream
 
 from serverkit import FakeEngine, Server, sse_events
@@ -139,19 +141,50 @@ def test_client_disconnect_cancels_the_engine_request_within_100ms(url: str, fak
     assert health["in_flight"] == 0 and health["engine"]["active_requests"] == 0
 
 
-def test_concurrency_limit_answers_429(fake: FakeEngine) -> None:
-    proc = Server("--engine", f"vllm:{fake.url}", "--max-concurrency", "1")
+KEYS = {"Authorization": "Bearer sk-right"}
+
+
+@pytest.fixture(scope="module")
+def restricted(fake: FakeEngine) -> Iterator[Server]:
+    """A server that takes one engine request at a time and wants one of two keys."""
+    proc = Server(
+        "--engine", f"vllm:{fake.url}", "--max-concurrency", "1", "--api-key", "sk-right", "--api-key", "sk-other"
+    )
     try:
-        with httpx.stream("POST", proc.url + "/v1/responses", json={"input": "SCENARIO=slow", "stream": True}) as first:
-            assert first.status_code == 200
-            lines = first.iter_lines()  # kept: a dropped line iterator closes the connection
-            next(lines)
-            refused = httpx.post(proc.url + "/v1/responses", json={"input": "hi"}, timeout=30)
-            error = error_of(refused, 429)
-            assert error["type"] == "rate_limit_error" and refused.headers["retry-after"] == "1"
-        deadline = time.monotonic() + 5  # the first stream was dropped: its slot comes back
-        while httpx.get(proc.url + "/health").json()["in_flight"] and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert httpx.post(proc.url + "/v1/responses", json={"input": "hi"}, timeout=30).status_code == 200
+        yield proc
     finally:
         proc.stop()
+
+
+def test_concurrency_limit_answers_429(restricted: Server) -> None:
+    url = restricted.url
+    with httpx.stream(
+        "POST", url + "/v1/responses", json={"input": "SCENARIO=slow", "stream": True}, headers=KEYS
+    ) as first:
+        assert first.status_code == 200
+        lines = first.iter_lines()  # kept: a dropped line iterator closes the connection
+        next(lines)
+        refused = httpx.post(url + "/v1/responses", json={"input": "hi"}, headers=KEYS, timeout=30)
+        error = error_of(refused, 429)
+        assert error["type"] == "rate_limit_error" and refused.headers["retry-after"] == "1"
+    deadline = time.monotonic() + 5  # the first stream was dropped: its slot comes back
+    while httpx.get(url + "/health").json()["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert httpx.post(url + "/v1/responses", json={"input": "hi"}, headers=KEYS, timeout=30).status_code == 200
+
+
+def test_api_keys_are_enforced_when_configured(restricted: Server) -> None:
+    for key in ("sk-right", "sk-other"):
+        ok = OpenAI(base_url=restricted.url + "/v1", api_key=key, max_retries=0)
+        assert ok.responses.create(model="gpt-oss", input="hi").status == "completed"
+    wrong = OpenAI(base_url=restricted.url + "/v1", api_key="sk-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as info:
+        wrong.responses.create(model="gpt-oss", input="hi")
+    assert info.value.status_code == 401 and info.value.code == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        wrong.chat.completions.create(model="gpt-oss", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    missing = httpx.post(restricted.url + "/v1/responses", json={"input": "hi"})
+    assert error_of(missing, 401)["message"].startswith("missing API key")
+    assert httpx.get(restricted.url + "/health").status_code == 200  # health and metrics need no key

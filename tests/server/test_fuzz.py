@@ -22,7 +22,7 @@ from harmony_responses.server.chat import ChatCompletionRequest
 
 from serverkit import Server, sse_events
 
-EXAMPLES = int(os.environ.get("HARMONY_RESPONSES_FUZZ_EXAMPLES", "120"))
+EXAMPLES = int(os.environ.get("HARMONY_RESPONSES_FUZZ_EXAMPLES", "80"))
 MAX_DEPTH = 6
 
 JSON = st.recursive(

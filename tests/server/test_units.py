@@ -31,8 +31,8 @@ from harmony_responses.server.engines.replay import RecordingError, ReplayEngine
 from harmony_responses.server.engines.spec import EngineSpecError, parse_engine_spec
 from harmony_responses.server.errors import ErrorKind, ServerError
 from harmony_responses.server.media import FILE_MARKER, IMAGE_MARKER, with_media_placeholders
-from harmony_responses.server.respond import ResponseRun, TextTokens, parse_body, plan_request
-from harmony_responses.server.settings import MediaPolicy, Settings, SettingsError
+from harmony_responses.server.respond import ResponseRun, TextTokens, parse_body, plan_request, sse_frames
+from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
@@ -538,3 +538,15 @@ def test_forced_call_budget_must_leave_room() -> None:
         and plan.engine_request.json_schema == WEATHER["parameters"]
     )
     assert plan.engine_request.tools == (ToolSpec("get_weather", WEATHER["parameters"]),)
+
+
+def test_reasoning_event_names_on_the_wire() -> None:
+    run = run_of({"input": "x"})
+    events = run.start() + run.feed(Tokens(tokens("<|channel|>analysis<|message|>hm<|end|>")))
+    spec = sse_frames(events, ReasoningEvents.SPEC).decode()
+    openai = sse_frames(events, ReasoningEvents.OPENAI).decode()
+    assert "event: response.reasoning.delta\n" in spec and "response.reasoning_text" not in spec
+    assert "[DONE]" not in spec  # the stream's end is written once, by the server
+    assert '"type":"response.reasoning_text.delta"' in openai and "response.reasoning.delta" not in openai
+    args = build_parser().parse_args(["serve", "--reasoning-events", "openai"])
+    assert settings_from_args(args, {}).reasoning_events is ReasoningEvents.OPENAI

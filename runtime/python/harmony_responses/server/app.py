@@ -179,6 +179,7 @@ async def health(request: Request) -> Response:
         {
             "status": "ok",
             "model": state.settings.model,
+            "pid": os.getpid(),
             "engine": {"kind": info.kind, "target": info.target, "active_requests": state.engine.active},
             "in_flight": state.in_flight,
         }
