@@ -21,14 +21,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._tables import spec as _spec
 from ..bridge import RequestError
 from ..types import (
+    AssistantMessageItemParam,
     FunctionCall,
+    FunctionCallItemParam,
+    FunctionCallOutputItemParam,
+    FunctionToolParam,
+    InputFileContentParam,
+    InputImageContentParamAutoParam,
+    InputTextContentParam,
+    JsonSchemaResponseFormatParam,
+    ReasoningItemParam,
+    ReasoningSummaryContentParam,
     ResponseCompletedStreamingEvent,
     ResponseCreatedStreamingEvent,
     ResponseFailedStreamingEvent,
@@ -38,11 +48,36 @@ from ..types import (
     ResponseOutputTextDeltaStreamingEvent,
     ResponseReasoningDeltaStreamingEvent,
     StreamingEvent,
+    UserMessageItemParam,
 )
 from .media import AUDIO_MARKER
 from .settings import MediaPolicy
 
-_JSON_OBJECT_FORMAT = {"type": "json_schema", "name": "json_object", "schema": {"type": "object"}}
+
+def _tag(model: type[BaseModel], field: str = "type") -> str:
+    """The discriminator value an Open Responses model stands for (its `type`, or `role`)."""
+    info = model.model_fields[field]
+    if isinstance(info.default, str):
+        return info.default
+    literal = next(a for a in get_args(info.annotation) if get_origin(a) is Literal)  # `Literal["x"] | None`
+    value: str = get_args(literal)[0]
+    return value
+
+
+_MESSAGE = _tag(UserMessageItemParam)
+_USER = _tag(UserMessageItemParam, "role")
+_ASSISTANT = _tag(AssistantMessageItemParam, "role")
+_REASONING = _tag(ReasoningItemParam)
+_SUMMARY_TEXT = _tag(ReasoningSummaryContentParam)
+_FUNCTION_CALL = _tag(FunctionCallItemParam)
+_FUNCTION_CALL_OUTPUT = _tag(FunctionCallOutputItemParam)
+_FUNCTION_TOOL = _tag(FunctionToolParam)
+_INPUT_TEXT = _tag(InputTextContentParam)
+_INPUT_IMAGE = _tag(InputImageContentParamAutoParam)
+_INPUT_FILE = _tag(InputFileContentParam)
+_JSON_SCHEMA = _tag(JsonSchemaResponseFormatParam)
+# Chat's `json_object` has no Open Responses twin: a JSON Schema format accepting any object stands in.
+_JSON_OBJECT_FORMAT = {"type": _JSON_SCHEMA, "name": "json_object", "schema": {"type": "object"}}
 
 
 class _Model(BaseModel):
@@ -289,21 +324,21 @@ def _user_parts(message: UserMessage, where: str, media: MediaPolicy) -> str | l
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(message.content):
         if isinstance(part, TextPart):
-            parts.append({"type": "input_text", "text": part.text})
+            parts.append({"type": _INPUT_TEXT, "text": part.text})
         elif isinstance(part, ImagePart):
-            image: dict[str, Any] = {"type": "input_image", "image_url": part.image_url.url}
+            image: dict[str, Any] = {"type": _INPUT_IMAGE, "image_url": part.image_url.url}
             if part.image_url.detail is not None:
                 image["detail"] = part.image_url.detail
             parts.append(image)
         elif isinstance(part, FilePart):
-            file: dict[str, Any] = {"type": "input_file"}
+            file: dict[str, Any] = {"type": _INPUT_FILE}
             if part.file.file_data is not None:
                 file["file_data"] = part.file.file_data
             if part.file.filename is not None:
                 file["filename"] = part.file.filename
             parts.append(file)
         elif media is MediaPolicy.PLACEHOLDER:
-            parts.append({"type": "input_text", "text": AUDIO_MARKER})
+            parts.append({"type": _INPUT_TEXT, "text": AUDIO_MARKER})
         else:
             raise RequestError(
                 "unsupported_content",
@@ -319,13 +354,13 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
     for i, message in enumerate(request.messages):
         where = f"messages[{i}]"
         if isinstance(message, (SystemMessage, DeveloperMessage)):
-            items.add({"type": "message", "role": message.role, "content": _text(message.content)}, where)
+            items.add({"type": _MESSAGE, "role": message.role, "content": _text(message.content)}, where)
         elif isinstance(message, UserMessage):
-            items.add({"type": "message", "role": "user", "content": _user_parts(message, where, media)}, where)
+            items.add({"type": _MESSAGE, "role": _USER, "content": _user_parts(message, where, media)}, where)
         elif isinstance(message, AssistantMessage):
             if message.reasoning_content:
-                summary = [{"type": "summary_text", "text": message.reasoning_content}]
-                reasoning = {"type": "reasoning", "summary": summary}
+                summary = [{"type": _SUMMARY_TEXT, "text": message.reasoning_content}]
+                reasoning = {"type": _REASONING, "summary": summary}
                 items.add(reasoning, where, {".summary[0].text": ".reasoning_content"})
             content = message.content
             text = (
@@ -335,11 +370,11 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
             )
             text = text or message.refusal or ""
             if text or not message.tool_calls:
-                items.add({"type": "message", "role": "assistant", "content": text}, where)
+                items.add({"type": _MESSAGE, "role": _ASSISTANT, "content": text}, where)
             for k, call in enumerate(message.tool_calls or []):
                 items.add(
                     {
-                        "type": "function_call",
+                        "type": _FUNCTION_CALL,
                         "call_id": call.id,
                         "name": call.function.name,
                         "arguments": call.function.arguments,
@@ -348,13 +383,13 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
                     {".call_id": ".id", ".name": ".function.name", ".arguments": ".function.arguments"},
                 )
         else:
-            output = {"type": "function_call_output", "call_id": message.tool_call_id, "output": _text(message.content)}
+            output = {"type": _FUNCTION_CALL_OUTPUT, "call_id": message.tool_call_id, "output": _text(message.content)}
             items.add(output, where, {".call_id": ".tool_call_id", ".output": ".content"})
     body: dict[str, Any] = {"model": request.model, "input": items.items}
     if request.tools is not None:
         body["tools"] = [
             {
-                "type": "function",
+                "type": _FUNCTION_TOOL,
                 "name": t.function.name,
                 "description": t.function.description,
                 "parameters": t.function.parameters,
@@ -364,7 +399,7 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
         ]
     choice = request.tool_choice
     if isinstance(choice, NamedToolChoice):
-        body["tool_choice"] = {"type": "function", "name": choice.function.name}
+        body["tool_choice"] = {"type": _FUNCTION_TOOL, "name": choice.function.name}
     elif choice is not None:
         body["tool_choice"] = choice
     if request.parallel_tool_calls is not None:
@@ -374,7 +409,7 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
         spec = fmt.json_schema
         body["text"] = {
             "format": {
-                "type": "json_schema",
+                "type": _JSON_SCHEMA,
                 "name": spec.name,
                 "description": spec.description,
                 "schema": spec.schema_,

@@ -16,6 +16,7 @@ allowed call ends with the `tool_choice_violated` error instead of claiming succ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,7 @@ from .settings import MediaPolicy, ReasoningEvents
 
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
-_SPECIAL_OPEN = "<|"
+_SPECIAL_OPEN = os.path.commonprefix(list(_SPECIALS))  # what every control-token spelling starts with
 _INCOMPLETE_REASON = "max_output_tokens"
 
 
