@@ -41,7 +41,8 @@ os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().pa
 from harmony_responses import HarmonyEncodingName, load_harmony_encoding  # noqa: E402
 from harmony_responses.bridge import ResponseStreamer  # noqa: E402
 
-DELTA = re.compile(rb'"type":"response\.(?:output_text|reasoning)\.delta"')
+DELTA = b'.delta","sequence_number"'  # in the data line of every delta event, once
+DONE = b"data: [DONE]"
 
 
 def completion_text(words: int) -> str:
@@ -84,6 +85,8 @@ async def one_stream(port: int, body: bytes, delay: float, result: Stream) -> No
     writer.write(head + body)
     buffer = b""
     headers_done = False
+    tail = b""
+    keep = max(len(DELTA), len(DONE)) - 1  # a marker cut by a read boundary is found in the carried tail
     try:
         while True:
             data = await reader.read(65536)
@@ -92,22 +95,22 @@ async def one_stream(port: int, body: bytes, delay: float, result: Stream) -> No
                 break
             if result.first is None:
                 result.first = now
-            buffer += data
             if not headers_done:
+                buffer += data
                 if b"\r\n\r\n" not in buffer:
                     continue
-                head_bytes, buffer = buffer.split(b"\r\n\r\n", 1)
+                head_bytes, data = buffer.split(b"\r\n\r\n", 1)
                 if b" 200 " not in head_bytes.split(b"\r\n", 1)[0]:
                     result.error = head_bytes.decode(errors="replace")[:200]
                     return
                 headers_done = True
-            frames = buffer.split(b"\n\n")
-            buffer = frames.pop()
-            for frame in frames:
-                if DELTA.search(frame):
-                    result.arrivals.append(now)
-                elif b"data: [DONE]" in frame:  # after the chunked-encoding size line
-                    result.ok = True
+            window = tail + data
+            count = window.count(DELTA)
+            if count:
+                result.arrivals.extend([now] * count)
+            if DONE in window:
+                result.ok = True
+            tail = window[-keep:]
     finally:
         writer.close()
 
@@ -132,7 +135,7 @@ async def run_level(port: int, pid: int, streams: int, body: bytes) -> list[Stre
 
 
 def start_server(recordings: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
-    engine = f"replay:{recordings}?tps={args.tps}&first_token_ms={args.first_token_ms}&chunk=1"
+    engine = f"replay:{recordings}?tps={args.tps}&first_token_ms={args.first_token_ms}&chunk=1&lockstep={args.lockstep}"
     cmd = [sys.executable, "-m", "harmony_responses.cli", "serve", "--port", "0", "--engine", engine,
            "--max-concurrency", "4096", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -149,6 +152,7 @@ def main() -> None:
     ap.add_argument("--levels", default="1,16,64,256", help="concurrent streams per level")
     ap.add_argument("--tps", type=float, default=100.0, help="tokens per second per stream")
     ap.add_argument("--first-token-ms", type=float, default=50.0)
+    ap.add_argument("--lockstep", type=int, default=1, help="1: streams share one decode clock (batching)")
     ap.add_argument("--words", type=int, default=250, help="final-answer words per completion (~1.2 tokens each)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()

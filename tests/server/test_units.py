@@ -550,3 +550,60 @@ def test_reasoning_event_names_on_the_wire() -> None:
     assert '"type":"response.reasoning_text.delta"' in openai and "response.reasoning.delta" not in openai
     args = build_parser().parse_args(["serve", "--reasoning-events", "openai"])
     assert settings_from_args(args, {}).reasoning_events is ReasoningEvents.OPENAI
+
+
+# -- bugs never hang a stream or leak a traceback -----------------------------------------------------------
+
+
+class BrokenEngine(DemoEngine):
+    """Yields one good output, then something no engine may yield (a bug in an adapter)."""
+
+    def __init__(self, at_start: bool) -> None:
+        super().__init__(ENC)
+        self.at_start = at_start
+
+    async def produce(self, request: EngineRequest) -> Any:
+        if self.at_start:
+            raise RuntimeError("adapter bug")
+        yield Tokens(tokens("<|channel|>final<|message|>Hello"))
+        yield 42
+
+
+def asgi_post(app: Any, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    messages: list[dict[str, Any]] = []
+    payload = json.dumps(body).encode()
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": [], "query_string": b"", "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in messages if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+
+
+def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:
+    from harmony_responses.server.app import create_app
+
+    app = create_app(Settings(), engine=BrokenEngine(at_start=True), encoding=ENC)
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi"})
+    assert status == 500 and json.loads(body)["error"]["code"] == "internal_error"
+
+
+def test_a_bug_mid_stream_still_ends_the_stream() -> None:
+    from harmony_responses.server.app import create_app
+
+    app = create_app(Settings(), engine=BrokenEngine(at_start=False), encoding=ENC)
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
+    text = body.decode()
+    assert status == 200 and text.endswith("data: [DONE]\n\n")
+    assert "event: error\n" in text and '"code":"internal_error"' in text and "event: response.failed\n" in text

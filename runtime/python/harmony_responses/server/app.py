@@ -17,7 +17,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from .._tables import spec as _spec
 from ..bridge import RequestError
@@ -111,9 +112,8 @@ def _call(state: ServerState, plan: Plan, wire: Wire, *, stream: bool, endpoint:
     )
 
 
-async def responses(request: Request) -> Response | EngineCall:
+async def responses(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
-    state = _state(request)
     try:
         raw = await _read(request, state)
         body = parse_body(raw)
@@ -126,9 +126,8 @@ async def responses(request: Request) -> Response | EngineCall:
         return _error_response(exc)
 
 
-async def chat_completions(request: Request) -> Response | EngineCall:
+async def chat_completions(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
-    state = _state(request)
     try:
         raw = await _read(request, state)
         chat: ChatCompletionRequest = parse_chat_request(raw)
@@ -208,7 +207,45 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=500)
 
 
-def create_app(settings: Settings, engine: Engine | None = None, encoding: HarmonyEncoding | None = None) -> Starlette:
+Handler = Callable[[Request, ServerState], Awaitable[Response | EngineCall]]
+_ENGINE_ROUTES: dict[str, Handler] = {_RESPONSES: responses, _CHAT: chat_completions}
+
+
+class App:
+    """The ASGI entry point: engine-backed POSTs go straight to their handlers, everything else to Starlette.
+
+    A streamed response writes once per engine output; Starlette's middleware would wrap every one of
+    those writes in two more coroutines, so the two engine endpoints are dispatched here, with the same
+    guarantee Starlette gives: an unexpected exception before the response starts is a 500 with the
+    spec's error body (and is logged).
+    """
+
+    def __init__(self, starlette: Starlette, state: ServerState) -> None:
+        self.starlette = starlette
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            handler = _ENGINE_ROUTES.get(scope["path"])
+            if handler is not None:
+                await self._engine_call(handler, scope, receive, send)
+                return
+        await self.starlette(scope, receive, send)
+
+    async def _engine_call(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
+        response: Response | EngineCall | None = None
+        try:
+            response = await handler(Request(scope, receive), self.state)
+            await response(scope, receive, send)
+        except Exception as exc:
+            log.exception("internal error on POST %s", scope["path"], exc_info=exc)
+            if isinstance(response, EngineCall) and response.status is not None:
+                raise  # the response has started: uvicorn closes the connection
+            body = {"error": error_payload(ErrorKind.INTERNAL, f"internal server error ({type(exc).__name__})")}
+            await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+def create_app(settings: Settings, engine: Engine | None = None, encoding: HarmonyEncoding | None = None) -> App:
     """The application for `settings` (the engine is built from `settings.engine` unless given)."""
     enc = encoding or load_harmony_encoding(_spec.ENCODING_NAME)
     eng = engine or build_engine(
@@ -227,10 +264,13 @@ def create_app(settings: Settings, engine: Engine | None = None, encoding: Harmo
         finally:
             await eng.aclose()
 
-    app = Starlette(
+    async def unreachable(request: Request) -> Response:  # App dispatches these POSTs; Starlette answers 405s
+        raise HTTPException(405)
+
+    starlette = Starlette(
         routes=[
-            Route(_RESPONSES, responses, methods=["POST"]),
-            Route(_CHAT, chat_completions, methods=["POST"]),
+            Route(_RESPONSES, unreachable, methods=["POST"]),
+            Route(_CHAT, unreachable, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -239,10 +279,10 @@ def create_app(settings: Settings, engine: Engine | None = None, encoding: Harmo
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
         lifespan=lifespan,
     )
-    app.state.server = state
-    return app
+    starlette.state.server = state
+    return App(starlette, state)
 
 
-def app_from_env() -> Starlette:
+def app_from_env() -> App:
     """The application for the `HARMONY_RESPONSES_*` environment (uvicorn's factory in each worker)."""
     return create_app(Settings.from_env(os.environ))

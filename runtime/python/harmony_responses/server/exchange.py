@@ -168,12 +168,6 @@ class EngineCall:
             if self.status is not None:
                 self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
 
-    async def _send(self, send: Send, message: Message) -> None:
-        try:
-            await send(message)
-        except OSError as exc:  # uvicorn raises ClientDisconnected (an OSError) once the client is gone
-            raise ClientGone() from exc
-
     async def _error(self, send: Send, kind: ErrorKind, message: str) -> None:
         self.status = SERVER_ERRORS[kind][0]
         await send_json(send, self.status, {"error": error_payload(kind, message)})
@@ -205,50 +199,58 @@ class EngineCall:
     def _events(self, run: ResponseRun, output: Any) -> list[StreamingEvent]:
         return run.finish(output) if isinstance(output, Finished) else run.feed(output)
 
-    async def _drain(self, run: ResponseRun, outputs: Any, emit: Callable[[list[StreamingEvent]], Any]) -> None:
-        """Feed the rest of the engine's outputs; an engine failure ends the run with `response.failed`."""
+    async def _write(self, send: Send | None, events: list[StreamingEvent]) -> None:
+        if send is not None and events:
+            await send({"type": "http.response.body", "body": self.wire.frames(events), "more_body": True})
+
+    async def _drain(self, run: ResponseRun, outputs: Any, send: Send | None) -> None:
+        """Feed the rest of the engine's outputs, each one's events written at once when `send` is given.
+
+        An engine failure ends the run with `error` and `response.failed`. This loop runs once per token
+        of every stream, so it calls the run and the wire directly.
+        """
+        feed, finish, frames = run.feed, run.finish, self.wire.frames
         try:
             async for output in outputs:
-                events = self._events(run, output)
-                if events:
-                    await emit(events)
+                events = finish(output) if type(output) is Finished else feed(output)
+                if events and send is not None:
+                    await send({"type": "http.response.body", "body": frames(events), "more_body": True})
                 if run.ended:
                     return
         except EngineError as exc:
             kind = error_kind(exc)
             self.metrics.engine_errors.labels(kind.value).inc()
             log.warning("engine failed mid-stream: %s", exc.message)
-            await emit(run.fail(kind, exc.message))
+            await self._write(send, run.fail(kind, exc.message))
             return
         if not run.ended:
-            await emit(run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing"))
+            await self._write(send, run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing"))
 
     async def _stream(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
-        wire = self.wire
         self.status = 200
         self.metrics.active_streams.inc()
         try:
-            await self._send(send, {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            body = wire.frames(run.start() + self._events(run, first))
-            await self._send(send, {"type": "http.response.body", "body": body, "more_body": True})
-
-            async def emit(events: list[StreamingEvent]) -> None:
-                await self._send(send, {"type": "http.response.body", "body": wire.frames(events), "more_body": True})
-
-            if not run.ended:
-                await self._drain(run, outputs, emit)
-            await self._send(send, {"type": "http.response.body", "body": wire.tail(), "more_body": False})
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            try:
+                await self._write(send, run.start() + self._events(run, first))
+                if not run.ended:
+                    await self._drain(run, outputs, send)
+            except (OSError, asyncio.CancelledError):
+                raise
+            except Exception:  # a bug here: the stream still ends, with `error` and `response.failed`
+                log.exception("internal error while streaming")
+                await self._write(send, run.fail(ErrorKind.INTERNAL, "internal server error while streaming"))
+            await send({"type": "http.response.body", "body": self.wire.tail(), "more_body": False})
+        except OSError as exc:  # a server that raises once the client is gone (uvicorn returns quietly)
+            raise ClientGone() from exc
         finally:
             self.metrics.active_streams.dec()
 
     async def _whole(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
-        async def emit(events: list[StreamingEvent]) -> None:
-            return None
-
         run.start()
         self._events(run, first)
         if not run.ended:
-            await self._drain(run, outputs, emit)
+            await self._drain(run, outputs, None)
         if run.failure is not None:
             response = run.response()
             error = response.error if response is not None else None

@@ -16,8 +16,9 @@ allowed call ends with the `tool_choice_violated` error instead of claiming succ
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +45,12 @@ from ..types import (
     ReasoningBody,
     ResponseCompletedStreamingEvent,
     ResponseFailedStreamingEvent,
+    ResponseFunctionCallArgumentsDeltaStreamingEvent,
     ResponseIncompleteStreamingEvent,
     ResponseOutputItemAddedStreamingEvent,
     ResponseOutputItemDoneStreamingEvent,
+    ResponseOutputTextDeltaStreamingEvent,
+    ResponseReasoningDeltaStreamingEvent,
     ResponseResource,
     StreamingEvent,
 )
@@ -163,6 +167,13 @@ class TextTokens:
 
 
 _WATCHED = (ResponseOutputItemAddedStreamingEvent, ResponseOutputItemDoneStreamingEvent, ResponseFailedStreamingEvent)
+_QUIET = frozenset(
+    (
+        ResponseOutputTextDeltaStreamingEvent,
+        ResponseReasoningDeltaStreamingEvent,
+        ResponseFunctionCallArgumentsDeltaStreamingEvent,
+    )
+)
 _TERMINAL = (ResponseCompletedStreamingEvent, ResponseIncompleteStreamingEvent, ResponseFailedStreamingEvent)
 
 
@@ -188,6 +199,8 @@ class ResponseRun:
 
     def _watch(self, events: list[StreamingEvent]) -> list[StreamingEvent]:
         for event in events:
+            if type(event) in _QUIET:
+                continue  # a delta (nearly every event): nothing to note
             if isinstance(event, _WATCHED):
                 if isinstance(event, ResponseOutputItemAddedStreamingEvent):
                     self._open = True
@@ -202,13 +215,19 @@ class ResponseRun:
                 self.terminal = event
         return events
 
-    def _feed_ids(self, ids: Iterable[int]) -> list[StreamingEvent]:
-        out: list[StreamingEvent] = []
+    def _feed_ids(self, ids: Sequence[int]) -> list[StreamingEvent]:
         feed = self._streamer.feed
-        for token in ids:
-            out += feed(token)
-            self._last = token
-            self.output_tokens += 1
+        if len(ids) == 1:  # engines stream one token per chunk most of the time
+            token = ids[0]
+            out = feed(token)
+        else:
+            out = []
+            for token in ids:
+                out += feed(token)
+            if not ids:
+                return out
+        self._last = token
+        self.output_tokens += len(ids)
         return self._watch(out) if out else out
 
     def start(self) -> list[StreamingEvent]:
@@ -300,8 +319,8 @@ class ResponseRun:
 
 def sse_frames(events: Sequence[StreamingEvent], names: ReasoningEvents) -> bytes:
     """The SSE frames of `events` (the stream's closing `[DONE]` is `DONE_FRAME`, written once at the end)."""
-    frames = list(to_sse(events, reasoning_names="openai" if names is ReasoningEvents.OPENAI else "spec"))
-    return "".join(frames[:-1]).encode()
+    frames = to_sse(events, reasoning_names="openai" if names is ReasoningEvents.OPENAI else "spec")
+    return "".join(itertools.islice(frames, len(events))).encode()  # one frame per event; [DONE] is not taken
 
 
 DONE_FRAME: bytes = "".join(to_sse([])).encode()

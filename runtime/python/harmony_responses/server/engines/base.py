@@ -8,6 +8,7 @@ close the connection, which the inference servers take as an abort.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
@@ -115,30 +116,26 @@ class EngineInfo:
 
 
 class Engine(ABC):
-    """Base of every adapter: counts running generations (`active`) around the adapter's `produce`."""
+    """Base of every adapter: `generate` hands out the adapter's stream and keeps count of the running ones."""
 
     info: EngineInfo
 
     def __init__(self) -> None:
-        self._active = 0
+        self._streams: weakref.WeakSet[AsyncGenerator[EngineOutput, None]] = weakref.WeakSet()
 
     @property
     def active(self) -> int:
-        """Generations started and not yet closed."""
-        return self._active
+        """Generations started and not yet finished or closed."""
+        return sum(1 for stream in list(self._streams) if getattr(stream, "ag_frame", None) is not None)
 
-    async def generate(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
-        """The outputs of one completion; close the iterator to abort it."""
-        self._active += 1
-        inner = self.produce(request)
-        try:
-            async for output in inner:
-                yield output
-        finally:
-            try:
-                await inner.aclose()  # now, not when the garbage collector gets to it: the connection closes
-            finally:
-                self._active -= 1
+    def generate(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
+        """The outputs of one completion; close the iterator (`aclose`) to abort it.
+
+        The adapter's own generator, not a wrapper: streaming costs no extra layer per output.
+        """
+        stream = self.produce(request)
+        self._streams.add(stream)
+        return stream
 
     @abstractmethod
     def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:

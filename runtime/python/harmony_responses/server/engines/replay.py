@@ -5,6 +5,9 @@ text, control tokens spelled out) or `tokens` (ids), and optionally `match`: a r
 text contains `match` gets that recording; other requests get the recordings without `match` in turn.
 Tokens come `chunk` at a time at `tokens_per_second` on a fixed schedule (a late chunk does not delay
 the next ones), after `first_token_s`; a budget smaller than the recording ends it with `length`.
+With `lockstep` (the default) every stream's schedule sits on one shared clock of decode steps, as in an
+inference server's continuous batching, where each step gives every running sequence its next token
+at the same moment; without it each stream keeps its own clock.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +83,7 @@ class ReplayEngine(Engine):
         tokens_per_second: float = 100.0,
         first_token_s: float = 0.0,
         chunk: int = 1,
+        lockstep: bool = True,
         source: str = "",
     ) -> None:
         super().__init__()
@@ -93,6 +98,7 @@ class ReplayEngine(Engine):
         self.tokens_per_second = tokens_per_second
         self.first_token_s = first_token_s
         self.chunk = chunk
+        self.lockstep = lockstep
         self.info = EngineInfo(kind="replay", target=source, output="tokens", json_constraint=False)
 
     def pick(self, prompt: Sequence[int]) -> Recording:
@@ -111,6 +117,8 @@ class ReplayEngine(Engine):
         loop = asyncio.get_running_loop()
         start = loop.time() + self.first_token_s
         interval = self.chunk / self.tokens_per_second if self.tokens_per_second else 0.0
+        if self.lockstep and interval:
+            start = math.ceil(start / interval) * interval  # the next step of the shared decode clock
         for k, i in enumerate(range(0, len(played), self.chunk)):
             delay = start + k * interval - loop.time()
             await asyncio.sleep(delay if delay > 0 else 0)

@@ -2,7 +2,7 @@
 
     demo                                   the demo engine (a deterministic stand-in for a model)
     demo:?tps=50                           ... paced at 50 tokens/s
-    replay:PATH[?tps=100&first_token_ms=50&chunk=1]   recorded completions (see engines.replay)
+    replay:PATH[?tps=100&first_token_ms=50&chunk=1&lockstep=1]   recorded completions (see engines.replay)
     vllm:URL[?model=NAME]                  vLLM /v1/completions
     sglang:URL                             SGLang /generate
     sglang-completions:URL[?model=NAME]    SGLang /v1/completions
@@ -40,7 +40,7 @@ KINDS = ("demo", "replay", "vllm", "sglang", "sglang-completions", "llamacpp", "
 _HTTP_KINDS = ("vllm", "sglang", "sglang-completions", "llamacpp", "ollama")
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "demo": ("tps", "chunk"),
-    "replay": ("tps", "first_token_ms", "chunk"),
+    "replay": ("tps", "first_token_ms", "chunk", "lockstep"),
     "vllm": ("model",),
     "sglang": (),
     "sglang-completions": ("model",),
@@ -115,6 +115,7 @@ def build_engine(text: str, encoding: HarmonyEncoding, *, model: str, timeout: f
             tokens_per_second=_number(spec, "tps", 100.0),
             first_token_s=_number(spec, "first_token_ms", 0.0) / 1000,
             chunk=int(_number(spec, "chunk", 1, int)) or 1,
+            lockstep=bool(_number(spec, "lockstep", 1, int)),
             source=spec.target,
         )
     if spec.kind in ("vllm", "sglang-completions"):
