@@ -163,6 +163,7 @@ def test_health_models_and_metrics(url: str) -> None:
     assert health["status"] == "ok" and health["engine"]["kind"] == "demo" and health["in_flight"] == 0
     models = httpx.get(url + "/v1/models").json()
     assert models["object"] == "list" and [m["id"] for m in models["data"]] == ["gpt-oss"]
+    assert models["data"][0]["owned_by"] == "harmony-responses (demo engine)"
     post(url, "/v1/responses", json={"input": "count me", "stream": True})
     text = httpx.get(url + "/metrics").text
     samples = {

@@ -607,3 +607,15 @@ def test_a_bug_mid_stream_still_ends_the_stream() -> None:
     text = body.decode()
     assert status == 200 and text.endswith("data: [DONE]\n\n")
     assert "event: error\n" in text and '"code":"internal_error"' in text and "event: response.failed\n" in text
+
+
+def test_every_engine_response_passes_the_finished_hook_once() -> None:
+    from harmony_responses.server.app import create_app
+
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC)
+    seen: list[Any] = []
+    app.state.response_finished = lambda run: seen.append(run.response())  # type: ignore[method-assign]
+    asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
+    asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
+    asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
+    assert [r.status for r in seen] == ["completed", "completed"]

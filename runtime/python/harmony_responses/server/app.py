@@ -75,6 +75,13 @@ class ServerState:
     def release(self) -> None:
         self.in_flight -= 1
 
+    def response_finished(self, run: ResponseRun) -> None:
+        """Every engine-backed response passes here once, when it has ended (or its client left).
+
+        `run.response()` is the final `ResponseResource` (None if the client left first). Nothing is
+        stored yet: stored responses, `previous_response_id` and GET/DELETE plug in here.
+        """
+
 
 def _error_response(exc: ServerError | RequestError) -> JSONResponse:
     if isinstance(exc, RequestError):
@@ -109,6 +116,7 @@ def _call(state: ServerState, plan: Plan, wire: Wire, *, stream: bool, endpoint:
         endpoint=endpoint,
         received_at=received_at,
         release=state.release,
+        finished=state.response_finished,
     )
 
 
@@ -146,7 +154,8 @@ async def chat_completions(request: Request, state: ServerState) -> Response | E
 
 
 def _model_card(state: ServerState) -> dict[str, Any]:
-    return {"id": state.settings.model, "object": "model", "created": state.started_at, "owned_by": _OWNER}
+    owner = f"{_OWNER} ({state.engine.info.kind} engine)"  # `demo` says so here too: it is not a model
+    return {"id": state.settings.model, "object": "model", "created": state.started_at, "owned_by": owner}
 
 
 async def models(request: Request) -> Response:

@@ -132,6 +132,7 @@ class EngineCall:
         endpoint: str,
         received_at: float,
         release: Callable[[], None],
+        finished: Callable[[ResponseRun], None] = lambda run: None,
     ) -> None:
         self.engine = engine
         self.run = run
@@ -141,6 +142,7 @@ class EngineCall:
         self.endpoint = endpoint
         self.received_at = received_at
         self.release = release
+        self.finished = finished
         self.status: int | None = None
 
     @property
@@ -165,6 +167,7 @@ class EngineCall:
             await asyncio.gather(work, watch, return_exceptions=True)
             self.metrics.in_flight.dec()
             self.release()
+            self.finished(self.run)
             if self.status is not None:
                 self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
 
