@@ -29,7 +29,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._tables import spec as _spec
-from ..bridge import RequestError
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from .auth import KeyCheck
 from .body import read_json
@@ -39,7 +38,7 @@ from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
 from .metrics import Metrics
-from .respond import Plan, ResponseRun, parse_body, plan_request
+from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
 
 log = logging.getLogger("harmony_responses.server")

@@ -26,7 +26,6 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._tables import spec as _spec
-from ..bridge import RequestError
 from ..types import (
     AssistantMessageItemParam,
     FunctionCall,
@@ -51,6 +50,7 @@ from ..types import (
     UserMessageItemParam,
 )
 from .media import AUDIO_MARKER
+from .respond import RequestError
 from .settings import MediaPolicy
 
 

@@ -331,5 +331,15 @@ def chat_completion(response: ResponseResource) -> dict[str, Any]:
     return to_chat_completion(response)
 
 
-def request_error_body(exc: RequestError) -> tuple[int, dict[str, Any]]:
-    return exc.status, exc.to_body()
+__all__ = [
+    "DONE_FRAME",
+    "Plan",
+    "RequestError",
+    "ResponseRun",
+    "TextTokens",
+    "chat_completion",
+    "parse_body",
+    "plan_request",
+    "refuse_unhonoured",
+    "sse_frames",
+]
