@@ -155,6 +155,13 @@ def main() -> None:
     ap.add_argument("--lockstep", type=int, default=1, help="1: streams share one decode clock (batching)")
     ap.add_argument("--words", type=int, default=250, help="final-answer words per completion (~1.2 tokens each)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the server and the clients at this niceness (e.g. -10; needs privileges): on a machine shared "
+        "with other work, separates the server's own pace from the time slices others take",
+    )
     args = ap.parse_args()
     try:
         import uvloop
@@ -171,11 +178,15 @@ def main() -> None:
         recordings = Path(tmp) / "recordings.jsonl"
         recordings.write_text(json.dumps({"completion": text}) + "\n")
         proc, port = start_server(recordings, args)
+        if args.nice:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, args.nice)
+            os.setpriority(os.PRIO_PROCESS, 0, args.nice)
         try:
             asyncio.run(run_level(port, proc.pid, 4, body))  # warm-up
             rows = []
             print(f"completion: {len(tokens)} tokens ({len(index)} delta events) per stream at {args.tps:g} tokens/s, "
-                  f"first token after {args.first_token_ms:g} ms; server pid {proc.pid}")  # fmt: skip
+                  f"first token after {args.first_token_ms:g} ms, lockstep {args.lockstep}, nice {args.nice}; "
+                  f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")  # fmt: skip
             print(f"{'streams':>7} {'ok':>5} {'tokens/s':>9} {'CPU us/token':>12} {'TTFE p50':>9} {'TTFE p99':>9} "
                   f"{'added p50':>10} {'added p99':>10}")  # fmt: skip
             for level in [int(x) for x in args.levels.split(",")]:

@@ -14,7 +14,7 @@ from harmony_responses import load_harmony_encoding, parse_tokens
 from harmony_responses.bridge import RequestError
 from harmony_responses.cli import build_parser
 from harmony_responses.server.auth import KeyCheck
-from harmony_responses.server.body import nesting_exceeds, read_json
+from harmony_responses.server.body import MAX_VALUES, nesting_exceeds, read_json
 from harmony_responses.server.calls import call_header
 from harmony_responses.server.chat import (
     ChatChunks,
@@ -158,6 +158,21 @@ def test_read_json_refuses_before_reading_everything() -> None:
 
     asyncio.run(main())
     assert reads == 11  # the eleventh chunk went over the limit; the other 989 were never read
+
+
+def test_bodies_with_too_many_values_are_refused_before_parsing() -> None:
+    async def one(data: bytes) -> Any:
+        async def chunks() -> Any:
+            yield data
+
+        return await read_json({}, chunks(), max_bytes=10**8, max_depth=64)
+
+    crowded = b"[" + b"{}," * (MAX_VALUES + 1) + b"{}]"
+    with pytest.raises(ServerError, match="more than 200000 values") as info:
+        asyncio.run(one(crowded))
+    assert info.value.status == 400
+    text = b'{"input": "' + b"a, b, " * MAX_VALUES + b'"}'  # commas inside a string are text, not values
+    assert asyncio.run(one(text))["input"].startswith("a, b")
 
 
 def test_keys() -> None:

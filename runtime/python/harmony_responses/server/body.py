@@ -1,9 +1,10 @@
 """Request bodies read within bounds: size checked while reading, nesting depth checked before parsing.
 
 `read_json` refuses a body over `max_bytes` with 413 as soon as its Content-Length or the bytes read so
-far say so (the rest is never read), and a body nested deeper than `max_depth` with 400 before
-`json.loads` builds any of it: the depth scan works on bytes (strings removed, brackets kept) with
-C-speed passes, each peeling one level of innermost brackets.
+far say so (the rest is never read), and, with 400 before `json.loads` builds any of it, a body nested
+deeper than `max_depth` or holding more than `MAX_VALUES` separate values (a few megabytes of `[{},{},…]`
+would become hundreds of megabytes of objects). The scans work on bytes with strings removed, at C speed:
+the depth scan peels one level of innermost brackets per pass.
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ from .errors import ErrorKind, ServerError
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\[\]|\{\}")
+MAX_VALUES = 200_000  # commas outside strings: a 10,000-message conversation has about 50,000
+
+
+def _structure(data: bytes) -> bytes:
+    return _STRING.sub(b"", data)
+
+
+def too_many_values(data: bytes, limit: int = MAX_VALUES) -> bool:
+    """True when the JSON text separates more than `limit` values (commas outside strings)."""
+    return _structure(data).count(b",") > limit
 
 
 def nesting_exceeds(data: bytes, limit: int) -> bool:
     """True when the JSON text nests arrays/objects deeper than `limit` (malformed text is left to the parser)."""
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    brackets = _structure(data).translate(None, _NOT_BRACKETS)
     for _ in range(limit):
         if not brackets:
             return False
@@ -52,6 +63,8 @@ async def read_json(
         raise ServerError(ErrorKind.BAD_REQUEST, "the request has no body: send a JSON object")
     if nesting_exceeds(data, max_depth):
         raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON body nests deeper than {max_depth} levels")
+    if too_many_values(data):
+        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON body holds more than {MAX_VALUES} values")
     try:
         value = json.loads(data)
     except UnicodeDecodeError as exc:
