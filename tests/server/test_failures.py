@@ -93,6 +93,21 @@ def test_engine_failure_mid_stream_ends_with_error_then_failed(url: str, scenari
     assert any(e["type"].endswith(".delta") for e in events), "the failure came after some output"
 
 
+def test_the_sdk_sees_a_mid_stream_failure_as_an_error(url: str) -> None:
+    client = OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+    seen: list[str] = []
+    with pytest.raises(openai.APIError) as info:
+        for event in client.responses.create(model="gpt-oss", input="SCENARIO=error_mid", stream=True):
+            seen.append(event.type)
+    assert "engine failed mid-stream" in str(info.value) and any(kind.endswith(".delta") for kind in seen)
+    chat = client.chat.completions.create(
+        model="gpt-oss", messages=[{"role": "user", "content": "SCENARIO=cut_mid"}], stream=True
+    )
+    with pytest.raises(openai.APIError):
+        for _chunk in chat:
+            pass
+
+
 def test_engine_failure_mid_response_without_streaming_is_502(url: str) -> None:
     assert error_of(respond(url, "SCENARIO=error_mid"), 502)["code"] == "engine_failed"
     assert error_of(respond(url, "SCENARIO=stall_mid"), 504)["code"] == "engine_timeout"
