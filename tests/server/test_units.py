@@ -17,12 +17,12 @@ from harmony_responses.server.auth import KeyCheck
 from harmony_responses.server.body import MAX_VALUES, nesting_exceeds, read_json
 from harmony_responses.server.calls import call_header
 from harmony_responses.server.chat import (
-    ChatChunks,
     chat_param,
     chat_request_error,
     parse_chat_request,
     to_responses_body,
 )
+from harmony_responses.server.chat_chunks import ChatChunks
 from harmony_responses.server.command import settings_from_args, startup_warnings
 from harmony_responses.server.engines.base import EngineRequest, Finished, FinishReason, Text, Tokens, ToolSpec
 from harmony_responses.server.engines.demo import DemoEngine, example_value

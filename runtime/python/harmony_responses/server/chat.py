@@ -14,7 +14,6 @@ maps it onto a `CreateResponseBody`, message by message:
 format named `json_object` whose schema is any object), `reasoning_effort`, the sampling fields and
 the budget (`max_completion_tokens`, else `max_tokens`) follow. A `RequestError` the bridge raises
 about the mapped request is renamed back onto the Chat request's fields (`chat_request_error`).
-`ChatChunks` writes the event stream as `chat.completion.chunk` objects, incrementally.
 """
 
 from __future__ import annotations
@@ -25,10 +24,8 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._tables import spec as _spec
 from ..types import (
     AssistantMessageItemParam,
-    FunctionCall,
     FunctionCallItemParam,
     FunctionCallOutputItemParam,
     FunctionToolParam,
@@ -38,15 +35,6 @@ from ..types import (
     JsonSchemaResponseFormatParam,
     ReasoningItemParam,
     ReasoningSummaryContentParam,
-    ResponseCompletedStreamingEvent,
-    ResponseCreatedStreamingEvent,
-    ResponseFailedStreamingEvent,
-    ResponseFunctionCallArgumentsDeltaStreamingEvent,
-    ResponseIncompleteStreamingEvent,
-    ResponseOutputItemAddedStreamingEvent,
-    ResponseOutputTextDeltaStreamingEvent,
-    ResponseReasoningDeltaStreamingEvent,
-    StreamingEvent,
     UserMessageItemParam,
 )
 from .media import AUDIO_MARKER
@@ -465,69 +453,3 @@ def chat_param(param: str | None, items: _Items) -> str | None:
 def chat_request_error(exc: RequestError, items: _Items) -> RequestError:
     """The same error, naming the Chat request's field."""
     return RequestError(exc.code, exc.message, chat_param(exc.param, items))
-
-
-class ChatChunks:
-    """Open Responses events → `chat.completion.chunk` objects, as they come."""
-
-    def __init__(self, include_usage: bool) -> None:
-        self.include_usage = include_usage
-        self._head: dict[str, Any] = {}
-        self._calls: dict[str, int] = {}
-        self._usage: dict[str, Any] | None = None
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**self._head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    def feed(self, events: Sequence[StreamingEvent]) -> list[dict[str, Any]]:
-        out = []
-        for event in events:
-            if isinstance(event, ResponseOutputTextDeltaStreamingEvent):
-                out.append(self._chunk({"content": event.delta}))
-            elif isinstance(event, ResponseReasoningDeltaStreamingEvent):
-                out.append(self._chunk({"reasoning_content": event.delta}))
-            elif isinstance(event, ResponseFunctionCallArgumentsDeltaStreamingEvent):
-                index = self._calls[event.item_id]
-                out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": event.delta}}]}))
-            elif isinstance(event, ResponseCreatedStreamingEvent):
-                r = event.response
-                self._head = {
-                    "id": _spec.MAP_CHAT_ID_PREFIX + "_" + r.id.removeprefix(_spec.MAP_RESPONSE_ID_PREFIX + "_"),
-                    "object": _spec.MAP_CHAT_CHUNK_OBJECT,
-                    "created": r.created_at,
-                    "model": r.model,
-                }
-                out.append(self._chunk({"role": "assistant", "content": ""}))
-            elif isinstance(event, ResponseOutputItemAddedStreamingEvent) and isinstance(event.item, FunctionCall):
-                call = event.item
-                index = self._calls[call.id] = len(self._calls)
-                function = {"name": call.name, "arguments": ""}
-                delta = {"tool_calls": [{"index": index, "id": call.call_id, "type": "function", "function": function}]}
-                out.append(self._chunk(delta))
-            elif isinstance(event, (ResponseCompletedStreamingEvent, ResponseIncompleteStreamingEvent)):
-                done = event.response
-                if done.status == "incomplete":
-                    finish = _spec.MAP_CHAT_FINISH_REASONS_INCOMPLETE
-                elif self._calls:
-                    finish = _spec.MAP_CHAT_FINISH_REASONS_TOOL_CALLS
-                else:
-                    finish = _spec.MAP_CHAT_FINISH_REASONS_STOP
-                out.append(self._chunk({}, finish))
-                if done.usage is not None:
-                    u = done.usage
-                    self._usage = {
-                        "prompt_tokens": u.input_tokens,
-                        "completion_tokens": u.output_tokens,
-                        "total_tokens": u.total_tokens,
-                        "completion_tokens_details": {"reasoning_tokens": u.output_tokens_details.reasoning_tokens},
-                    }
-            elif isinstance(event, ResponseFailedStreamingEvent):
-                error = event.response.error
-                out.append({**self._head, "error": error.model_dump(mode="json") if error is not None else None})
-        return out
-
-    def close(self) -> list[dict[str, Any]]:
-        """The usage chunk (`choices: []`), when the request asked for it and the response finished."""
-        if self.include_usage and self._usage is not None:
-            return [{**self._head, "choices": [], "usage": self._usage}]
-        return []

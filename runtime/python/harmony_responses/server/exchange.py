@@ -22,7 +22,7 @@ from typing import Any
 from starlette.types import Message, Receive, Scope, Send
 
 from ..types import StreamingEvent
-from .chat import ChatChunks
+from .chat_chunks import ChatChunks
 from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
 from .errors import SERVER_ERRORS, ErrorKind, error_payload
 from .metrics import Metrics
