@@ -1,7 +1,9 @@
 """Concurrent streaming clients against a real `harmony-responses serve` process and the replay engine.
 
 The replay engine plays one recorded completion per stream, one token per chunk at `--tps` tokens/s
-after `--first-token-ms`, on a fixed schedule (like an inference server's decode loop). For each
+after `--first-token-ms`, on a fixed schedule shared by all streams (`--lockstep 1`, the default: like
+an inference server's continuous batching, where each decode step gives every running sequence its next
+token at once, so a new stream also waits up to one step for its first token). For each
 concurrency level, that many clients open `stream: true` Responses requests at once (starts spread
 over half a second) and read the SSE stream with a minimal HTTP client (raw sockets, uvloop), noting
 when each delta event arrives. Reported per level:
