@@ -64,7 +64,7 @@ from .settings import MediaPolicy, ReasoningEvents
 _TURN_ENDS = frozenset(_spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _SPECIAL_OPEN = os.path.commonprefix(list(_SPECIALS))  # what every control-token spelling starts with
-_INCOMPLETE_REASON = "max_output_tokens"
+_INCOMPLETE_REASON = "max_output_tokens"  # the bridge writes the same reason; a spec/mapping fact not in spec/ yet
 
 
 def parse_body(raw: Mapping[str, Any]) -> CreateResponseBody:
