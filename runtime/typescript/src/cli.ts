@@ -72,6 +72,13 @@ function program(): ProgramSpec {
       positional: { dest: "file", help: "" },
       options: [],
     },
+    // The server is Python's only (harmony_responses.server): listed so usage reads the same.
+    {
+      name: "serve",
+      help: "serve Open Responses and Chat Completions in front of an inference engine",
+      positional: { dest: "file", help: "" },
+      options: [],
+    },
   ];
   return { prog: PROG, description: "Harmony format tools.", commands };
 }
