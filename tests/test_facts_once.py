@@ -20,6 +20,11 @@ literals, template pieces and literal types are read with the TypeScript compile
 name stands (an object key, a subscript, the left of `in`, the key of a map's `get`/`has`/`set`/`delete`,
 an element of an array a `for … of` walks); the first argument of a Node event method (`on("error", …)`)
 belongs to the library, as `mode=` does in Python.
+
+Other protocols have words that are spelled like Harmony's (Chat Completions' roles, llama.cpp's
+`stop_type: "eos"`, vLLM's `{"json": schema}`): a module that speaks such a protocol declares those
+words once, in a module-level table named `WIRE`, and uses them from there; values inside `Literal[...]`
+types (a protocol's type, checked by mypy and pydantic) are not scanned either.
 """
 
 from __future__ import annotations
@@ -49,7 +54,10 @@ JSON_FIELDS = {
     "message": "Open Responses and Chat Completions error objects and Chat choices; the spec's error table",
     "error": "Open Responses and Chat Completions error bodies",
     "code": "Open Responses and Chat Completions error objects",
+    "reasoning": "the Open Responses request's `reasoning` object",
+    "body": "ASGI messages (`http.response.body`)",
 }
+WIRE_TABLE = "WIRE"  # a module's table of another protocol's words
 _KEY_METHODS = {"get", "pop", "setdefault"}
 
 
@@ -148,10 +156,27 @@ def _field_positions(tree: ast.AST) -> set[int]:
     return ids
 
 
+def _protocol_words(tree: ast.Module) -> set[int]:
+    """The string constants of a module's `WIRE` table and of `Literal[...]` types."""
+    ids: set[int] = set()
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == WIRE_TABLE for t in targets) and node.value is not None:  # type: ignore[union-attr]
+            ids |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Constant)}  # type: ignore[union-attr]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            name = node.value.id if isinstance(node.value, ast.Name) else node.value.attr
+            if name == "Literal":
+                ids |= {id(n) for n in ast.walk(node.slice) if isinstance(n, ast.Constant)}
+    return ids
+
+
 def literals_in(source: str, facts: dict[str, str]) -> list[tuple[int, str, str]]:
     """(line, literal, what it is) for each string constant of `source` that is a format fact."""
     tree = ast.parse(source)
-    skip = _docstrings(tree) | _field_positions(tree)
+    skip = _docstrings(tree) | _field_positions(tree) | _protocol_words(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in LIBRARY_KEYWORDS and isinstance(node.value, ast.Constant):
             skip.add(id(node.value))
@@ -180,6 +205,7 @@ def test_the_scan_finds_a_planted_literal() -> None:
         '    return x == "analysis" or x.model_dump(mode="analysis")\n'
         'def g(d):\n    d["channel"] = d.get("channel")\n    return "channel" in d\n'
         'def h(x):\n    return x == "channel"\n'
+        'WIRE = {"stop": "analysis"}\nMode = Literal["analysis"]\n'
     )
     assert literals_in(source, facts) == [(3, "analysis", "a channel name"), (8, "channel", "a grammar rule name")]
 

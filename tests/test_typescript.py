@@ -354,7 +354,13 @@ def _fixed(strict: bool) -> dict[str, Any]:
 
 
 def _py_bridge(
-    encoding: HarmonyEncoding, request: str | None, pieces: list[Any], strict: bool, names: Any, stopped: bool | None
+    encoding: HarmonyEncoding,
+    request: str | None,
+    pieces: list[Any],
+    strict: bool,
+    names: Any,
+    stopped: bool | None,
+    include_usage: bool = False,
 ) -> dict[str, Any]:
     body = parse_request(json.loads(request)) if request is not None else None
     try:
@@ -365,7 +371,7 @@ def _py_bridge(
         sse += streamer.finish(stopped)
         typed = "".join(to_sse(stream_response(pieces, encoding, body, **_fixed(strict)), reasoning_names=names))
         response = build_response(pieces, encoding, body, **_fixed(strict))
-        chunks = chat_completion_chunks(stream_response(pieces, encoding, body, **_fixed(strict)))
+        chunks = chat_completion_chunks(stream_response(pieces, encoding, body, **_fixed(strict)), include_usage)
         return {
             "sse": sse,
             "typed": typed,
@@ -422,6 +428,7 @@ def bridge_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any],
         "strict": draw(st.booleans()),
         "reasoning_names": draw(st.sampled_from(["spec", "openai"])),
         "stopped": draw(st.sampled_from([None, True, False])),
+        "include_usage": draw(st.booleans()),
     }
     return pieces, options
 
@@ -437,6 +444,7 @@ def test_bridge_sse_response_and_chat_agree(node: Node, encoding: HarmonyEncodin
         options["strict"],
         options["reasoning_names"],
         options["stopped"],
+        options["include_usage"],
     )
     theirs = node.ask(op="bridge", pieces=pieces, **options)
     assert theirs == ours

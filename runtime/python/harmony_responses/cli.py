@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--events", action="store_true", help="print the event stream instead of the messages")
     parse.set_defaults(func=_parse)
     add_respond_parser(sub)
+    from .server.command import add_serve_parser  # argparse only: uvicorn and the app load when `serve` runs
+
+    add_serve_parser(sub)
     return parser
 
 

@@ -27,6 +27,7 @@ import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
+const SERVE = "serve";
 const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
 
 function program(): ProgramSpec {
@@ -74,6 +75,8 @@ function program(): ProgramSpec {
       ],
     },
     respondCommand(),
+    // The server is Python's only (harmony_responses.server): listed so usage reads the same.
+    { name: SERVE, help: "serve Open Responses and Chat Completions in front of an inference engine", positional: null, options: [] },
   ];
   return { prog: PROG, description: "Harmony format tools.", commands };
 }
@@ -263,6 +266,10 @@ export function main(
   try {
     const { command, values } = parseArgs(program(), argv);
     if (command.name === "respond") return respond(values, out, err); // no file argument: its errors name the files
+    if (command.name === SERVE) {
+      err(`${PROG}: ${SERVE}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
+      return 2;
+    }
     file = String(values["file"]);
     if (command.name === "render") return render(values, out);
     if (command.name === "tools") return tools(values, out);

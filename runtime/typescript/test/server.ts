@@ -9,7 +9,8 @@
  * - `safety`: {text} → escape, unescape, JSON escape and leaks
  * - `events`: {chunks (strings, or lists of token ids), role, mode, tools, stop_after_tool_call, stop_at_turn_end}
  *   → the event parser's events as the CLI's `parse --events` writes them, or the error and the events before it
- * - `bridge`: {request (JSON text or null), pieces (text chunks and token ids), strict, reasoning_names, stopped}
+ * - `bridge`: {request (JSON text or null), pieces (text chunks and token ids), strict, reasoning_names, stopped,
+ *   include_usage}
  *   → the SSE text from `SSEStreamer` fed piece by piece, the same from `toSse(streamResponse(...))`, the
  *   response JSON, the Chat Completions object and chunks (counting ids, created_at 0)
  * - `request`: {request (JSON text)} → the rendered prompt, the tool policy and the echoing snapshot, or the error
@@ -155,7 +156,9 @@ function bridge(req: Request): unknown {
       typed,
       response: writeJson(dumpAs("ResponseResource", response), { ensureAscii: false, indent: 2 }),
       chat: writeJson(toChatCompletion(response), { ensureAscii: false, indent: 2 }),
-      chunks: [...chatCompletionChunks(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)))].map((c) => writeJson(c, { ensureAscii: false })),
+      chunks: [...chatCompletionChunks(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)), req["include_usage"] === true)].map((c) =>
+        writeJson(c, { ensureAscii: false }),
+      ),
     };
   } catch (e) {
     if (!(e instanceof HarmonyError)) throw e;

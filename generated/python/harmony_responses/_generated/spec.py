@@ -575,6 +575,10 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
         "message": "item {id} cannot be referenced: items are not stored here",
     },
     "unsupported_item": {"code": "unsupported_item", "message": "item type {type} is not supported"},
+    "budget_too_small": {
+        "code": "invalid_value",
+        "message": "a budget of {budget} tokens leaves no room for the forced call",
+    },
 }
 """Request error by handle → the code a client sees and the message (`{fields}` shown as JSON)."""
 
@@ -623,6 +627,8 @@ REQUEST_ERROR_ENCRYPTED_REASONING: str = "encrypted_reasoning"
 REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: str = "item_reference_not_found"
 
 REQUEST_ERROR_UNSUPPORTED_ITEM: str = "unsupported_item"
+
+REQUEST_ERROR_BUDGET_TOO_SMALL: str = "budget_too_small"
 
 HONOURED_BY_CALLER: tuple[tuple[str, str | None, tuple[Any, ...], str], ...] = (
     ("store", "store", (None, False), "responses are not stored"),

@@ -551,6 +551,7 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
     "message": "item {id} cannot be referenced: items are not stored here",
   },
   "unsupported_item": { "code": "unsupported_item", "message": "item type {type} is not supported" },
+  "budget_too_small": { "code": "invalid_value", "message": "a budget of {budget} tokens leaves no room for the forced call" },
 };
 
 export const REQUEST_ERROR_NOT_AN_OBJECT: string = "not_an_object";
@@ -598,6 +599,8 @@ export const REQUEST_ERROR_ENCRYPTED_REASONING: string = "encrypted_reasoning";
 export const REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: string = "item_reference_not_found";
 
 export const REQUEST_ERROR_UNSUPPORTED_ITEM: string = "unsupported_item";
+
+export const REQUEST_ERROR_BUDGET_TOO_SMALL: string = "budget_too_small";
 
 /** Request fields the bridge honours only with its caller: (field path, capability, neutral values, why). */
 export const HONOURED_BY_CALLER: readonly (readonly [string, string | null, readonly (string | number | boolean | null)[], string])[] = [

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from .chat import chat_completion_chunks, to_chat_completion
+from .chat import ChatChunks, chat_completion_chunks, to_chat_completion
 from .items import (
+    EventSink,
     ResponseBuilder,
     ResponseStreamer,
     Status,
@@ -24,16 +25,31 @@ from .request import (
     Capabilities,
     RequestError,
     ToolPolicy,
+    Verbatim,
     check_supported,
     parse_request,
     request_to_conversation,
     tool_policy,
 )
 from .resource import response_snapshot
-from .sse import DONE, OPENAI_REASONING_EVENTS, SSEError, SSEStreamer, event_json, frame, parse_sse, stream_sse, to_sse
+from .sse import (
+    DONE,
+    DONE_FRAME,
+    OPENAI_REASONING_EVENTS,
+    SSEError,
+    SSESink,
+    SSEStreamer,
+    event_json,
+    frame,
+    parse_sse,
+    stream_sse,
+    to_sse,
+)
 
 __all__ = [
+    "ChatChunks",
     "DONE",
+    "EventSink",
     "NOTHING_MORE",
     "Capabilities",
     "OPENAI_REASONING_EVENTS",
@@ -41,9 +57,12 @@ __all__ = [
     "ResponseBuilder",
     "ResponseStreamer",
     "SSEError",
+    "SSESink",
+    "DONE_FRAME",
     "SSEStreamer",
     "Status",
     "ToolPolicy",
+    "Verbatim",
     "build_response",
     "chat_completion_chunks",
     "check_supported",

@@ -23,12 +23,17 @@ from ..types import (
     ResponseReasoningDeltaStreamingEvent,
     ResponseResource,
     StreamingEvent,
+    Usage,
 )
+from .items import Status
 
 
 def _chat_id(response_id: str) -> str:
     prefix = _spec.RESPONSE_ID_PREFIX + "_"
     return _spec.CHAT_ID_PREFIX + "_" + response_id.removeprefix(prefix)
+
+
+_INCOMPLETE = Status.INCOMPLETE.value
 
 
 def _finish_reason(incomplete: bool, has_calls: bool) -> str:
@@ -51,7 +56,7 @@ def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
             calls.append(
                 {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
             )
-    finish = _finish_reason(response.status == "incomplete", bool(calls))
+    finish = _finish_reason(response.status == _INCOMPLETE, bool(calls))
     message: dict[str, Any] = {
         "role": Role.ASSISTANT.value,
         "content": "".join(content) if content else None,
@@ -59,68 +64,87 @@ def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
     }
     if calls:
         message["tool_calls"] = calls
-    usage = response.usage
     return {
         "id": _chat_id(response.id),
         "object": _spec.CHAT_OBJECT,
         "created": response.created_at,
         "model": response.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.total_tokens,
-            "completion_tokens_details": {"reasoning_tokens": usage.output_tokens_details.reasoning_tokens},
-        }
-        if usage is not None
-        else None,
+        "usage": _usage(response.usage) if response.usage is not None else None,
     }
 
 
-def chat_completion_chunks(events: Iterable[StreamingEvent]) -> Iterator[dict[str, Any]]:
-    """The event stream as Chat Completions streaming chunks (`chat.completion.chunk`)."""
-    head: dict[str, Any] = {}
-    calls: dict[str, int] = {}
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "completion_tokens_details": {"reasoning_tokens": usage.output_tokens_details.reasoning_tokens},
+    }
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
-    for event in events:
-        if isinstance(event, ResponseCreatedStreamingEvent):
-            r = event.response
-            head = {
-                "id": _chat_id(r.id),
-                "object": _spec.CHAT_CHUNK_OBJECT,
-                "created": r.created_at,
-                "model": r.model,
-            }
-            yield chunk({"role": Role.ASSISTANT.value, "content": ""})
-        elif isinstance(event, ResponseOutputTextDeltaStreamingEvent):
-            yield chunk({"content": event.delta})
-        elif isinstance(event, ResponseReasoningDeltaStreamingEvent):
-            yield chunk({"reasoning_content": event.delta})
-        elif isinstance(event, ResponseOutputItemAddedStreamingEvent) and isinstance(event.item, FunctionCall):
-            calls[event.item.id] = len(calls)
-            call = event.item
-            yield chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": calls[call.id],
-                            "id": call.call_id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": ""},
-                        }
-                    ]
+class ChatChunks:
+    """Open Responses events → `chat.completion.chunk` objects, as they come (`feed` may be called per event).
+
+    A role chunk first, `content` / `reasoning_content` / `tool_calls` deltas, a finish chunk (`stop`,
+    `tool_calls`, `length`) or, for a failed response, an `error` object (Chat Completions has no failed
+    finish reason); with `include_usage`, `close()` gives a last chunk with `usage` and no choices.
+    """
+
+    def __init__(self, include_usage: bool = False) -> None:
+        self.include_usage = include_usage
+        self._head: dict[str, Any] = {}
+        self._calls: dict[str, int] = {}
+        self._usage: dict[str, Any] | None = None
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**self._head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def feed(self, events: Iterable[StreamingEvent]) -> list[dict[str, Any]]:
+        out = []
+        for event in events:
+            if isinstance(event, ResponseOutputTextDeltaStreamingEvent):
+                out.append(self._chunk({"content": event.delta}))
+            elif isinstance(event, ResponseReasoningDeltaStreamingEvent):
+                out.append(self._chunk({"reasoning_content": event.delta}))
+            elif isinstance(event, ResponseFunctionCallArgumentsDeltaStreamingEvent):
+                index = self._calls[event.item_id]
+                out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": event.delta}}]}))
+            elif isinstance(event, ResponseCreatedStreamingEvent):
+                r = event.response
+                self._head = {
+                    "id": _chat_id(r.id),
+                    "object": _spec.CHAT_CHUNK_OBJECT,
+                    "created": r.created_at,
+                    "model": r.model,
                 }
-            )
-        elif isinstance(event, ResponseFunctionCallArgumentsDeltaStreamingEvent):
-            yield chunk({"tool_calls": [{"index": calls[event.item_id], "function": {"arguments": event.delta}}]})
-        elif isinstance(event, (ResponseCompletedStreamingEvent, ResponseIncompleteStreamingEvent)):
-            done = event.response
-            finish = _finish_reason(done.status == "incomplete", bool(calls))
-            yield chunk({}, finish)
-        elif isinstance(event, ResponseFailedStreamingEvent):
-            # Chat Completions has no failed finish reason: streams end with an error object instead.
-            error = event.response.error
-            yield {**head, "error": error.model_dump(mode="json") if error is not None else None}
+                out.append(self._chunk({"role": Role.ASSISTANT.value, "content": ""}))
+            elif isinstance(event, ResponseOutputItemAddedStreamingEvent) and isinstance(event.item, FunctionCall):
+                call = event.item
+                index = self._calls[call.id] = len(self._calls)
+                function = {"name": call.name, "arguments": ""}
+                delta = {"tool_calls": [{"index": index, "id": call.call_id, "type": "function", "function": function}]}
+                out.append(self._chunk(delta))
+            elif isinstance(event, (ResponseCompletedStreamingEvent, ResponseIncompleteStreamingEvent)):
+                done = event.response
+                out.append(self._chunk({}, _finish_reason(done.status == _INCOMPLETE, bool(self._calls))))
+                if done.usage is not None:
+                    self._usage = _usage(done.usage)
+            elif isinstance(event, ResponseFailedStreamingEvent):
+                error = event.response.error
+                out.append({**self._head, "error": error.model_dump(mode="json") if error is not None else None})
+        return out
+
+    def close(self) -> list[dict[str, Any]]:
+        """The usage chunk (`choices: []`), when it was asked for and the response finished."""
+        if self.include_usage and self._usage is not None:
+            return [{**self._head, "choices": [], "usage": self._usage}]
+        return []
+
+
+def chat_completion_chunks(events: Iterable[StreamingEvent], include_usage: bool = False) -> Iterator[dict[str, Any]]:
+    """The event stream as Chat Completions streaming chunks (`chat.completion.chunk`)."""
+    chunks = ChatChunks(include_usage)
+    for event in events:
+        yield from chunks.feed((event,))
+    yield from chunks.close()

@@ -69,6 +69,7 @@ _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEP
 _SPELLING_OPEN = _spec.SPELLING_OPEN
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _ASSISTANT: Any = Role.ASSISTANT.value  # typed as the models' role literal
+_SERVER_ERROR = _spec.ERRORS[_spec.ERROR_MODEL_OUTPUT_INVALID]["type"]  # the type of an error in the output
 
 
 class Status(str, Enum):
@@ -271,6 +272,9 @@ class Sink(Protocol):
     def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> Any:
         """Make a delta and return it instead of keeping it (nothing is kept when this is called)."""
 
+    def keep(self, delta: Any) -> None:
+        """Keep a delta `hand_delta` made (for a caller of `feed_token` that does not send it itself)."""
+
 
 class ResponseBuilder:
     """Completion tokens or text → the response's events, sent to `sink` in the spec's order.
@@ -324,12 +328,38 @@ class ResponseBuilder:
         self._text: list[str] = []  # completion text, when it came as text (for usage)
         self._started = False
         self._finished = False
+        self._final: ResponseResource | None = None
+        self._status = Status.IN_PROGRESS
 
     # -- state ---------------------------------------------------------------------------------------
 
     @property
     def finished(self) -> bool:
         return self._finished
+
+    @property
+    def final(self) -> ResponseResource | None:
+        """The response its closing event carried (completed, incomplete or failed), once it ended."""
+        return self._final
+
+    @property
+    def status(self) -> Status:
+        return self._status
+
+    @property
+    def current_item(self) -> OpenItem | None:
+        """The item whose body is being read, if any."""
+        return self._item
+
+    @property
+    def output(self) -> list[ItemField]:
+        """The items finished so far, in order."""
+        return list(self._output)
+
+    @property
+    def output_tokens(self) -> int:
+        """Tokens of the completion read so far (for text input: counted when asked)."""
+        return self.usage().output_tokens if self._text else self._parser.tokens_read
 
     @property
     def repairs(self) -> list[Recovered]:
@@ -437,26 +467,31 @@ class ResponseBuilder:
         if self._item is not None:
             self._close(Status.COMPLETED if stopped else Status.INCOMPLETE, self._parser.current_content)
         if stopped is False or (stopped is None and cut):
-            snap = self.snapshot(
-                Status.INCOMPLETE, usage=self.usage(), incomplete_reason=_spec.RESPONSE_INCOMPLETE_REASON
-            )
-            self._sink.event(_CLOSING[Status.INCOMPLETE](sequence_number=self.next_sequence_number(), response=snap))
+            extra: dict[str, Any] = {"incomplete_reason": _spec.RESPONSE_INCOMPLETE_REASON}
+            self._close_response(Status.INCOMPLETE, extra)
         else:
-            snap = self.snapshot(Status.COMPLETED, usage=self.usage(), completed_at=int(self._clock()))
-            self._sink.event(_CLOSING[Status.COMPLETED](sequence_number=self.next_sequence_number(), response=snap))
+            self._close_response(Status.COMPLETED, {"completed_at": int(self._clock())})
 
-    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> None:
-        """End with `error` and `response.failed` (the engine went away, or the output is not Harmony)."""
+    def _close_response(self, status: Status, extra: dict[str, Any]) -> None:
+        self._status = status
+        self._final = snap = self.snapshot(status, usage=self.usage(), **extra)
+        self._sink.event(_CLOSING[status](sequence_number=self.next_sequence_number(), response=snap))
+
+    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID, error_type: str | None = None) -> None:
+        """End with `error` and `response.failed` (the engine went away, or the output is not Harmony).
+
+        `code` and `error_type` are the error's on the wire; `error_type` defaults to the spec's for `code`.
+        """
         if self._finished:
             return
         if not self._started:
             self.start()
         self._finished = True
-        kind = _spec.ERRORS[code]["type"] if code in _spec.ERRORS else "server_error"
-        payload = ErrorPayload(type=kind, code=code, message=message, param=None)
+        if error_type is None:
+            error_type = _spec.ERRORS[code]["type"] if code in _spec.ERRORS else _SERVER_ERROR
+        payload = ErrorPayload(type=error_type, code=code, message=message, param=None)
         self._sink.event(_ERROR_EVENT(sequence_number=self.next_sequence_number(), error=payload))
-        snap = self.snapshot(Status.FAILED, error=Error(code=code, message=message), usage=self.usage())
-        self._sink.event(_CLOSING[Status.FAILED](sequence_number=self.next_sequence_number(), response=snap))
+        self._close_response(Status.FAILED, {"error": Error(code=code, message=message)})
 
     # -- parser events → item events ----------------------------------------------------------------
 
@@ -546,13 +581,17 @@ def _delta_event(cls: Any, item: OpenItem) -> Callable[[int, str], StreamingEven
     return make
 
 
-class _EventList:
+class EventSink:
     """A sink that keeps typed events until they are taken."""
 
     def __init__(self) -> None:
         self.events: list[StreamingEvent] = []
 
     def event(self, event: StreamingEvent) -> None:
+        self.events.append(event)
+
+    def keep(self, event: StreamingEvent) -> None:
+        """Keep a delta `hand_delta` made (a caller of `ResponseBuilder.feed_token` that wants it kept)."""
         self.events.append(event)
 
     def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
@@ -570,6 +609,22 @@ class _EventList:
         return events
 
 
+class NullSink:
+    """A sink that keeps nothing: for a caller that wants only the final response (`ResponseBuilder.final`)."""
+
+    def event(self, event: StreamingEvent) -> None:
+        pass
+
+    def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
+        pass
+
+    def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
+        return None
+
+    def keep(self, delta: object) -> None:
+        pass
+
+
 class ResponseStreamer:
     """Completion tokens (or text) → typed Open Responses events: `feed`, `feed_text`, `finish`, `fail`.
 
@@ -577,7 +632,7 @@ class ResponseStreamer:
     """
 
     def __init__(self, encoding: HarmonyEncoding, request: CreateResponseBody | None = None, **options: Any) -> None:
-        self._sink = _EventList()
+        self._sink = EventSink()
         self._builder = ResponseBuilder(encoding, request, self._sink, **options)
 
     @property
@@ -607,8 +662,10 @@ class ResponseStreamer:
         self._builder.finish(stopped)
         return self._sink.take()
 
-    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> list[StreamingEvent]:
-        self._builder.fail(message, code)
+    def fail(
+        self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID, error_type: str | None = None
+    ) -> list[StreamingEvent]:
+        self._builder.fail(message, code, error_type)
         return self._sink.take()
 
 
@@ -657,6 +714,8 @@ def build_response(
 
 __all__ = [
     "EVENT_CLASSES",
+    "EventSink",
+    "NullSink",
     "KINDS",
     "IdFactory",
     "KindSpec",

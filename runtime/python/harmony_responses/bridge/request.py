@@ -96,7 +96,7 @@ class RequestError(ValueError):
     def of(cls, handle: str, param: str | None = None, **fields: object) -> RequestError:
         """The spec's error `handle`, its message filled with `fields` (shown as JSON unless already text)."""
         entry = _spec.REQUEST_ERRORS[handle]
-        shown = {key: value if isinstance(value, _Text) else _shown(value) for key, value in fields.items()}
+        shown = {key: value if isinstance(value, Verbatim) else _shown(value) for key, value in fields.items()}
         return cls(entry["code"], entry["message"].format(**shown), param)
 
     def to_payload(self) -> ErrorPayload:
@@ -136,8 +136,9 @@ NOTHING_MORE = Capabilities()
 """The bridge alone: every field that asks the caller for something is refused."""
 
 
-class _Text(str):
-    """Text to put in an error message as it is (not shown as JSON): a reason, a list already shown."""
+class Verbatim(str):
+    """A value for `RequestError.of` to put in its message as it is, not shown as JSON (a reason, a list
+    already shown)."""
 
 
 # The capabilities the spec names must be the caller's (`Capabilities`) flags.
@@ -174,7 +175,7 @@ def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHI
     for field, flag, neutral, why in _spec.HONOURED_BY_CALLER:
         value = _value_at(body, field)
         if value not in neutral and not _honoured(capabilities, flag):  # each field has one type once validated
-            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, field, value=value, why=_Text(why))
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, field, value=value, why=Verbatim(why))
     for i, include in enumerate(body.include or []):
         if not _honoured(capabilities, _spec.INCLUDES.get(include)):
             raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
@@ -186,7 +187,7 @@ def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHI
             raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, key)
         flag, why = known
         if not _honoured(capabilities, flag):
-            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, key, value=value, why=_Text(why))
+            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, key, value=value, why=Verbatim(why))
 
 
 # -- validation errors, in the request's own words -----------------------------------------------------
@@ -233,15 +234,15 @@ def _explain_item(parts: list[int | str], item: object) -> RequestError:
         return RequestError.of(
             _spec.REQUEST_ERROR_ITEM_ROLE,
             f"{where}.role",
-            roles=_Text(_choices(roles)),
+            roles=Verbatim(_choices(roles)),
             type=kind,
-            found=_Text(found(role)),
+            found=Verbatim(found(role)),
         )
     return RequestError.of(
         _spec.REQUEST_ERROR_ITEM_TYPE,
         f"{where}.type",
-        types=_Text(_choices(list(_ITEM_KINDS))),
-        found=_Text(found(kind)),
+        types=Verbatim(_choices(list(_ITEM_KINDS))),
+        found=Verbatim(found(kind)),
     )
 
 
@@ -262,8 +263,8 @@ def _untyped_message(raw: object, parts: list[int | str]) -> RequestError | None
     return RequestError.of(
         _spec.REQUEST_ERROR_UNTYPED_ITEM,
         f"input[{index}].type",
-        role=_Text(found(item["role"])),
-        types=_Text(_choices(kinds)),
+        role=Verbatim(found(item["role"])),
+        types=Verbatim(_choices(kinds)),
     )
 
 
@@ -275,7 +276,7 @@ def _explain(exc: ValidationError, raw: object) -> RequestError:
     untyped = _untyped_message(raw, list(problem.parts))
     if untyped is not None:
         return untyped
-    return RequestError.of(problem.error, problem.path() or None, reason=_Text(problem.message))
+    return RequestError.of(problem.error, problem.path() or None, reason=Verbatim(problem.message))
 
 
 def _check_schema(schema: Mapping[str, Any], where: str) -> None:
@@ -283,7 +284,7 @@ def _check_schema(schema: Mapping[str, Any], where: str) -> None:
     try:
         check_json_value(schema, where)
     except JSONInputError as exc:
-        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path, reason=_Text(exc.reason)) from None
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path, reason=Verbatim(exc.reason)) from None
     size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
     if size > MAX_SCHEMA_CHARS:
         raise RequestError.of(_spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, size=size, limit=MAX_SCHEMA_CHARS)
@@ -306,11 +307,11 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
     refused (`check_supported`).
     """
     if not isinstance(raw, Mapping):
-        raise RequestError.of(_spec.REQUEST_ERROR_NOT_AN_OBJECT, found=_Text(found(raw)))
+        raise RequestError.of(_spec.REQUEST_ERROR_NOT_AN_OBJECT, found=Verbatim(found(raw)))
     try:
         check_json_value(raw, "")
     except JSONInputError as exc:
-        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=_Text(exc.reason)) from None
+        raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=Verbatim(exc.reason)) from None
     try:
         body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
@@ -378,7 +379,7 @@ def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolic
         mode = choice.mode or "auto"
         kept = [] if mode == "none" else [t for t in tools if t.name in allowed]
         return kept, ToolPolicy(mode, () if mode == "none" else tuple(n for n in names if n in allowed))
-    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", choice=_Text(repr(choice)))
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", choice=Verbatim(repr(choice)))
 
 
 def tool_policy(body: CreateResponseBody) -> ToolPolicy:

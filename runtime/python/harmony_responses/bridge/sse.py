@@ -51,7 +51,7 @@ def to_sse(events: Iterable[StreamingEvent], reasoning_names: ReasoningNames = "
     yield DONE_FRAME
 
 
-class _Frames:
+class SSESink:
     """A `ResponseBuilder` sink that writes SSE text: deltas straight from their text, never as typed events."""
 
     __slots__ = ("frames", "_names", "_escaped")
@@ -66,6 +66,10 @@ class _Frames:
 
     def delta(self, item: OpenItem, sequence_number: int, text: str) -> None:
         self.frames.append(self.hand_delta(item, sequence_number, text))
+
+    def keep(self, frame: str) -> None:
+        """Keep a delta frame `hand_delta` made (a caller of `ResponseBuilder.feed_token` that wants it kept)."""
+        self.frames.append(frame)
 
     def hand_delta(self, item: OpenItem, sequence_number: int, text: str) -> str:
         parts = item.wire
@@ -119,7 +123,7 @@ class SSEStreamer:
         reasoning_names: ReasoningNames = "spec",
         **options: Any,
     ) -> None:
-        self._frames = _Frames(reasoning_names)
+        self._frames = SSESink(reasoning_names)
         self._builder = ResponseBuilder(encoding, request, self._frames, **options)
         self._feed_token = self._builder.feed_token
 
@@ -147,9 +151,9 @@ class SSEStreamer:
         self._builder.finish(stopped)
         return self._frames.take() + (DONE_FRAME if done else "")
 
-    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID) -> str:
+    def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID, error_type: str | None = None) -> str:
         done = not self._builder.finished
-        self._builder.fail(message, code)
+        self._builder.fail(message, code, error_type)
         return self._frames.take() + (DONE_FRAME if done else "")
 
 

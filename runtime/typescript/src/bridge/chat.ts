@@ -4,6 +4,7 @@ import type { ResponseResource, StreamingEvent } from "#types";
 
 import type { JsonData, JsonObject } from "../json.js";
 import { ItemKind, Role, spec } from "../tables.js";
+import { Status } from "./items.js";
 import { dumpAs } from "./schema.js";
 
 const KIND = {
@@ -17,7 +18,7 @@ const TEXT_DELTA = KIND.message?.text?.["delta"];
 const REASONING_DELTA = KIND.reasoning?.text?.["delta"];
 const ARGUMENTS_DELTA = KIND.call?.arguments?.["delta"];
 const [CREATED] = spec.STREAM_OPENING;
-const INCOMPLETE = "incomplete"; // the status of a response cut short
+const INCOMPLETE: string = Status.Incomplete;
 
 function chatId(responseId: string): string {
   const prefix = spec.RESPONSE_ID_PREFIX + "_";
@@ -61,49 +62,80 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
     created: response.created_at,
     model: response.model,
     choices: [{ index: 0, message, finish_reason: finish }],
-    usage:
-      usage !== null
-        ? {
-            prompt_tokens: usage.input_tokens,
-            completion_tokens: usage.output_tokens,
-            total_tokens: usage.total_tokens,
-            completion_tokens_details: { reasoning_tokens: usage.output_tokens_details.reasoning_tokens },
-          }
-        : null,
+    usage: usage !== null ? usageOf(usage) : null,
   };
 }
 
 type AnyEvent = { readonly type: string; readonly [key: string]: unknown };
+type UsageLike = NonNullable<ResponseResource["usage"]>;
+
+function usageOf(usage: UsageLike): JsonObject {
+  return {
+    prompt_tokens: usage.input_tokens,
+    completion_tokens: usage.output_tokens,
+    total_tokens: usage.total_tokens,
+    completion_tokens_details: { reasoning_tokens: usage.output_tokens_details.reasoning_tokens },
+  };
+}
+
+/**
+ * Open Responses events → `chat.completion.chunk` objects, as they come (`feed` may be called per event): a role
+ * chunk first, `content` / `reasoning_content` / `tool_calls` deltas, a finish chunk (`stop`, `tool_calls`,
+ * `length`) or, for a failed response, an `error` object (Chat Completions has no failed finish reason); with
+ * `includeUsage`, `close()` gives a last chunk with `usage` and no choices.
+ */
+export class ChatChunks {
+  private head: JsonObject = {};
+  private readonly calls = new Map<string, number>();
+  private usage: JsonObject | null = null;
+
+  constructor(readonly includeUsage = false) {}
+
+  private chunk(delta: JsonObject, finish: string | null = null): JsonObject {
+    return { ...this.head, choices: [{ index: 0, delta, finish_reason: finish }] };
+  }
+
+  feed(events: Iterable<StreamingEvent>): JsonObject[] {
+    const out: JsonObject[] = [];
+    for (const raw of events) {
+      const event = raw as unknown as AnyEvent;
+      const type = event.type;
+      if (type === TEXT_DELTA) out.push(this.chunk({ content: event["delta"] as string }));
+      else if (type === REASONING_DELTA) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
+      else if (type === ARGUMENTS_DELTA) {
+        const index = this.calls.get(event["item_id"] as string) ?? 0;
+        out.push(this.chunk({ tool_calls: [{ index, function: { arguments: event["delta"] as string } }] }));
+      } else if (type === CREATED) {
+        const r = event["response"] as ResponseResource;
+        this.head = { id: chatId(r.id), object: spec.CHAT_CHUNK_OBJECT, created: r.created_at, model: r.model };
+        out.push(this.chunk({ role: Role.Assistant, content: "" }));
+      } else if (type === spec.STREAM_ITEM_ADDED && (event["item"] as Item | null)?.type === KIND.call?.type) {
+        const call = event["item"] as Item & { readonly id: string };
+        const index = this.calls.size;
+        this.calls.set(call.id, index);
+        const fn = { name: call.name ?? "", arguments: "" };
+        out.push(this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] }));
+      } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
+        const done = event["response"] as ResponseResource;
+        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls.size > 0)));
+        if (done.usage !== undefined && done.usage !== null) this.usage = usageOf(done.usage);
+      } else if (type === spec.STREAM_CLOSING[Status.Failed]) {
+        const error = (event["response"] as ResponseResource).error ?? null;
+        out.push({ ...this.head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) });
+      }
+    }
+    return out;
+  }
+
+  /** The usage chunk (`choices: []`), when it was asked for and the response finished. */
+  close(): JsonObject[] {
+    return this.includeUsage && this.usage !== null ? [{ ...this.head, choices: [], usage: this.usage }] : [];
+  }
+}
 
 /** The event stream as Chat Completions streaming chunks (`chat.completion.chunk`). */
-export function* chatCompletionChunks(events: Iterable<StreamingEvent>): Generator<JsonObject> {
-  let head: JsonObject = {};
-  const calls = new Map<string, number>();
-  const chunk = (delta: JsonObject, finish: string | null = null): JsonObject => ({ ...head, choices: [{ index: 0, delta, finish_reason: finish }] });
-  for (const raw of events) {
-    const event = raw as unknown as AnyEvent;
-    const type = event.type;
-    if (type === CREATED) {
-      const r = event["response"] as ResponseResource;
-      head = { id: chatId(r.id), object: spec.CHAT_CHUNK_OBJECT, created: r.created_at, model: r.model };
-      yield chunk({ role: Role.Assistant, content: "" });
-    } else if (type === TEXT_DELTA) {
-      yield chunk({ content: event["delta"] as string });
-    } else if (type === REASONING_DELTA) {
-      yield chunk({ reasoning_content: event["delta"] as string });
-    } else if (type === spec.STREAM_ITEM_ADDED && (event["item"] as Item | null)?.type === KIND.call?.type) {
-      const call = event["item"] as Item & { readonly id: string };
-      calls.set(call.id, calls.size);
-      yield chunk({ tool_calls: [{ index: calls.get(call.id) ?? 0, id: call.call_id ?? "", type: "function", function: { name: call.name ?? "", arguments: "" } }] });
-    } else if (type === ARGUMENTS_DELTA) {
-      yield chunk({ tool_calls: [{ index: calls.get(event["item_id"] as string) ?? 0, function: { arguments: event["delta"] as string } }] });
-    } else if (type === spec.STREAM_CLOSING["completed"] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
-      const done = event["response"] as ResponseResource;
-      yield chunk({}, finishReason(done.status === INCOMPLETE, calls.size > 0));
-    } else if (type === spec.STREAM_CLOSING["failed"]) {
-      // Chat Completions has no failed finish reason: streams end with an error object instead.
-      const error = (event["response"] as ResponseResource).error ?? null;
-      yield { ...head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) };
-    }
-  }
+export function* chatCompletionChunks(events: Iterable<StreamingEvent>, includeUsage = false): Generator<JsonObject> {
+  const chunks = new ChatChunks(includeUsage);
+  for (const event of events) yield* chunks.feed([event]);
+  yield* chunks.close();
 }

@@ -9,16 +9,18 @@
  * - `schema`: the Open Responses models (validation and JSON), read from the generated schemas.
  */
 
-export { chatCompletionChunks, toChatCompletion } from "./chat.js";
+export { ChatChunks, chatCompletionChunks, toChatCompletion } from "./chat.js";
 export {
   type BuilderOptions,
   buildResponse,
   type Completion,
   countingIds,
+  EventSink,
   type IdFactory,
   KINDS,
   type KindSpec,
   kindOf,
+  NullSink,
   OpenItem,
   randomId,
   type RepairHook,
@@ -33,6 +35,7 @@ export {
   type Capabilities,
   checkSupported,
   NOTHING_MORE,
+  Verbatim,
   parseRequest,
   RequestError,
   requestToConversation,
@@ -42,4 +45,4 @@ export {
 export { explain, found, type Problem } from "./validation.js";
 export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 export { dumpAs, ModelValidationError, modelOf, pydanticJson, validateAs, type ValidationIssue } from "./schema.js";
-export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";
+export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, SSEStreamer, streamSse, toSse } from "./sse.js";

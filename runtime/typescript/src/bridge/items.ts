@@ -34,6 +34,7 @@ export type RepairHook = (repair: Recovered) => void;
 const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const SPELLING_OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
+const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
 
 /** An item's or a response's status. */
 export enum Status {
@@ -193,6 +194,8 @@ export interface Sink<D> {
   delta(item: OpenItem, sequenceNumber: number, text: string): void;
   /** Make a delta and return it instead of keeping it (nothing is kept when this is called). */
   handDelta(item: OpenItem, sequenceNumber: number, text: string): D;
+  /** Keep a delta `handDelta` made (for a caller of `feedToken` that does not send it itself). */
+  keep(delta: D): void;
 }
 
 /** Options of `ResponseBuilder` (the Python keyword arguments, camelCased). */
@@ -232,7 +235,7 @@ export class ResponseBuilder<D> {
   private readonly inputTokens: number;
   private readonly createdAt: number;
   private seq = 0;
-  private readonly output: JsonObject[] = []; // finished items
+  private readonly outputItems: JsonObject[] = []; // finished items
   private item: OpenItem | null = null;
   private readonly repairList: Recovered[] = [];
   private reasoningTokens = 0; // of the reasoning items closed so far
@@ -240,6 +243,8 @@ export class ResponseBuilder<D> {
   private readonly text: string[] = []; // completion text, when it came as text (for usage)
   private started = false;
   private finishedFlag = false;
+  private finalResponse: ResponseResource | null = null;
+  private statusValue: Status = Status.InProgress;
 
   constructor(
     private readonly encoding: HarmonyEncoding,
@@ -266,6 +271,30 @@ export class ResponseBuilder<D> {
     return this.finishedFlag;
   }
 
+  /** The response its closing event carried (completed, incomplete or failed), once it ended. */
+  get final(): ResponseResource | null {
+    return this.finalResponse;
+  }
+
+  get status(): Status {
+    return this.statusValue;
+  }
+
+  /** The item whose body is being read, if any. */
+  get currentItem(): OpenItem | null {
+    return this.item;
+  }
+
+  /** The items finished so far, in order. */
+  get output(): JsonObject[] {
+    return [...this.outputItems];
+  }
+
+  /** Tokens of the completion read so far (for text input: counted when asked). */
+  get outputTokens(): number {
+    return this.text.length > 0 ? this.usage().output_tokens : this.parser.tokensRead;
+  }
+
   get repairs(): Recovered[] {
     return [...this.repairList];
   }
@@ -276,7 +305,7 @@ export class ResponseBuilder<D> {
 
   /** The response as it stands (an open item is included as `incomplete` unless in progress). */
   snapshot(status: Status, extra: { usage?: Usage; error?: JsonObject; incompleteReason?: string; completedAt?: number } = {}): ResponseResource {
-    const output = [...this.output];
+    const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
     const repairs = status !== Status.InProgress ? this.repairList.map(repairRecord) : null;
     return responseSnapshot(this.request, {
@@ -372,25 +401,27 @@ export class ResponseBuilder<D> {
     this.handle(events, stopped ? Status.Completed : Status.Incomplete);
     this.finishedFlag = true;
     if (this.item !== null) this.close(stopped ? Status.Completed : Status.Incomplete, this.parser.currentContent);
-    if (stopped === false || (stopped === null && cut)) {
-      const snap = this.snapshot(Status.Incomplete, { usage: this.usage(), incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
-      this.sink.event(event(spec.STREAM_CLOSING[Status.Incomplete] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
-    } else {
-      const snap = this.snapshot(Status.Completed, { usage: this.usage(), completedAt: Math.floor(this.clock()) });
-      this.sink.event(event(spec.STREAM_CLOSING[Status.Completed] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
-    }
+    if (stopped === false || (stopped === null && cut)) this.closeResponse(Status.Incomplete, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+    else this.closeResponse(Status.Completed, { completedAt: Math.floor(this.clock()) });
   }
 
-  /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). */
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID): void {
+  private closeResponse(status: Status, extra: { error?: JsonObject; incompleteReason?: string; completedAt?: number }): void {
+    this.statusValue = status;
+    const snap = this.snapshot(status, { usage: this.usage(), ...extra });
+    this.finalResponse = snap;
+    this.sink.event(event(spec.STREAM_CLOSING[status] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+  }
+
+  /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
+   * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
     if (this.finishedFlag) return;
     if (!this.started) this.start();
     this.finishedFlag = true;
-    const kind = spec.ERRORS[code]?.type ?? "server_error";
-    const payload = make("ErrorPayload", { type: kind, code, message, param: null });
+    const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
+    const payload = make("ErrorPayload", { type, code, message, param: null });
     this.sink.event(event(spec.STREAM_ERROR, { sequence_number: this.nextSequenceNumber(), error: payload }));
-    const snap = this.snapshot(Status.Failed, { error: make("Error", { code, message }), usage: this.usage() });
-    this.sink.event(event(spec.STREAM_CLOSING[Status.Failed] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+    this.closeResponse(Status.Failed, { error: make("Error", { code, message }) });
   }
 
   // -- parser events → item events ---------------------------------------------------------------------------
@@ -419,7 +450,7 @@ export class ResponseBuilder<D> {
 
   private open(start: MessageStart): OpenItem {
     const kind = KINDS.get(kindOf(start)) as KindSpec;
-    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.output.length, start.channel, start.recipient);
+    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start.channel, start.recipient);
     if (kind.kind === ItemKind.FunctionCall) {
       item.callId = this.ids(kind.callIdPrefix ?? kind.idPrefix);
       item.name = (start.recipient ?? "").slice(FUNCTIONS_PREFIX.length);
@@ -456,7 +487,7 @@ export class ResponseBuilder<D> {
     }
     const body = item.body(status, text);
     this.sink.event(event(spec.STREAM_ITEM_DONE, { sequence_number: this.nextSequenceNumber(), output_index: index, item: body }));
-    this.output.push(body);
+    this.outputItems.push(body);
     this.item = null;
   }
 }
@@ -466,10 +497,15 @@ export class ResponseBuilder<D> {
 const CONTENT_INDEX = "content_index";
 
 /** A sink that keeps typed events until they are taken. */
-class EventList implements Sink<StreamingEvent> {
+export class EventSink implements Sink<StreamingEvent> {
   events: StreamingEvent[] = [];
 
   event(e: StreamingEvent): void {
+    this.events.push(e);
+  }
+
+  /** Keep a delta `handDelta` made (a caller of `ResponseBuilder.feedToken` that wants it kept). */
+  keep(e: StreamingEvent): void {
     this.events.push(e);
   }
 
@@ -496,10 +532,23 @@ class EventList implements Sink<StreamingEvent> {
   }
 }
 
+/** A sink that keeps nothing: for a caller that wants only the final response (`ResponseBuilder.final`). */
+export class NullSink implements Sink<null> {
+  event(): void {}
+
+  delta(): void {}
+
+  handDelta(): null {
+    return null;
+  }
+
+  keep(): void {}
+}
+
 /** Completion tokens (or text) → typed Open Responses events: `feed`, `feedText`, `finish`, `fail`. Each call
  * returns the events it caused, in order; the options are `ResponseBuilder`'s. */
 export class ResponseStreamer {
-  private readonly sink = new EventList();
+  private readonly sink = new EventSink();
   private readonly builder: ResponseBuilder<StreamingEvent>;
 
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: BuilderOptions = {}) {
@@ -538,8 +587,8 @@ export class ResponseStreamer {
     return this.sink.take();
   }
 
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID): StreamingEvent[] {
-    this.builder.fail(message, code);
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): StreamingEvent[] {
+    this.builder.fail(message, code, errorType);
     return this.sink.take();
   }
 }

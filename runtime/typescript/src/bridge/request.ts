@@ -38,8 +38,8 @@ const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
 );
 
-/** Text put in an error message as it is (not shown as JSON): a reason, a list already shown. */
-class Text {
+/** A value for `RequestError.of` to put in its message as it is, not shown as JSON (a reason, a list already shown). */
+export class Verbatim {
   constructor(readonly text: string) {}
 }
 
@@ -72,7 +72,7 @@ export class RequestError extends Error {
     const entry = spec.REQUEST_ERRORS[handle];
     if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
     const values: Record<string, string> = {};
-    for (const [key, value] of Object.entries(fields)) values[key] = value instanceof Text ? value.text : shown(value);
+    for (const [key, value] of Object.entries(fields)) values[key] = value instanceof Verbatim ? value.text : shown(value);
     return new RequestError(entry.code, pyFormat(entry.message, values), param);
   }
 
@@ -149,7 +149,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     for (const name of field.split(".")) value = value !== null && typeof value === "object" ? ((value as Record<string, unknown>)[name] ?? null) : null;
     if (!neutral.some((n) => pyEqual(value, n)) && !honoured(capabilities, flag)) {
       const type: Type | null = fieldTypeAt(BODY, field);
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value: type !== null ? dump(type, value) : value, why: new Text(why) });
+      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value: type !== null ? dump(type, value) : value, why: new Verbatim(why) });
     }
   }
   (body.include ?? []).forEach((include, i) => {
@@ -162,7 +162,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     const known = spec.EXTRA_FIELDS[key];
     if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
     const [flag, why] = known;
-    if (!honoured(capabilities, flag)) throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Text(why) });
+    if (!honoured(capabilities, flag)) throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Verbatim(why) });
   }
 }
 
@@ -201,9 +201,9 @@ function explainItem(where: string, item: unknown): RequestError {
   const role = obj?.["role"] ?? null;
   const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
   if (roles !== undefined && roles.length > 0) {
-    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, { roles: new Text(choices(roles)), type: kind, found: new Text(found(role)) });
+    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) });
   }
-  return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, { types: new Text(choices([...ITEM_KINDS.keys()])), found: new Text(found(kind)) });
+  return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) });
 }
 
 /** An input item with a `role` but no `type` is read as an item reference; say what it lacks instead. */
@@ -218,14 +218,14 @@ function untypedMessage(raw: JsonObject, parts: readonly (string | number)[]): R
   if (typeof role !== "string") return null;
   const kinds = [...ITEM_KINDS].filter(([, roles]) => roles.includes(role)).map(([kind]) => kind);
   if (kinds.length === 0) return null;
-  return RequestError.of(spec.REQUEST_ERROR_UNTYPED_ITEM, `input[${index}].type`, { role: new Text(found(role)), types: new Text(choices(kinds)) });
+  return RequestError.of(spec.REQUEST_ERROR_UNTYPED_ITEM, `input[${index}].type`, { role: new Verbatim(found(role)), types: new Verbatim(choices(kinds)) });
 }
 
 function checkSchema(schema: JsonObject, where: string): void {
   try {
     checkJsonValue(schema, where);
   } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path, { reason: new Text(e.reason) });
+    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path, { reason: new Verbatim(e.reason) });
     throw e;
   }
   const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
@@ -249,12 +249,12 @@ function checkSchemas(body: CreateResponseBody): void {
  */
 export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_MORE): CreateResponseBody {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw) || raw instanceof JsonFloat) {
-    throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Text(found(raw)) });
+    throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   }
   try {
     checkJsonValue(raw, "");
   } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Text(e.reason) });
+    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
     throw e;
   }
   let body: CreateResponseBody;
@@ -264,7 +264,7 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
     if (!(e instanceof ModelValidationError)) throw e;
     const problem = explain(e.issues, raw);
     if (problem.union === ITEM_UNION) throw explainItem(problemPath(problem), problem.value);
-    throw untypedMessage(raw as JsonObject, problem.parts) ?? RequestError.of(problem.error, problemPath(problem) || null, { reason: new Text(problem.message) });
+    throw untypedMessage(raw as JsonObject, problem.parts) ?? RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
   }
   checkSchemas(body);
   checkSupported(body, capabilities);
@@ -329,7 +329,7 @@ function toolsOf(body: CreateResponseBody): [FunctionToolParam[], ToolPolicy] {
     const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
     return [kept, { mode, allowed: mode === "none" ? [] : names.filter((n) => allowed.includes(n)) }];
   }
-  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Text(pyRepr(String(choice))) });
+  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyRepr(String(choice))) });
 }
 
 /** The tool constraint a sampler should enforce for `body` (e.g. `required`: the first message must call). */

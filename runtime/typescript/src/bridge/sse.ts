@@ -49,7 +49,7 @@ const DELTA_KEY = ',"delta":';
 const DELTA_EMPTY = DELTA_KEY + '""';
 
 /** A `ResponseBuilder` sink that writes SSE text: deltas straight from their text, never as typed events. */
-class Frames implements Sink<string> {
+export class SSESink implements Sink<string> {
   readonly frames: string[] = [];
   private readonly escaped = new Map<string, string>(); // a piece of text → its JSON string; tokens repeat
 
@@ -61,6 +61,11 @@ class Frames implements Sink<string> {
 
   delta(item: OpenItem, sequenceNumber: number, text: string): void {
     this.frames.push(this.handDelta(item, sequenceNumber, text));
+  }
+
+  /** Keep a delta frame `handDelta` made (a caller of `ResponseBuilder.feedToken` that wants it kept). */
+  keep(frame: string): void {
+    this.frames.push(frame);
   }
 
   handDelta(item: OpenItem, sequenceNumber: number, text: string): string {
@@ -109,11 +114,11 @@ export interface SSEOptions extends BuilderOptions {
  * frame is made from its text without building the typed event.
  */
 export class SSEStreamer {
-  private readonly frames: Frames;
+  private readonly frames: SSESink;
   readonly builder: ResponseBuilder<string>;
 
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: SSEOptions = {}) {
-    this.frames = new Frames(options.reasoningNames ?? "spec");
+    this.frames = new SSESink(options.reasoningNames ?? "spec");
     this.builder = new ResponseBuilder(encoding, request, this.frames, options);
   }
 
@@ -138,9 +143,9 @@ export class SSEStreamer {
     return this.frames.take() + (done ? DONE_FRAME : "");
   }
 
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID): string {
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): string {
     const done = !this.builder.finished;
-    this.builder.fail(message, code);
+    this.builder.fail(message, code, errorType);
     return this.frames.take() + (done ? DONE_FRAME : "");
   }
 }

@@ -1,0 +1,298 @@
+"""The ASGI application: routes, auth, limits, and the spec's error body for every failure.
+
+    POST /v1/responses          Open Responses (stream true or false)
+    POST /v1/chat/completions   Chat Completions (stream true or false), on the same Harmony path
+    GET  /v1/models             the served model; GET /v1/models/{id} one model or 404
+    GET  /health                liveness and the engine's name (no key needed)
+    GET  /metrics               Prometheus metrics (no key needed)
+
+Starlette, not FastAPI: the request and response models already exist (the generated Open Responses
+types, validated by the bridge), the streaming path is a hand-written ASGI response, and errors must
+use the spec's body, so FastAPI's validation layer and OpenAPI generation would be bypassed or fought.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .._tables import spec as _spec
+from ..bridge.items import NullSink
+from ..encoding import HarmonyEncoding, load_harmony_encoding
+from .auth import KeyCheck
+from .body import read_json
+from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
+from .engines.base import Engine
+from .engines.spec import build_engine
+from .errors import ErrorKind, ServerError, error_payload
+from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .metrics import Metrics
+from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
+from .settings import Settings
+
+log = logging.getLogger("harmony_responses.server")
+
+_RESPONSES = "/v1/responses"
+_CHAT = "/v1/chat/completions"
+_OWNER = "harmony-responses"
+
+
+@dataclass
+class ServerState:
+    """What the handlers share: settings, the encoding, the engine, metrics and the in-flight count."""
+
+    settings: Settings
+    encoding: HarmonyEncoding
+    engine: Engine
+    keys: KeyCheck
+    metrics: Metrics = field(default_factory=Metrics)
+    in_flight: int = 0
+    started_at: int = field(default_factory=lambda: int(time.time()))
+
+    def acquire(self) -> None:
+        """Take a slot for an engine call, or 429."""
+        limit = self.settings.max_concurrency
+        if self.in_flight >= limit:
+            raise ServerError(
+                ErrorKind.TOO_MANY_REQUESTS,
+                f"the server is at its limit of {limit} concurrent requests; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        self.in_flight += 1
+
+    def release(self) -> None:
+        self.in_flight -= 1
+
+    def response_finished(self, run: ResponseRun) -> None:
+        """Every engine-backed response passes here once, when it has ended (or its client left).
+
+        `run.response()` is the final `ResponseResource` (None if the client left first). Nothing is
+        stored yet: stored responses, `previous_response_id` and GET/DELETE plug in here.
+        """
+
+
+def _error_response(exc: ServerError | RequestError) -> JSONResponse:
+    if isinstance(exc, RequestError):
+        return JSONResponse(exc.to_body(), status_code=exc.status)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+async def _read(request: Request, state: ServerState) -> dict[str, Any]:
+    state.keys.check(request.headers)
+    return await read_json(
+        request.headers,
+        request.stream(),
+        max_bytes=state.settings.max_body_bytes,
+        max_depth=state.settings.max_json_depth,
+    )
+
+
+def _call(state: ServerState, plan: Plan, wire: Wire, *, stream: bool, endpoint: str, received_at: float) -> EngineCall:
+    state.acquire()
+    # A streamed run writes to the wire's sink; a whole one keeps no events (its response is the builder's).
+    run = ResponseRun(plan, state.encoding, wire.sink if stream else NullSink(), model=state.settings.model)
+    return EngineCall(
+        engine=state.engine,
+        run=run,
+        wire=wire,
+        stream=stream,
+        metrics=state.metrics,
+        endpoint=endpoint,
+        received_at=received_at,
+        release=state.release,
+        finished=state.response_finished,
+    )
+
+
+async def responses(request: Request, state: ServerState) -> Response | EngineCall:
+    received_at = time.monotonic()
+    try:
+        raw = await _read(request, state)
+        body = parse_body(raw)
+        budget = body.max_output_tokens or state.settings.default_max_output_tokens
+        plan = plan_request(body, state.encoding, media=state.settings.media, budget=budget)
+        wire = ResponsesWire(state.settings.reasoning_events)
+        return _call(state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at)
+    except (ServerError, RequestError) as exc:
+        state.metrics.requests.labels(_RESPONSES, str(exc.status)).inc()
+        return _error_response(exc)
+
+
+async def chat_completions(request: Request, state: ServerState) -> Response | EngineCall:
+    received_at = time.monotonic()
+    try:
+        raw = await _read(request, state)
+        chat: ChatCompletionRequest = parse_chat_request(raw)
+        mapped, items = to_responses_body(chat, state.settings.media)
+        try:
+            body = parse_body(mapped)
+            budget = chat.budget or state.settings.default_max_output_tokens
+            plan = plan_request(body, state.encoding, media=state.settings.media, budget=budget, seed=chat.seed)
+        except RequestError as exc:
+            raise chat_request_error(exc, items) from exc
+        wire = ChatWire(chat.include_usage)
+        return _call(state, plan, wire, stream=bool(chat.stream), endpoint=_CHAT, received_at=received_at)
+    except (ServerError, RequestError) as exc:
+        state.metrics.requests.labels(_CHAT, str(exc.status)).inc()
+        return _error_response(exc)
+
+
+def _model_card(state: ServerState) -> dict[str, Any]:
+    owner = f"{_OWNER} ({state.engine.info.kind} engine)"  # `demo` says so here too: it is not a model
+    return {"id": state.settings.model, "object": "model", "created": state.started_at, "owned_by": owner}
+
+
+async def models(request: Request) -> Response:
+    state = _state(request)
+    try:
+        state.keys.check(request.headers)
+    except ServerError as exc:
+        return _error_response(exc)
+    return JSONResponse({"object": "list", "data": [_model_card(state)]})
+
+
+async def model(request: Request) -> Response:
+    state = _state(request)
+    try:
+        state.keys.check(request.headers)
+        name = request.path_params["model_id"]
+        if name != state.settings.model:
+            served = state.settings.model
+            raise ServerError(ErrorKind.NOT_FOUND, f"no model named {name!r}: this server serves {served!r}")
+    except ServerError as exc:
+        return _error_response(exc)
+    return JSONResponse(_model_card(state))
+
+
+async def health(request: Request) -> Response:
+    state = _state(request)
+    info = state.engine.info
+    return JSONResponse(
+        {
+            "status": "ok",
+            "model": state.settings.model,
+            "pid": os.getpid(),
+            "engine": {"kind": info.kind, "target": info.target, "active_requests": state.engine.active},
+            "in_flight": state.in_flight,
+        }
+    )
+
+
+async def metrics(request: Request) -> Response:
+    state = _state(request)
+    return Response(state.metrics.render(), media_type=state.metrics.content_type)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kinds = {404: ErrorKind.NOT_FOUND, 405: ErrorKind.METHOD_NOT_ALLOWED}
+    kind = kinds.get(exc.status_code, ErrorKind.BAD_REQUEST)
+    message = f"{request.method} {request.url.path}: " + (
+        "no such endpoint" if exc.status_code == 404 else str(exc.detail)
+    )
+    headers = dict(exc.headers or {})
+    return JSONResponse({"error": error_payload(kind, message)}, status_code=exc.status_code, headers=headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+    body = {"error": error_payload(ErrorKind.INTERNAL, f"internal server error ({type(exc).__name__})")}
+    return JSONResponse(body, status_code=500)
+
+
+Handler = Callable[[Request, ServerState], Awaitable[Response | EngineCall]]
+_ENGINE_ROUTES: dict[str, Handler] = {_RESPONSES: responses, _CHAT: chat_completions}
+
+
+class App:
+    """The ASGI entry point: engine-backed POSTs go straight to their handlers, everything else to Starlette.
+
+    A streamed response writes once per engine output; Starlette's middleware would wrap every one of
+    those writes in two more coroutines, so the two engine endpoints are dispatched here, with the same
+    guarantee Starlette gives: an unexpected exception before the response starts is a 500 with the
+    spec's error body (and is logged).
+    """
+
+    def __init__(self, starlette: Starlette, state: ServerState) -> None:
+        self.starlette = starlette
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            handler = _ENGINE_ROUTES.get(scope["path"])
+            if handler is not None:
+                await self._engine_call(handler, scope, receive, send)
+                return
+        await self.starlette(scope, receive, send)
+
+    async def _engine_call(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
+        response: Response | EngineCall | None = None
+        try:
+            response = await handler(Request(scope, receive), self.state)
+            await response(scope, receive, send)
+        except Exception as exc:
+            log.exception("internal error on POST %s", scope["path"], exc_info=exc)
+            if isinstance(response, EngineCall) and response.status is not None:
+                raise  # the response has started: uvicorn closes the connection
+            body = {"error": error_payload(ErrorKind.INTERNAL, f"internal server error ({type(exc).__name__})")}
+            await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+def create_app(settings: Settings, engine: Engine | None = None, encoding: HarmonyEncoding | None = None) -> App:
+    """The application for `settings` (the engine is built from `settings.engine` unless given)."""
+    enc = encoding or load_harmony_encoding(_spec.ENCODING_NAME)
+    eng = engine or build_engine(
+        settings.engine,
+        enc,
+        model=settings.model,
+        timeout=settings.engine_timeout,
+        max_connections=settings.max_concurrency,
+    )
+    state = ServerState(settings=settings, encoding=enc, engine=eng, keys=KeyCheck(settings.api_keys))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await eng.aclose()
+
+    async def unreachable(request: Request) -> Response:  # App dispatches these POSTs; Starlette answers 405s
+        raise HTTPException(405)
+
+    starlette = Starlette(
+        routes=[
+            Route(_RESPONSES, unreachable, methods=["POST"]),
+            Route(_CHAT, unreachable, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+        lifespan=lifespan,
+    )
+    starlette.state.server = state
+    return App(starlette, state)
+
+
+def app_from_env() -> App:
+    """The application for the `HARMONY_RESPONSES_*` environment (uvicorn's factory in each worker)."""
+    return create_app(Settings.from_env(os.environ))

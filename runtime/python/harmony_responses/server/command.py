@@ -1,0 +1,145 @@
+"""`harmony-responses serve`: the command line of the server (uvicorn is imported only when it runs).
+
+Flags override the `HARMONY_RESPONSES_*` environment variables (see `settings`). The listening socket
+is bound here, before uvicorn starts, so `--port 0` works and the real address is printed on one line
+(`harmony-responses serve: listening on http://HOST:PORT`) that scripts and tests can wait for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+from typing import Any
+
+from .settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
+
+log = logging.getLogger("harmony_responses.server")
+
+_LOG_LEVELS = [name.lower() for name, _ in sorted(logging.getLevelNamesMapping().items(), key=lambda kv: -kv[1])][:-1]
+
+
+def add_serve_parser(sub: Any) -> None:
+    """Register `serve` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "serve",
+        help="serve Open Responses and Chat Completions in front of an inference engine",
+        description="Serve /v1/responses and /v1/chat/completions for gpt-oss running in an inference engine. "
+        "Every flag also reads HARMONY_RESPONSES_<FLAG> (e.g. HARMONY_RESPONSES_ENGINE); flags win.",
+    )
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
+    p.add_argument(
+        "--engine",
+        help="the engine: demo, replay:FILE, vllm:URL, sglang:URL, sglang-completions:URL, llamacpp:URL, "
+        "ollama:URL?model=NAME (default demo, a deterministic stand-in for a model)",
+    )
+    p.add_argument("--model", help="the model name served and listed by /v1/models (default gpt-oss)")
+    p.add_argument("--api-key", action="append", dest="api_keys", help="accept this key (repeatable); none: no auth")
+    p.add_argument("--workers", type=int, help="worker processes (default 1)")
+    p.add_argument("--media", choices=[m.value for m in MediaPolicy], help="image/file inputs (default reject)")
+    p.add_argument(
+        "--reasoning-events",
+        choices=[r.value for r in ReasoningEvents],
+        help="raw reasoning event names: response.reasoning.* (spec, default) or response.reasoning_text.* (openai)",
+    )
+    p.add_argument("--max-concurrency", type=int, help="engine requests in flight per worker before 429 (512)")
+    p.add_argument("--max-body-bytes", type=int, help="largest request body (8 MiB)")
+    p.add_argument("--engine-timeout", type=float, help="seconds to connect, start and continue (60)")
+    p.add_argument("--default-max-output-tokens", type=int, help="engine budget when a request sets none (8192)")
+    p.add_argument("--log-level", choices=_LOG_LEVELS, help="default info")
+    p.set_defaults(func=serve, file=None)
+
+
+def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
+    overrides = {
+        "host": args.host,
+        "port": args.port,
+        "engine": args.engine,
+        "model": args.model,
+        "api_keys": tuple(args.api_keys) if args.api_keys else None,
+        "workers": args.workers,
+        "media": MediaPolicy(args.media) if args.media else None,
+        "reasoning_events": ReasoningEvents(args.reasoning_events) if args.reasoning_events else None,
+        "max_concurrency": args.max_concurrency,
+        "max_body_bytes": args.max_body_bytes,
+        "engine_timeout": args.engine_timeout,
+        "default_max_output_tokens": args.default_max_output_tokens,
+        "log_level": args.log_level,
+    }
+    return Settings.from_env(environ, **overrides)
+
+
+def startup_warnings(settings: Settings) -> list[str]:
+    """What the operator should hear before the server starts."""
+    if settings.listens_beyond_loopback() and not settings.api_keys:
+        return [
+            f"listening on {settings.host} without API keys: anyone who can reach this address can use the engine "
+            "(set --api-key or HARMONY_RESPONSES_API_KEYS)"
+        ]
+    return []
+
+
+def _bind(settings: Settings) -> socket.socket:
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server until interrupted."""
+    try:
+        settings = settings_from_args(args, dict(os.environ))
+    except SettingsError as exc:
+        print(f"harmony-responses serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+        from uvicorn.supervisors import Multiprocess
+
+        from .engines.spec import EngineSpecError, parse_engine_spec
+    except ImportError as exc:
+        print(
+            f"harmony-responses serve: {exc.name} is missing; install the server extra: "
+            "pip install 'harmony-responses[server]'",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        parse_engine_spec(settings.engine)
+    except EngineSpecError as exc:
+        print(f"harmony-responses serve: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
+    for warning in startup_warnings(settings):
+        log.warning("%s", warning)
+    os.environ.update(settings.to_env())  # the workers (and the factory) read their settings from here
+    try:
+        sock = _bind(settings)
+    except OSError as exc:
+        where = f"{settings.host}:{settings.port}"
+        print(f"harmony-responses serve: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})", flush=True)
+    config = uvicorn.Config(
+        "harmony_responses.server.app:app_from_env",
+        factory=True,
+        workers=settings.workers,
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    if settings.workers > 1:
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,98 @@
+"""Ollama's `POST /api/generate` in raw mode: a text prompt in, text out, NDJSON.
+
+Raw mode skips Ollama's template and its Harmony parser; ids can be neither sent nor received. The
+prompt is the rendered token ids written back as text, with the control-token spellings inside
+ordinary text (a user who typed `<|end|>`) escaped so Ollama's tokenizer cannot read them as control
+tokens (`safety.escape_control_tokens`). `<|call|>` and `<|return|>` end the stream without text,
+both as `done_reason: "stop"`: the end is reported as a stop without a token, and the server tells a
+call from an answer by what it parsed. `options.num_predict` is always set; `format` takes the JSON
+Schema for constrained decoding. `{"error": …}` lines and HTTP errors are engine failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+from ...encoding import HarmonyEncoding
+from ...safety import escape_control_tokens
+from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Text
+from .http import HttpEngine, stream_error
+
+
+def prompt_as_text(encoding: HarmonyEncoding, prompt: Sequence[int]) -> str:
+    """The prompt as text: control tokens spelled, ordinary text with any control-token spelling escaped."""
+    out: list[str] = []
+    run: list[int] = []
+    for token in prompt:
+        if encoding.is_special_token(token):
+            if run:
+                out.append(escape_control_tokens(encoding.decode(run)))
+                run = []
+            out.append(encoding.decode([token]))
+        else:
+            run.append(token)
+    if run:
+        out.append(escape_control_tokens(encoding.decode(run)))
+    return "".join(out)
+
+
+class OllamaEngine(HttpEngine):
+    """Ollama `/api/generate` with `raw: true`."""
+
+    def __init__(
+        self, base_url: str, encoding: HarmonyEncoding, *, model: str, timeout: float, max_connections: int
+    ) -> None:
+        super().__init__(base_url, timeout=timeout, max_connections=max_connections)
+        self.encoding = encoding
+        self.model = model
+        self.info = EngineInfo(kind="ollama", target=self.base_url, output="text", json_constraint=True)
+
+    def payload(self, request: EngineRequest) -> dict[str, Any]:
+        s = request.sampling
+        options: dict[str, Any] = {
+            "num_predict": request.max_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "top_k": 0,
+            "min_p": 0.0,
+            "repeat_penalty": 1.0,
+            "presence_penalty": s.presence_penalty,
+            "frequency_penalty": s.frequency_penalty,
+        }
+        if s.seed is not None:
+            options["seed"] = s.seed
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": prompt_as_text(self.encoding, request.prompt),
+            "raw": True,
+            "stream": True,
+            "options": options,
+        }
+        if request.json_schema is not None:
+            body["format"] = dict(request.json_schema)
+        return body
+
+    async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
+        finished: Finished | None = None
+        async with self.post("/api/generate", self.payload(request)) as response:
+            async for chunk in self.ndjson(response):
+                message = stream_error(chunk)
+                if message is not None:
+                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                if not isinstance(chunk, dict):
+                    raise EngineUnavailable(f"the engine sent a line that is not an object: {chunk!r:.200}")
+                text = chunk.get("response")
+                if text:
+                    yield Text(text)
+                if chunk.get("done"):
+                    reason = chunk.get("done_reason")
+                    if reason == "length":
+                        finished = Finished(FinishReason.LENGTH)
+                    elif reason in ("stop", None):
+                        finished = Finished(FinishReason.STOP)
+                    else:
+                        raise EngineUnavailable(f"the engine ended with done_reason {reason!r}")
+        if finished is None:
+            raise EngineUnavailable("the engine ended the stream without a done line")
+        yield finished

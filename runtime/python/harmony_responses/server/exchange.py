@@ -1,0 +1,293 @@
+"""One engine call answered over HTTP: `EngineCall` is the ASGI response that runs it.
+
+The HTTP status is chosen after the engine's first output: an engine that fails before it gets 502
+(504 on a timeout, 400 when the engine rejected the request), with the spec's error body. After that
+the answer is 200; streamed, every engine output's events are written (and flushed) at once, and an
+engine failure mid-stream ends the stream with an `error` event and `response.failed`, then `[DONE]`.
+A client that disconnects cancels the call at once: a watcher waits on the ASGI `http.disconnect`
+message and cancels the task that iterates the engine, which closes the engine's connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from starlette.types import Message, Receive, Scope, Send
+
+from ..bridge import DONE_FRAME, ChatChunks, EventSink, SSESink
+from ..bridge.items import Sink
+from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
+from .errors import SERVER_ERRORS, ErrorKind, error_payload
+from .metrics import Metrics
+from .respond import Plan, ResponseRun, chat_completion
+from .settings import ReasoningEvents
+
+log = logging.getLogger("harmony_responses.server")
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
+def error_kind(exc: EngineError) -> ErrorKind:
+    if isinstance(exc, EngineTimeout):
+        return ErrorKind.ENGINE_TIMEOUT
+    if isinstance(exc, EngineRejected):
+        return ErrorKind.ENGINE_REJECTED
+    return ErrorKind.ENGINE_FAILED
+
+
+async def send_json(send: Send, status: int, body: Any, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
+    head = [_JSON_TYPE, (b"content-length", str(len(data)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+class Wire(ABC):
+    """How a run's events go on the wire: the sink the run writes to, and its bytes (streamed, or whole)."""
+
+    @property
+    @abstractmethod
+    def sink(self) -> Sink: ...
+
+    @abstractmethod
+    def take(self) -> bytes:
+        """What the sink holds, as bytes to send (and the sink emptied)."""
+
+    @abstractmethod
+    def tail(self) -> bytes: ...
+
+    @abstractmethod
+    def whole(self, run: ResponseRun) -> bytes: ...
+
+
+class ResponsesWire(Wire):
+    """Open Responses: SSE text straight from the bridge (deltas never become typed events), or the
+    `ResponseResource`."""
+
+    def __init__(self, names: ReasoningEvents) -> None:
+        self._sink = SSESink("openai" if names is ReasoningEvents.OPENAI else "spec")
+
+    @property
+    def sink(self) -> Sink:
+        return self._sink
+
+    def take(self) -> bytes:
+        return self._sink.take().encode()
+
+    def tail(self) -> bytes:
+        return _DONE_FRAME
+
+    def whole(self, run: ResponseRun) -> bytes:
+        response = run.response()
+        assert response is not None
+        return response.model_dump_json().encode()
+
+
+class ChatWire(Wire):
+    """Chat Completions: `chat.completion.chunk` data lines, or the `chat.completion`."""
+
+    def __init__(self, include_usage: bool) -> None:
+        self._sink = EventSink()
+        self.chunks = ChatChunks(include_usage)
+
+    @property
+    def sink(self) -> Sink:
+        return self._sink
+
+    @staticmethod
+    def _lines(chunks: Sequence[dict[str, Any]]) -> bytes:
+        return "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks).encode()
+
+    def take(self) -> bytes:
+        return self._lines(self.chunks.feed(self._sink.take()))
+
+    def tail(self) -> bytes:
+        return self._lines(self.chunks.close()) + _DONE_FRAME
+
+    def whole(self, run: ResponseRun) -> bytes:
+        response = run.response()
+        assert response is not None
+        return json.dumps(chat_completion(response), ensure_ascii=False).encode()
+
+
+_DONE_FRAME = DONE_FRAME.encode()
+
+
+class ClientGone(Exception):
+    """The client disconnected (seen by the watcher, or by a failed send)."""
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class EngineCall:
+    """The ASGI response for one engine-backed request (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        run: ResponseRun,
+        wire: Wire,
+        stream: bool,
+        metrics: Metrics,
+        endpoint: str,
+        received_at: float,
+        release: Callable[[], None],
+        finished: Callable[[ResponseRun], None] = lambda run: None,
+    ) -> None:
+        self.engine = engine
+        self.run = run
+        self.wire = wire
+        self.stream = stream
+        self.metrics = metrics
+        self.endpoint = endpoint
+        self.received_at = received_at
+        self.release = release
+        self.finished = finished
+        self.status: int | None = None
+
+    @property
+    def plan(self) -> Plan:
+        return self.run.plan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.metrics.in_flight.inc()
+        work = asyncio.ensure_future(self._serve(send))
+        watch = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
+            if not work.done():
+                work.cancel()  # the client left: stop the engine now
+                self.metrics.disconnects.inc()
+            with contextlib.suppress(asyncio.CancelledError, ClientGone):
+                await work
+        finally:
+            for task in (work, watch):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(work, watch, return_exceptions=True)
+            self.metrics.in_flight.dec()
+            self.release()
+            self.finished(self.run)
+            if self.status is not None:
+                self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
+
+    async def _error(self, send: Send, kind: ErrorKind, message: str) -> None:
+        self.status = SERVER_ERRORS[kind][0]
+        await send_json(send, self.status, {"error": error_payload(kind, message)})
+
+    async def _serve(self, send: Send) -> None:
+        run = self.run
+        outputs = self.engine.generate(self.plan.engine_request)
+        try:
+            try:
+                first = await outputs.__anext__()
+            except EngineError as exc:
+                self.metrics.engine_errors.labels(error_kind(exc).name.lower()).inc()
+                log.warning("engine failed before streaming: %s", exc.message)
+                await self._error(send, error_kind(exc), exc.message)
+                return
+            except StopAsyncIteration:
+                await self._error(send, ErrorKind.ENGINE_FAILED, "the engine ended the stream without any output")
+                return
+            self.metrics.ttft.observe(time.monotonic() - self.received_at)
+            self.metrics.input_tokens.inc(self.plan.input_tokens)
+            if self.stream:
+                await self._stream(send, run, first, outputs)
+            else:
+                await self._whole(send, run, first, outputs)
+        finally:
+            self.metrics.output_tokens.inc(run.output_tokens)
+            await outputs.aclose()
+
+    def _feed(self, run: ResponseRun, output: Any) -> None:
+        run.finish(output) if isinstance(output, Finished) else run.feed(output)
+
+    async def _write(self, send: Send | None) -> None:
+        """Send what the run wrote to the wire since the last write (nothing is kept when not streaming)."""
+        body = self.wire.take()
+        if send is not None and body:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _drain(self, run: ResponseRun, outputs: Any, send: Send | None) -> None:
+        """Feed the rest of the engine's outputs, each one's events written at once when `send` is given.
+
+        An engine failure ends the run with `error` and `response.failed`. This loop runs once per token
+        of every stream, so it calls the run and the wire directly.
+        """
+        feed, finish, take = run.feed, run.finish, self.wire.take
+        try:
+            async for output in outputs:
+                if type(output) is Finished:
+                    finish(output)
+                else:
+                    feed(output)
+                if send is not None:
+                    body = take()
+                    if body:
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                if run.ended:
+                    return
+        except EngineError as exc:
+            kind = error_kind(exc)
+            self.metrics.engine_errors.labels(kind.name.lower()).inc()
+            log.warning("engine failed mid-stream: %s", exc.message)
+            run.fail(kind, exc.message)
+            await self._write(send)
+            return
+        if not run.ended:
+            run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing")
+            await self._write(send)
+
+    async def _stream(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
+        self.status = 200
+        self.metrics.active_streams.inc()
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            try:
+                run.start()
+                self._feed(run, first)
+                await self._write(send)
+                if not run.ended:
+                    await self._drain(run, outputs, send)
+            except (OSError, asyncio.CancelledError):
+                raise
+            except Exception:  # a bug here: the stream still ends, with `error` and `response.failed`
+                log.exception("internal error while streaming")
+                run.fail(ErrorKind.INTERNAL, "internal server error while streaming")
+                await self._write(send)
+            await send({"type": "http.response.body", "body": self.wire.tail(), "more_body": False})
+        except OSError as exc:  # a server that raises once the client is gone (uvicorn returns quietly)
+            raise ClientGone() from exc
+        finally:
+            self.metrics.active_streams.dec()
+
+    async def _whole(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
+        run.start()
+        self._feed(run, first)
+        if not run.ended:
+            await self._drain(run, outputs, None)
+        if run.failure is not None:
+            response = run.response()
+            error = response.error if response is not None else None
+            await self._error(send, run.failure, error.message if error is not None else "the response failed")
+            return
+        self.status = 200
+        await send_json(send, 200, self.wire.whole(run))

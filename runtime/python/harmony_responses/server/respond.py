@@ -1,0 +1,216 @@
+"""Every call the server makes into the bridge, in one place: request → plan → events → wire.
+
+`plan_request` turns a validated `CreateResponseBody` into a `Plan`: the prompt token ids, what the
+engine is asked for (budget, sampling, stop tokens, a JSON constraint) and the tool policy.
+`ResponseRun` feeds the engine's outputs to the bridge's `ResponseStreamer` and adds what the server
+knows and the streamer cannot: a stop the engine reported without its token (llama.cpp's and Ollama's
+silent `<|call|>`), a budget that ran out between messages, a tool choice the model did not follow,
+and engine failures with the server's error codes.
+
+A `tool_choice` that names one function (or `required` with one allowed function) is enforced by
+starting the completion with that call's header (the "prefill"), so every engine calls it; the engine
+is also asked to constrain the arguments to the function's JSON Schema where it can. `required` with
+several functions cannot be enforced that way: the result is checked, and a response without an
+allowed call ends with the `tool_choice_violated` error instead of claiming success.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._tables import spec as _spec
+from ..bridge import (
+    Capabilities,
+    RequestError,
+    ResponseBuilder,
+    Status,
+    ToolPolicy,
+    parse_request,
+    request_to_conversation,
+    to_chat_completion,
+    tool_policy,
+)
+from ..bridge.items import Sink
+from ..encoding import HarmonyEncoding
+from ..models import Role
+from ..types import (
+    CreateResponseBody,
+    FunctionCall,
+    ResponseResource,
+)
+from .calls import call_header
+from .engines.base import EngineRequest, Finished, FinishReason, Sampling, Text, Tokens, ToolSpec
+from .errors import ErrorKind, error_payload
+from .media import with_media_placeholders
+from .settings import MediaPolicy
+
+# What this server honours beyond the prompt (the rest of a request that asks for more is refused).
+SERVER_CAPABILITIES = Capabilities(sampling=True, max_output_tokens=True, extra_fields=frozenset())
+
+
+def parse_body(raw: Mapping[str, Any], capabilities: Capabilities = SERVER_CAPABILITIES) -> CreateResponseBody:
+    """The bridge's validation of a request body (`RequestError` names the bad field, or a field not honoured)."""
+    return parse_request(raw, capabilities)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One request, ready to run: what the engine gets and what the streamer needs."""
+
+    body: CreateResponseBody
+    input_tokens: int  # the rendered prompt's length (the prefill is output)
+    prefill: list[int]  # forced start of the completion: a named function's call header, or nothing
+    policy: ToolPolicy
+    engine_request: EngineRequest
+
+
+def plan_request(
+    body: CreateResponseBody,
+    encoding: HarmonyEncoding,
+    *,
+    media: MediaPolicy,
+    budget: int,
+    seed: int | None = None,
+) -> Plan:
+    """The plan for a request; `RequestError` for what the model cannot take."""
+    if media is MediaPolicy.PLACEHOLDER:
+        body = with_media_placeholders(body)
+    conversation = request_to_conversation(body)
+    policy = tool_policy(body)
+    prompt = encoding.render_conversation_for_completion(conversation, Role.ASSISTANT)
+    schemas = {
+        t.name: (t.parameters.model_dump(mode="json") if t.parameters is not None else None) for t in body.tools or []
+    }
+    tools = tuple(ToolSpec(name, schemas.get(name)) for name in policy.allowed)
+    prefill: list[int] = []
+    json_schema: Mapping[str, Any] | None = None
+    if policy.mode == "required" and len(policy.allowed) == 1:
+        forced = policy.allowed[0]
+        prefill = call_header(encoding, forced)
+        json_schema = schemas.get(forced) or {"type": "object"}
+    if budget <= len(prefill):
+        raise RequestError.of(_spec.REQUEST_ERROR_BUDGET_TOO_SMALL, "max_output_tokens", budget=budget)
+    sampling = Sampling(
+        temperature=1.0 if body.temperature is None else body.temperature,
+        top_p=1.0 if body.top_p is None else body.top_p,
+        presence_penalty=body.presence_penalty or 0.0,
+        frequency_penalty=body.frequency_penalty or 0.0,
+        seed=seed,
+    )
+    request = EngineRequest(
+        prompt=prompt + prefill,
+        max_tokens=budget - len(prefill),
+        stop_token_ids=tuple(encoding.stop_tokens_for_assistant_actions()),
+        sampling=sampling,
+        json_schema=json_schema,
+        tools=tools,
+    )
+    return Plan(body=body, input_tokens=len(prompt), prefill=prefill, policy=policy, engine_request=request)
+
+
+class ResponseRun:
+    """One response, fed from an engine: the bridge's `ResponseBuilder`, and what the server knows besides.
+
+    The events go to `sink` (the wire's: SSE text, or typed events). On top of the builder, a run knows
+    what the engine said of the end (a stop whose token it did not send, as llama.cpp and Ollama do; a
+    budget that ran out), the tool choice the model had to follow, and engine failures with the server's
+    error codes.
+    """
+
+    def __init__(self, plan: Plan, encoding: HarmonyEncoding, sink: Sink, *, model: str) -> None:
+        self.plan = plan
+        self.sink = sink
+        self.builder = ResponseBuilder(encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens)
+        self.failure: ErrorKind | None = None
+        self._feed_token = self.builder.feed_token
+        self._keep = sink.keep
+
+    @property
+    def ended(self) -> bool:
+        return self.builder.finished
+
+    @property
+    def output_tokens(self) -> int:
+        return self.builder.output_tokens
+
+    def _feed_ids(self, ids: Sequence[int]) -> None:
+        feed, keep = self._feed_token, self._keep
+        for token in ids:
+            delta = feed(token)
+            if delta is not None:  # the builder's fast path hands a delta back: keep it in the wire's sink
+                keep(delta)
+
+    def start(self) -> None:
+        """`response.created`, `response.in_progress`, and the forced call's opening events."""
+        self.builder.start()
+        self._feed_ids(self.plan.prefill)
+        self._check()
+
+    def feed(self, output: Tokens | Text) -> None:
+        """One engine output: token ids, or text."""
+        if type(output) is Tokens:
+            self._feed_ids(output.ids)
+        else:
+            self.builder.feed_text(output.text)  # type: ignore[union-attr]
+        if self.builder.finished:
+            self._check()
+
+    def _check(self) -> None:
+        if self.builder.status is Status.FAILED and self.failure is None:
+            self.failure = ErrorKind.MODEL_OUTPUT_INVALID  # strict parsing found no Harmony
+
+    def _violation(self, finished: Finished) -> str | None:
+        """How the completion breaks the request's tool choice, if it does (a stop closes an open call)."""
+        policy = self.plan.policy
+        calls = [item.name for item in self.builder.output if isinstance(item, FunctionCall)]
+        open_item = self.builder.current_item
+        if finished.reason is FinishReason.STOP and open_item is not None and open_item.name is not None:
+            calls.append(open_item.name)  # a call the engine ended without sending its <|call|>
+        for name in calls:
+            if name not in policy.allowed:
+                allowed = f"only {list(policy.allowed)}" if policy.allowed else "no function"
+                return f"the model called {name!r}, but tool_choice allows {allowed}"
+        if policy.mode == "required" and not calls and finished.reason is FinishReason.STOP:
+            return f"tool_choice requires a call to one of {list(policy.allowed)}, but the model answered without one"
+        return None
+
+    def finish(self, finished: Finished) -> None:
+        """The engine's end of the completion: a stop (its token sent or not) or a budget that ran out."""
+        if self.ended:
+            return
+        problem = self._violation(finished)
+        if problem is not None:
+            self.fail(ErrorKind.TOOL_CHOICE_VIOLATED, problem)
+            return
+        self.builder.finish(stopped=finished.reason is FinishReason.STOP)
+        self._check()
+
+    def fail(self, kind: ErrorKind, message: str) -> None:
+        """`error` then `response.failed`, carrying the server's error code for `kind`."""
+        if self.ended:
+            return
+        self.failure = kind
+        payload = error_payload(kind, message)
+        self.builder.fail(message, payload["code"], payload["type"])
+
+    def response(self) -> ResponseResource | None:
+        """The final `ResponseResource`, once the run ended."""
+        return self.builder.final
+
+
+def chat_completion(response: ResponseResource) -> dict[str, Any]:
+    """The response in the Chat Completions shape."""
+    return to_chat_completion(response)
+
+
+__all__ = [
+    "SERVER_CAPABILITIES",
+    "Plan",
+    "RequestError",
+    "ResponseRun",
+    "chat_completion",
+    "parse_body",
+    "plan_request",
+]

@@ -1,0 +1,125 @@
+"""The server's settings: defaults, environment variables (`HARMONY_RESPONSES_*`) and their validation.
+
+Every setting has one environment variable, named `HARMONY_RESPONSES_` + the field name in capitals
+(`HARMONY_RESPONSES_ENGINE=vllm:http://127.0.0.1:8001`); a command-line flag wins over it. API keys
+are comma-separated in `HARMONY_RESPONSES_API_KEYS`. Worker processes receive their settings through
+the same variables (`to_env`), so what one process reads every worker reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Any
+
+ENV_PREFIX = "HARMONY_RESPONSES_"
+
+
+class MediaPolicy(Enum):
+    """What happens to image and file inputs, which gpt-oss cannot read."""
+
+    REJECT = "reject"  # the bridge's 400 naming the content part
+    PLACEHOLDER = "placeholder"  # a short text marker stands in for the part
+
+
+class ReasoningEvents(Enum):
+    """The names of raw reasoning events on the wire."""
+
+    SPEC = "spec"  # response.reasoning.delta / .done (Open Responses)
+    OPENAI = "openai"  # response.reasoning_text.delta / .done (OpenAI's hosted API)
+
+
+class SettingsError(ValueError):
+    """A setting with a value the server cannot use; names the variable or flag."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `harmony-responses serve` can be told."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    engine: str = "demo"
+    model: str = "gpt-oss"
+    api_keys: tuple[str, ...] = ()
+    workers: int = 1
+    media: MediaPolicy = MediaPolicy.REJECT
+    reasoning_events: ReasoningEvents = ReasoningEvents.SPEC
+    max_concurrency: int = 512  # engine-backed requests in flight per worker; one more gets 429
+    max_body_bytes: int = 8 * 1024 * 1024  # larger bodies get 413 before they are read
+    max_json_depth: int = 64  # deeper bodies get 400 before they are parsed
+    engine_timeout: float = 60.0  # seconds: to connect, for the first output, and between outputs
+    default_max_output_tokens: int = 8192  # the engine budget when a request sets none
+    log_level: str = "info"
+
+    def validate(self) -> Settings:
+        """Self, or `SettingsError` naming the first bad value."""
+        positive = ("workers", "max_concurrency", "max_body_bytes", "max_json_depth", "default_max_output_tokens")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port must be 0..65535, got {self.port}")
+        if self.engine_timeout <= 0:
+            raise SettingsError(f"engine_timeout must be positive, got {self.engine_timeout}")
+        if any(not key for key in self.api_keys):
+            raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
+        return self
+
+    def listens_beyond_loopback(self) -> bool:
+        """True unless `host` is a loopback address or `localhost`."""
+        if self.host == "localhost":
+            return False
+        try:
+            return not ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return True  # a host name other than localhost may resolve anywhere
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> Settings:
+        """Defaults, then `HARMONY_RESPONSES_*` variables, then `overrides` (the command line; None = not given)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is not None and raw != "":
+                values[f.name] = _convert(f.name, f.type, raw, ENV_PREFIX + f.name.upper())
+        for name, value in overrides.items():
+            if value is not None:
+                values[name] = value
+        return cls(**values).validate()
+
+    def to_env(self) -> dict[str, str]:
+        """The variables that make `from_env` return these settings."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Enum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = ",".join(value)
+            out[ENV_PREFIX + f.name.upper()] = str(value)
+        return out
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes).validate()
+
+
+def _convert(name: str, annotation: Any, raw: str, where: str) -> Any:
+    kind = str(annotation)
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "MediaPolicy":
+            return MediaPolicy(raw)
+        if kind == "ReasoningEvents":
+            return ReasoningEvents(raw)
+        if kind == "tuple[str, ...]":
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+    except ValueError:
+        raise SettingsError(f"{where}: {raw!r} is not a valid {name}") from None
+    return raw

@@ -1,0 +1,91 @@
+"""What the fake engines "generate": a scenario picked from the prompt, played with realistic chunking.
+
+A test chooses the scenario by writing `SCENARIO=<name>` in its prompt (as a model's output depends on
+its prompt); without one the fake answers normally, or, with `--fail-rate`, fails some requests
+mid-stream (the chaos test). A prompt that ends right after `<|message|>` (the server forced a call)
+gets the call's arguments and `<|call|>`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+
+from harmony_responses import HarmonyEncoding
+
+ANSWER = (
+    "<|channel|>analysis<|message|>Thinking about café ☕ and 日本語 before answering.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>Héllo wörld 👋🏽 — naïve café 🎉 日本<|return|>"
+)
+TOOL = (
+    "<|channel|>analysis<|message|>The user wants the weather; call get_weather.<|end|>"
+    '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Zürich"}'
+    "<|call|>"
+)
+FORCED_ARGS = '{"location":"Zürich"}<|call|>'
+LONG = "<|channel|>final<|message|>" + "lorem ipsum dolor sit amet " * 80 + "<|return|>"
+_SCENARIO = re.compile(r"SCENARIO=([a-z_]+)")
+EOG = (200002, 200012, 199999)  # <|return|>, <|call|>, <|endoftext|>: gpt-oss's generation_config eos ids
+
+
+@dataclass
+class Behaviour:
+    """One request's plan: the completion, and how and when things go wrong."""
+
+    name: str
+    completion: list[int]
+    error_before: int | None = None  # HTTP status before any output
+    error_after: int | None = None  # send an error chunk after this many tokens
+    cut_after: int | None = None  # cut the connection after this many tokens
+    stall_before: float = 0.0  # seconds before the response head
+    stall_after: int | None = None  # stall (for a long time) after this many tokens
+    end_without_finish: bool = False
+    token_delay: float = 0.001  # seconds per chunk
+    rng: random.Random = field(default_factory=random.Random)
+
+    def chunks(self, tokens: list[int], max_group: int = 3) -> list[list[int]]:
+        """The tokens in groups of 1..max_group (token ids split across chunks)."""
+        out, i = [], 0
+        while i < len(tokens):
+            n = self.rng.randint(1, max_group)
+            out.append(tokens[i : i + n])
+            i += n
+        return out
+
+    def pieces(self, data: bytes) -> list[bytes]:
+        """One frame's bytes in 1-3 writes, cut anywhere (a JSON line split across TCP writes)."""
+        cuts = sorted(self.rng.sample(range(1, len(data)), k=min(2, len(data) - 1))) if len(data) > 2 else []
+        cuts = cuts[: self.rng.randint(0, len(cuts))]
+        bounds = [0, *cuts, len(data)]
+        return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def behaviour(encoding: HarmonyEncoding, prompt_text: str, *, fail_rate: float, counter: int, seed: int) -> Behaviour:
+    rng = random.Random(seed * 1_000_003 + counter)
+    match = _SCENARIO.search(prompt_text)
+    name = match.group(1) if match else "answer"
+    if prompt_text.endswith("<|message|>"):
+        name = "forced"  # the prompt ends inside a call's header: only the arguments remain
+    text = {"tool": TOOL, "long": LONG, "slow": LONG, "forced": FORCED_ARGS}.get(name, ANSWER)
+    b = Behaviour(name, encoding.encode(text, allowed_special="all"), rng=rng)
+    if name == "answer" and match is None and fail_rate and rng.random() < fail_rate:
+        b.name = rng.choice(["error_mid", "cut_mid"])
+        b.completion = encoding.encode(LONG, allowed_special="all")
+    if b.name == "error_before":
+        b.error_before = 500
+    elif b.name == "reject":
+        b.error_before = 400
+    elif b.name == "error_mid":
+        b.error_after = rng.randint(3, 12)
+    elif b.name == "cut_mid":
+        b.cut_after = rng.randint(3, 12)
+    elif b.name == "stall_before":
+        b.stall_before = 30.0
+    elif b.name == "stall_mid":
+        b.stall_after = 5
+    elif b.name == "no_finish":
+        b.end_without_finish = True
+    elif b.name == "slow":
+        b.token_delay = 0.02
+    return b
