@@ -497,6 +497,7 @@ ERRORS: dict[str, dict[str, str]] = {
         "message": "the model's output does not follow the Harmony format: {detail}",
     },
 }
+"""Error code → its type and message."""
 
 OPENAI_REASONING_EVENTS: dict[str, str] = {
     "response.reasoning.delta": "response.reasoning_text.delta",

@@ -9,7 +9,7 @@ export const ENCODING_NAME: string = "HarmonyGptOss";
 
 export const ENCODING_TIKTOKEN_NAME: string = "o200k_harmony";
 
-/** The o200k_base pre-tokenizer split pattern, as the spec writes it. */
+/** The o200k_base pre-tokenizer split pattern. */
 export const PATTERN: string = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 /** The same pattern in JavaScript syntax (flags `gu`): inline `(?i:…)` groups spelled out, and `\s` as Unicode White_Space (JavaScript's `\s` adds U+FEFF and lacks U+0085). */
@@ -54,7 +54,7 @@ export const TOKEN_KINDS: Readonly<Record<number, string>> = {
   "200012": "stop",
 };
 
-/** Inclusive. */
+/** Inclusive id ranges. */
 export const RESERVED_RANGES: readonly (readonly [number, number])[] = [[200000, 200001], [200004, 200004], [200009, 200011], [200013, 201088]];
 
 export const RESERVED_SPELLING: string = "<|reserved_{id}|>";
@@ -472,6 +472,7 @@ export const STREAM_ERROR: string = "error";
 
 export const ERROR_MODEL_OUTPUT_INVALID: string = "model_output_invalid";
 
+/** Error code → its type and message. */
 export const ERRORS: Readonly<Record<string, { readonly type: string; readonly message: string }>> = {
   "model_output_invalid": { "type": "server_error", "message": "the model's output does not follow the Harmony format: {detail}" },
 };

@@ -1,0 +1,266 @@
+"""The IR lowered into named facts: what every target's data modules hold, listed once.
+
+A target prints these facts, under these names, in its own syntax (`pyprint`, `tsprint`) and with its
+own types (protobuf hands each language plugin the same request in the same way). Names are made here:
+a fact is named after the spec key or the purpose it stands for, never after its value, so a renamed
+channel or namespace changes values, not names.
+
+A target infers a fact's type from its value, except where the value alone cannot say it (an empty list,
+a `null` that stands for a string, a pair rather than a list, a set): there `shape` states it in a small
+language-neutral notation that each target maps to its own types:
+
+- `"str"`, `"int"`, `"bool"`, `"scalar"` (a string, number, boolean or null), `"json"` (any JSON value);
+- `("opt", S)`: S or null; `("seq", S)`: a sequence of S; `("set", S)`: a set of S (printed sorted);
+- `("pair", S1, S2, ...)`: a fixed tuple; `("map", K, V)`: a table; `("record", ((field, S), ...))`: an object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .ir import ProjectIR
+
+Shape = Any  # str | tuple: the notation above
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    value: Any
+    doc: str = ""
+    shape: Shape = None  # None: the type follows from the value
+
+
+def symbol(*parts: str) -> str:
+    """A fact's name from spec keys: `("sys", "knowledge_cutoff")` → `SYS_KNOWLEDGE_CUTOFF`."""
+    return "_".join(parts).upper().replace("-", "_").replace(".", "_").replace(":", "_")
+
+
+def _group(prefix: str, pairs: Iterable[tuple[str, Any]]) -> list[Fact]:
+    return [Fact(symbol(prefix, key), value) for key, value in pairs]
+
+
+def spec_facts(ir: ProjectIR) -> list[Fact]:
+    """The facts of the format: tokens, format texts, the parser's vocabulary, the mapping, the requests."""
+    enc, tok, fmt, h = ir.encoding, ir.tokens, ir.format, ir.format.header
+    out = [
+        Fact("ENCODING_NAME", enc.name, "The reference's name for the encoding."),
+        Fact("ENCODING_TIKTOKEN_NAME", enc.tiktoken_name),
+        Fact("PATTERN", enc.pattern, "The o200k_base pre-tokenizer split pattern."),
+        Fact("RANKS_FILE", enc.ranks_file),
+        Fact("RANKS_SHA256", enc.ranks_sha256),
+        Fact("RANKS_ENV_VAR", enc.ranks_env_var),
+        Fact("RANKS_TIKTOKEN_NAME", enc.ranks_tiktoken_name),
+        Fact("SPELLING_OPEN", tok.spelling_open, "Every special token's spelling starts with this."),
+        Fact("SPELLING_CLOSE", tok.spelling_close, "Every special token's spelling ends with this."),
+        Fact(
+            "NAMED_TOKENS",
+            {t.spelling: t.id for t in tok.named},
+            "Special tokens with a spelling of their own; the rest are reserved.",
+        ),
+        Fact("TOKEN_KINDS", {t.id: t.kind for t in tok.named}),
+        Fact("RESERVED_RANGES", tok.reserved_ranges, "Inclusive id ranges.", ("seq", ("pair", "int", "int"))),
+        Fact("RESERVED_SPELLING", tok.reserved_spelling),
+    ]
+    formatted = sorted((t for t in tok.named if t.format_token), key=lambda t: str(t.format_token))
+    out += [Fact(symbol("token", str(t.format_token)), t.id) for t in formatted]
+    out += [Fact(symbol("spelling", str(t.format_token)), t.spelling) for t in formatted]
+    out += [Fact(name.upper(), ids, shape=("seq", "int")) for name, ids in tok.stop_sets.items()]
+    out.append(
+        Fact(
+            "TERMINATORS",
+            {t.id: t.terminator for t in tok.named if t.terminator},
+            "Stop token → how a message it ends is said to end.",
+        )
+    )
+    out.append(Fact("ROLE_DEBUG_NAMES", {r.value: r.debug_name for r in fmt.roles}))
+    out.append(Fact("REASONING_RENDERED", {e.value: e.rendered for e in fmt.reasoning_efforts}))
+    out.append(Fact("CHANNELS", tuple(c.name for c in fmt.channels), "Every channel, in the spec's order."))
+    out += [Fact(symbol("channel", p), c.name) for c in fmt.channels for p in c.purposes]
+    out.append(
+        Fact(
+            "CHANNEL_BY_PURPOSE",
+            {p: c.name for c in fmt.channels for p in c.purposes},
+            "What a channel is used for → the channel.",
+        )
+    )
+    out.append(Fact("HEADER_RENDER_ORDER", h.render_order, "Header parts (grammar rules), as rendered."))
+    out += _group(
+        "header",
+        [
+            ("author_name_separator", h.author_name_separator),
+            ("part_separator", h.part_separator),
+            ("recipient_keyword", h.recipient_keyword),
+            ("broadcast_recipient", h.broadcast_recipient),
+            ("function_namespace", h.function_namespace),
+            ("namespace_separator", h.namespace_separator),
+        ],
+    )
+    out.append(Fact("CONTENT_TYPES", tuple(c.name for c in h.content_types)))
+    out += [Fact(symbol("content_type", p), c.name) for c in h.content_types for p in c.purposes]
+    defaults = dict(fmt.system_defaults)
+    defaults["valid_channels"] = [c.name for c in fmt.channels]
+    out += [
+        Fact(symbol("system_default", k), v, shape=("opt", "str") if v is None else None) for k, v in defaults.items()
+    ]
+    out += _group("sys", fmt.system_sections.items())
+    out += _group("dev", fmt.developer_sections.items())
+    out += _group("tools", fmt.tools_section.items())
+    out += _group("conv", fmt.conversation.items())
+    out += _group("err", fmt.errors.items())
+    p = ir.parsing
+    out.append(Fact("PARSE_EOS_TERMINATOR", p.eos_terminator))
+    out += _group("parse_event", p.events.items())
+    out += _group("parse_unit", p.units.items())
+    out += _group("parse_detail", p.details.items())
+    out.append(Fact("RECOVERY_RULES", p.recovery_rules, "Lenient repairs: rule id → what it does."))
+    out += [Fact(symbol("recovery", rule), rule) for rule in p.recovery_rules]
+    out += _group("parse_err", p.errors.items())
+    out += _mapping_facts(ir)
+    out += _request_facts(ir)
+    tool = ("record", (("name", "str"), ("description", "str"), ("parameters", "json")))
+    namespace = ("record", (("name", "str"), ("description", ("opt", "str")), ("tools", ("seq", tool))))
+    out.append(
+        Fact(
+            "BUILTIN_NAMESPACES",
+            {
+                ns.name: {
+                    "name": ns.name,
+                    "description": ns.description,
+                    "tools": [
+                        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in ns.tools
+                    ],
+                }
+                for ns in ir.builtin_namespaces
+            },
+            "Built-in tool namespaces (browser, python) as ToolNamespaceConfig data.",
+            ("map", "str", namespace),
+        )
+    )
+    return out
+
+
+def _mapping_facts(ir: ProjectIR) -> list[Fact]:
+    m = ir.mapping
+    out = [
+        Fact(
+            "ITEM_KINDS",
+            {
+                item.kind: {
+                    "type": item.type,
+                    "id_prefix": item.id_prefix,
+                    "call_id_prefix": item.call_id_prefix,
+                    "channel_purpose": item.channel_purpose,
+                    "text": item.text,
+                    "arguments": item.arguments,
+                    "phases": item.phases,
+                }
+                for item in m.items
+            },
+            "Item kind → its wire type, id prefixes, the channel purpose that picks it, and its events.",
+        ),
+        Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
+    ]
+    out += _group("response", m.response.items())
+    out += [
+        Fact(symbol("stream", key), tuple(value) if isinstance(value, list) else value)
+        for key, value in m.stream.items()
+    ]
+    out += [Fact(symbol("error", e.code), e.code) for e in m.errors]
+    out.append(
+        Fact(
+            "ERRORS",
+            {e.code: {"type": e.type, "message": e.message} for e in m.errors},
+            "Error code → its type and message.",
+        )
+    )
+    out.append(Fact("OPENAI_REASONING_EVENTS", m.openai_reasoning_events))
+    out += _group("sse", m.sse.items())
+    out += _group("chat", m.chat.items())
+    return out
+
+
+def _request_facts(ir: ProjectIR) -> list[Fact]:
+    r = ir.requests
+    out = [
+        Fact("MAX_JSON_DEPTH", r.max_json_depth, "Arrays and objects of untrusted JSON nest at most this deep."),
+        Fact("MAX_SCHEMA_CHARS", r.max_schema_chars, "A schema shown to the model: at most this many characters."),
+        Fact("REQUEST_ERROR_TYPE", r.error_type),
+        Fact(
+            "REQUEST_ERRORS",
+            {e.handle: {"code": e.code, "message": e.message} for e in r.errors},
+            "Request error by handle → the code a client sees and the message (`{fields}` shown as JSON).",
+            ("map", "str", ("record", (("code", "str"), ("message", "str")))),
+        ),
+    ]
+    out += [Fact(symbol("request_error", e.handle), e.handle) for e in r.errors]
+    out += [
+        Fact(
+            "HONOURED_BY_CALLER",
+            tuple((f.field, f.capability, f.neutral, f.why) for f in r.honoured_by_caller),
+            "Request fields the bridge honours only with its caller: (field path, capability, neutral values, why).",
+            ("seq", ("pair", "str", ("opt", "str"), ("seq", "scalar"), "str")),
+        ),
+        Fact(
+            "EXTRA_FIELDS",
+            {f.field: (f.capability, f.why) for f in r.extra_fields},
+            "Fields outside the spec that clients send → (the capability that honours it, why not here).",
+            ("map", "str", ("pair", ("opt", "str"), "str")),
+        ),
+        Fact(
+            "INCLUDES", r.includes, "`include` values → the capability that honours it.", ("map", "str", ("opt", "str"))
+        ),
+    ]
+    return out
+
+
+def grammar_facts(ir: ProjectIR) -> list[Fact]:
+    """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
+    g = ir.grammar
+    origins = sorted({r.origin for r in g.rules if not r.origin.startswith("_")})  # not lark's helper rules
+    out = [
+        Fact("END", g.end_terminal, "The end-of-input terminal."),
+        Fact("START_RULE", g.start_rule, "The rule a whole input reduces to."),
+        Fact("TERMINALS", g.terminals, "Every terminal but END, sorted.", ("seq", "str")),
+        Fact(
+            "CONTROL_TERMINALS",
+            dict(g.control_terminals),
+            "Token id → terminal, for the control tokens the grammar names.",
+        ),
+    ]
+    out += [
+        Fact(symbol("lexer_terminal", what), terminal, f"The terminal the lexer makes of a {what}.")
+        for what, terminal in g.lexer_terminals.items()
+    ]
+    out += [Fact(symbol("rule", origin), origin) for origin in origins]
+    out += [
+        Fact(
+            "RULES",
+            tuple((r.origin, len(r.expansion)) for r in g.rules),
+            "Rule index → (origin, number of symbols it pops).",
+            ("seq", ("pair", "str", "int")),
+        ),
+        Fact(
+            "RULE_TEXTS",
+            tuple(f"{r.origin}: {' '.join(r.expansion)}".rstrip() for r in g.rules),
+            "Rule index → the rule as text, for messages and tests.",
+            ("seq", "str"),
+        ),
+        Fact("START_STATE", g.start_state, "The state before any input."),
+        Fact("ACCEPT_STATE", g.accept_state, "The state reached once the start rule is reduced at END."),
+        Fact(
+            "ACTIONS",
+            tuple(s.actions for s in g.states),
+            "State → symbol → the next state (shift or goto, >= 0) or `~rule` (reduce, < 0).",
+            ("seq", ("map", "str", "int")),
+        ),
+        Fact(
+            "EXPECTED",
+            tuple(frozenset(s.expected) for s in g.states),
+            "State → the terminals (END included) that have an action there.",
+            ("seq", ("set", "str")),
+        ),
+    ]
+    return out
