@@ -83,6 +83,7 @@ bench: test-venv ts-build
 	$(BIN)/python bench/bench_leak.py
 	$(BIN)/python bench/bench_store.py
 	$(BIN)/python bench/bench_server.py
+	$(BIN)/python bench/bench_realworld.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

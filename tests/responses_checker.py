@@ -2,11 +2,19 @@
 
 The ordering rules are those of ../shared/docs/open-responses-notes.md ("Streaming"). `check_stream`
 takes events as JSON dicts (what a client sees) and raises `AssertionError` naming the first broken rule.
+
+Core items (the OpenAPI document's `message`, `function_call`, `reasoning`, ...) are validated against the
+document. Its item unions are closed, but the specification's text lets an implementation add item types
+prefixed with its slug (`slug:type`): such extension items are validated by that extension rule instead
+(`assert_valid_extension_item`: a vendor-prefixed `type`, a string `id`, a known `status`, and here, for the
+items this project makes, the fields its spec/mapping names: `recipient`, `arguments`, `channel`,
+`content_type`), and everything around them (the event, the response) against the document.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 
@@ -39,24 +47,51 @@ def stream_validator() -> Draft202012Validator:
     return Draft202012Validator({**document(), **post["responses"]["200"]["content"]["text/event-stream"]["schema"]})
 
 
+VENDOR_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[A-Za-z0-9_.:-]+$")  # `slug:type`
+STATUSES = ("in_progress", "completed", "incomplete")
+EXTENSION_FIELDS = {"recipient": str, "arguments": str, "channel": (str, type(None)), "content_type": (str, type(None))}
+
+
 def is_extension(item: Any) -> bool:
     return isinstance(item, dict) and ":" in str(item.get("type", ""))
 
 
+def assert_valid_extension_item(item: dict[str, Any]) -> None:
+    """The spec's extension rule for an item type outside the document's unions, and this project's fields."""
+    assert VENDOR_TYPE.match(item["type"]), f"extension item type {item['type']!r} is not vendor-prefixed"
+    assert isinstance(item.get("id"), str) and item["id"], f"extension item without an id: {item}"
+    assert item.get("status") in STATUSES, f"extension item status {item.get('status')!r}"
+    for key, kind in EXTENSION_FIELDS.items():
+        assert key in item and isinstance(item[key], kind), f"extension item field {key!r}: {item.get(key)!r}"
+
+
 def _strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
-    """Vendor-prefixed items are outside the spec's closed unions: validate everything around them."""
+    """Vendor-prefixed items are outside the spec's closed unions: check them by the extension rule, and
+    validate everything around them against the document."""
     out = dict(data)
     if "response" in out:
         response = dict(out["response"])
+        for item in response["output"]:
+            if is_extension(item):
+                assert_valid_extension_item(item)
         response["output"] = [i for i in response["output"] if not is_extension(i)]
         out["response"] = response
     if "output" in out:
+        for item in out["output"]:
+            if is_extension(item):
+                assert_valid_extension_item(item)
         out["output"] = [i for i in out["output"] if not is_extension(i)]
     return out
 
 
 def assert_valid_event(event: dict[str, Any]) -> None:
     if is_extension(event.get("item")):
+        assert_valid_extension_item(event["item"])
+        rest = {k: v for k, v in event.items() if k != "item"}
+        item_schema_free = {**rest, "item": {"type": "message", "id": "x", "status": "completed", "role": "assistant",
+                                             "content": []}}  # fmt: skip
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in stream_validator().iter_errors(item_schema_free)]
+        assert not errors, f"{event['type']} #{event.get('sequence_number')}: {errors[:3]}"
         return
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in stream_validator().iter_errors(_strip_extensions(event))]
     assert not errors, f"{event['type']} #{event.get('sequence_number')}: {errors[:3]}"

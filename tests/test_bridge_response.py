@@ -106,7 +106,7 @@ def test_names_keep_every_dot_and_builtin_calls_are_vendor_items(encoding: Harmo
     events = events_of(encoding, tokens(encoding, browse))
     check_stream(dumped(events))
     item = events[-1].response.output[0]  # type: ignore[union-attr]
-    assert item.type == "harmony:tool_call"
+    assert item.type == "harmony:browser_call"
     assert item.model_dump()["recipient"] == "browser.search"
 
 
@@ -122,7 +122,9 @@ def test_a_budget_cut_mid_item_ends_incomplete(encoding: HarmonyEncoding) -> Non
 
 
 def test_strict_mode_fails_where_lenient_mode_repairs_and_says_so(encoding: HarmonyEncoding) -> None:
-    text = "<|channel|>final<|message|>Hi<|end|>junk before start"
+    text = (
+        "<|channel|>final<|message|>Hi<|end|>junk before start<|start|>assistant<|channel|>final<|message|>!<|return|>"
+    )
     strict = list(stream_response(tokens(encoding, text), encoding, ids=counting_ids(), created_at=1, strict=True))
     check_stream(dumped(strict))
     assert [e.type for e in strict[-2:]] == ["error", "response.failed"]
@@ -134,7 +136,7 @@ def test_strict_mode_fails_where_lenient_mode_repairs_and_says_so(encoding: Harm
     check_stream(dumped(lenient))
     final = lenient[-1].response  # type: ignore[union-attr]
     assert lenient[-1].type == "response.completed"
-    assert [o.content[0].text for o in final.output] == ["Hi"]  # type: ignore[union-attr]
+    assert [o.content[0].text for o in final.output] == ["Hi", "!"]  # type: ignore[union-attr]
     (repair,) = final.model_dump(mode="json")["harmony:repairs"]
     assert repair["rule"] == "junk_between_messages" and repair["text"] == "junk before start"
     assert [r.rule for r in seen] == ["junk_between_messages"]

@@ -240,8 +240,10 @@ def test_a_missing_vocabulary_is_not_blamed_on_the_input(tmp_path: Path) -> None
 def test_lenient_parse_reports_set_aside_text_on_stderr(cli: Run) -> None:
     run = cli("parse", "-", "--role", "none", "--mode", "lenient", stdin=b"junk<|start|>assistant<|message|>x<|end|>zz")
     assert run.returncode == 0
-    assert [json.loads(line)["content"][0]["text"] for line in run.stdout.splitlines()] == ["x"]
-    assert "text_before_start x1" in run.stderr and "6 characters set aside" in run.stderr
+    # Text after `<|end|>` with no `<|start|>` is read as the next message (a repair); "junk" is set aside.
+    assert [json.loads(line)["content"][0]["text"] for line in run.stdout.splitlines()] == ["x", "zz"]
+    assert "text_before_start x1" in run.stderr and "text_after_end x1" in run.stderr
+    assert "4 characters set aside" in run.stderr
     assert "--events" in run.stderr and run.stderr.count("\n") == 1
     clean = cli("parse", "-", stdin=b"<|channel|>final<|message|>x<|return|>")
     assert clean.returncode == 0 and clean.stderr == ""

@@ -67,3 +67,23 @@ def test_a_request_the_model_cannot_take_exits_2_with_the_error_body(
     assert main(["respond", "--request", str(bad), "--completion", str(EXAMPLE / "completion.txt")]) == 2
     error = json.loads(capsys.readouterr().err)["error"]
     assert (error["code"], error["param"]) == ("item_reference_not_found", "input[0].id")
+
+
+def test_a_completion_whose_stop_token_the_engine_left_out(
+    capsys: pytest.CaptureFixture[str], encoding: object, tmp_path: Path
+) -> None:
+    """Engines leave a stop token's text out (llama.cpp and Ollama print nothing for it, vLLM excludes it by
+    default): text ending inside a call is a finished call unless `--finish length` says the budget ran out."""
+    text = "<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant"
+    text += '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Berlin"}'
+    path = tmp_path / "completion.txt"
+    path.write_text(text, encoding="utf-8")
+    args = ["respond", "--request", str(EXAMPLE / "request.json"), "--completion", str(path), "--chat"]
+    assert main(args) == 0
+    choice = json.loads(capsys.readouterr().out)["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"city": "Berlin"}
+    assert main([*args, "--finish", "length"]) == 0
+    assert json.loads(capsys.readouterr().out)["choices"][0]["finish_reason"] == "length"
+    assert main([*args[:-1], "--finish", "stop"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "completed"

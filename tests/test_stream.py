@@ -27,7 +27,7 @@ from harmony_responses import (
     parse_tokens,
     unescape_control_tokens,
 )
-from harmony_responses.stream import RECOVERY_RULES, Event
+from harmony_responses.stream import RECOVERY_RULES, Event, messages_of
 
 from conftest import FIXTURES, ROOT, read_jsonl
 
@@ -149,8 +149,19 @@ def test_feed_bytes_split_inside_a_character(encoding: HarmonyEncoding) -> None:
         assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == "naïve 🙂"
 
 
+TESTED_ELSEWHERE = {
+    "after_tool_call": "test_stop_after_tool_call",
+    "after_turn_end": "test_stop_at_turn_end_sets_aside_what_follows_a_return",
+    "invalid_token": "test_lenient_survives_arbitrary_garbage",
+    "other_author": "test_reading_one_turn_sets_aside_a_turn_the_model_wrote_for_someone_else",
+    "json_string_control": "test_a_stop_token_spelled_inside_a_json_string_is_text (text input only)",
+    "empty_arguments": "tests/test_bridge_calls.py (a bridge repair)",
+    "arguments_invalid": "tests/test_bridge_calls.py (a bridge repair)",
+}
+
+
 def test_every_rule_is_tested() -> None:
-    tested = {case[0] for case in LENIENT_CASES} | {"after_tool_call", "after_turn_end", "invalid_token"}
+    tested = {case[0] for case in LENIENT_CASES} | set(TESTED_ELSEWHERE)
     assert tested == set(RECOVERY_RULES)
 
 
@@ -217,7 +228,19 @@ def test_bad_mode(encoding: HarmonyEncoding) -> None:
 # -- lenient repairs: one test per rule -------------------------------------------------------------
 
 A = "<|start|>assistant"
-VALID_IN_STRICT_MODE = {"glued_content_type", "invented_tool_result", "missing_functions_prefix"}
+VALID_IN_STRICT_MODE = {
+    "glued_content_type",
+    "invented_tool_result",
+    "missing_functions_prefix",
+    "channel_punctuation",
+    "missing_channel_marker",
+    "glued_role",
+    "unknown_author",
+    "recipient_to_self",
+    "recipient_as_content_type",
+    "recipient_punctuation",
+    "wrong_namespace",
+}
 LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None, str | None, str]]]] = [
     # rule, role, tools, input, expected (channel, recipient, content) per message
     ("text_before_start", None, [], f"hello{A}<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
@@ -287,7 +310,107 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         [],
         "<|channel|>commentary to=functions.f<|message|>{}<|call|>"
         "<|start|>functions.f to=assistant<|channel|>commentary<|message|>42<|end|>",
-        [("commentary", "functions.f", "{}"), ("commentary", "assistant", "42")],
+        [("commentary", "functions.f", "{}")],  # a completion is one turn: the invented result is set aside
+    ),
+    ("byte_order_mark", "assistant", [], "\ufeff<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
+    ("channel_punctuation", "assistant", [], "<|channel|>––final.<|message|>x<|end|>", [("final", None, "x")]),
+    ("missing_channel_marker", None, [], f"{A} final<|message|>x<|end|>", [("final", None, "x")]),
+    ("glued_role", None, [], "<|start|>assistantassistant<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
+    ("glued_role", None, [], "<|start|>assistantfinal<|message|>x<|end|>", [("final", None, "x")]),
+    ("unknown_author", None, [], "<|start|>bash<|channel|>final<|message|>x<|end|>", [("final", None, "x")]),
+    (
+        "recipient_out_of_place",
+        "assistant",
+        [],
+        "<|channel|>commentary json to=functions.f<|message|>{}<|call|>",
+        [("commentary", "functions.f", "{}")],
+    ),
+    (
+        "name_with_space",
+        "assistant",
+        ["Web Search"],
+        "<|channel|>commentary to=functions.Web Search json<|message|>{}<|call|>",
+        [("commentary", "functions.Web Search", "{}")],
+    ),
+    (
+        "recipient_to_self",
+        "assistant",
+        [],
+        "<|channel|>commentary to=assistant<|message|>hi<|end|>",
+        [("commentary", None, "hi")],
+    ),
+    (
+        "recipient_as_content_type",
+        "assistant",
+        [],
+        "<|channel|>final <|constrain|>functions.f<|message|>{}<|return|>",
+        [("final", "functions.f", "{}")],
+    ),
+    (
+        "recipient_punctuation",
+        "assistant",
+        ["get_weather"],
+        "<|channel|>commentary to=functions.get_weather, json<|message|>{}<|call|>",
+        [("commentary", "functions.get_weather", "{}")],
+    ),
+    (
+        "wrong_namespace",
+        "assistant",
+        ["get_weather"],
+        "<|channel|>commentary to=function.get_weather json<|message|>{}<|call|>",
+        [("commentary", "functions.get_weather", "{}")],
+    ),
+    (
+        "junk_header",
+        "assistant",
+        [],
+        f"<|channel|>commentary?<|end|>{A}<|channel|>final<|message|>x<|return|>",
+        [("final", None, "x")],
+    ),
+    (
+        "junk_header",
+        "assistant",
+        ["edit"],
+        "<|channel|>commentary to=functions.edit <|constrain|>I will edit it<|end|>"
+        f"{A}<|channel|>final<|message|>x<|return|>",
+        [("final", None, "x")],
+    ),
+    (
+        "headerless_message",
+        "assistant",
+        [],
+        f"Thinking here.<|end|>{A}<|channel|>final<|message|>x<|return|>",
+        [("analysis", None, "Thinking here."), ("final", None, "x")],
+    ),
+    ("headerless_message", "assistant", [], "The answer is 4.<|return|>", [(None, None, "The answer is 4.")]),
+    (
+        "text_after_end",
+        "assistant",
+        [],
+        "<|channel|>analysis<|message|>a<|end|>\nThe answer.",
+        [("analysis", None, "a"), (None, None, "The answer.")],
+    ),
+    (
+        "text_after_call",
+        "assistant",
+        [],
+        "<|channel|>commentary to=functions.f<|message|>{}<|call|>made up",
+        [("commentary", "functions.f", "{}")],
+    ),
+    (
+        "missing_start",
+        "assistant",
+        [],
+        "<|channel|>analysis<|message|>a<|end|>final<|message|>b<|return|>",
+        [("analysis", None, "a"), ("final", None, "b")],
+    ),
+    (
+        "missing_start",
+        "assistant",
+        ["f"],
+        "<|channel|>commentary to=functions.f<|message|>{}<|call|>"
+        "commentary to=functions.f <|constrain|>json<|message|>{}<|call|>",
+        [("commentary", "functions.f", "{}"), ("commentary", "functions.f", "{}")],
     ),
 ]
 
@@ -336,7 +459,7 @@ def test_restarted_header_forgets_the_prompt_role(encoding: HarmonyEncoding) -> 
 
 def test_lenient_carries_the_text_it_sets_aside(encoding: HarmonyEncoding) -> None:
     parser = HarmonyStreamParser(encoding, None, "lenient")
-    events = parser.feed_text(f"junk before{A}<|channel|>final<|message|>x<|end|> and after") + parser.close()
+    events = parser.feed_text(f"junk before{A}<|channel|>final<|message|>x<|call|> and after") + parser.close()
     aside = [e.text for e in events if isinstance(e, Recovered)]
     assert aside == ["junk before", " and after"]
 
@@ -487,3 +610,148 @@ def test_stop_at_turn_end_sets_aside_what_follows_a_return(encoding: HarmonyEnco
     (aside,) = [e for e in events if isinstance(e, Recovered)]
     assert aside.rule == "after_turn_end"
     assert aside.text == "<|start|>assistant<|channel|>final<|message|>More<|end|>"
+
+
+def test_reading_one_turn_reads_every_call_and_cuts_a_result_the_model_invented(encoding: HarmonyEncoding) -> None:
+    call = "<|channel|>commentary to=functions.f json<|message|>{}<|call|>"
+    invented = "<|start|>functions.f to=assistant<|channel|>commentary<|message|>42<|end|>"
+    text = call + A + call + invented + A + "<|channel|>final<|message|>It is 42.<|return|>"
+    for feed in ("text", "tokens"):
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient", ["f"], stop_at_turn_end=True)
+        if feed == "text":
+            events = parser.feed_text(text) + parser.close()
+        else:
+            events = parser.feed_tokens(encoding.encode(text, allowed_special="all")) + parser.close()
+        assert [(m.recipient, m.terminator) for m in messages_of(events)] == [("functions.f", "call")] * 2
+        (cut,) = [e for e in events if isinstance(e, Recovered)]
+        assert (cut.rule, cut.text) == (
+            "invented_tool_result",
+            invented + A + "<|channel|>final<|message|>It is 42.<|return|>",
+        )
+    transcript = HarmonyStreamParser(encoding, "assistant", "lenient", ["f"], stop_at_turn_end=False)
+    whole = messages_of(transcript.feed_text(text) + transcript.close())  # a transcript: the result is only reported
+    assert [m.role for m in whole] == [Role.ASSISTANT, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert parse_text(encoding, text, "assistant", "lenient") == messages_of(events)  # one turn is the default
+
+
+def test_a_stop_token_spelled_inside_a_json_string_is_text(encoding: HarmonyEncoding) -> None:
+    args = '{"note": "say <|end|> then \\"<|call|>\\" and stop"}'
+    text = f"<|channel|>commentary to=functions.note json<|message|>{args}<|call|>"
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+    events: list[Event] = []
+    for ch in text:  # streamed a character at a time
+        events += parser.feed_text(ch)
+    events += parser.close()
+    (message,) = messages_of(events)
+    assert (message.content, message.terminator) == (args, "call")
+    assert [e.rule for e in events if isinstance(e, Recovered)] == ["json_string_control"] * 2
+    # once the string is closed a stop token ends the call; a body that is no JSON is not looked into
+    (closed,) = parse_text(
+        encoding, '<|channel|>commentary to=functions.f json<|message|>{"a": "b"}<|call|>', mode="lenient"
+    )
+    assert closed.content == '{"a": "b"}'
+    prose = parse_text(encoding, '<|channel|>final<|message|>a "quote <|end|>', mode="lenient")
+    assert [m.content for m in prose] == ['a "quote ']
+    # token input has control tokens as tokens: a stop token ends the call even inside a string
+    tokens = encoding.encode(
+        '<|channel|>commentary to=functions.f json<|message|>{"a": "<|call|>', allowed_special="all"
+    )
+    (cut,) = parse_tokens(encoding, tokens, mode="lenient")
+    assert cut.content == '{"a": "'
+
+
+def test_stripped_text_is_split_while_streaming(encoding: HarmonyEncoding) -> None:
+    text = 'analysisThink.assistantcommentaryOn it.assistantcommentary to=functions.get_weatherjson{"city":"A"}'
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient", ["get_weather"])
+    events: list[Event] = []
+    ended_before_close = 0
+    for ch in text:
+        events += parser.feed_text(ch)
+    ended_before_close = len(messages_of(events))
+    events += parser.close()
+    assert ended_before_close == 2  # the first two messages ended as the text came, not at close()
+    got = [(m.channel, m.recipient, m.content_type, m.content) for m in messages_of(events)]
+    assert got == [
+        ("analysis", None, None, "Think."),
+        ("commentary", None, None, "On it."),
+        ("commentary", "functions.get_weather", "json", '{"city":"A"}'),  # never cut to one letter
+    ]
+    headers = [e.detail for e in events if isinstance(e, Recovered) and e.rule == "stripped_special_tokens"]
+    assert len(headers) == 3 and "assistantcommentary to=functions.get_weatherjson" in headers[2]
+
+
+def test_stripped_text_says_the_role_and_loses_no_word(encoding: HarmonyEncoding) -> None:
+    """Issue 9, item 16: `assistantfinalHello` after a user prompt is the assistant's, and `assistant` is read."""
+    parser = HarmonyStreamParser(encoding, Role.USER, "lenient")
+    events = parser.feed_text("assistantfinalHello") + parser.close()
+    (message,) = messages_of(events)
+    assert (message.role, message.channel, message.content) == (Role.ASSISTANT, "final", "Hello")
+    (stripped,) = [e for e in events if isinstance(e, Recovered)]
+    assert "assistantfinal" in stripped.detail
+    (plain,) = parse_text(encoding, "finalHello", Role.USER, "lenient")
+    assert plain.role is Role.USER  # nothing in the text names another role
+
+
+def test_the_later_channel_and_the_later_recipient_win(encoding: HarmonyEncoding) -> None:
+    text = "<|start|>assistant to=functions.a<|channel|>commentary"
+    text += "<|channel|>analysis to=functions.b json<|message|>{}<|call|>"
+    parser = HarmonyStreamParser(encoding, None, "lenient")
+    events = parser.feed_text(text) + parser.close()
+    (message,) = messages_of(events)
+    assert (message.channel, message.recipient) == ("analysis", "functions.b")
+    aside = {e.rule: e.text for e in events if isinstance(e, Recovered)}
+    assert aside == {"doubled_channel": "commentary", "doubled_recipient": "to=functions.a"}
+
+
+def test_header_junk_never_becomes_a_header_part(encoding: HarmonyEncoding) -> None:
+    cases = {
+        "Sure thing!<|channel|>final<|message|>x<|end|>": ("final", None, None),
+        "<|channel|>final json extra words<|message|>x<|end|>": ("final", None, "json"),
+        "<|channel|>commentary? to=functions.f<|message|>{}<|call|>": ("commentary", "functions.f", None),
+        "<|channel|>final <|constrain|>json and more<|message|>x<|end|>": ("final", None, "<|constrain|>json"),
+    }
+    for text, header in cases.items():
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        events = parser.feed_text(text) + parser.close()
+        (message,) = messages_of(events)
+        assert (message.channel, message.recipient, message.content_type) == header, text
+        assert message.content in ("x", "{}")
+    junk = "Sure thing!"
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+    events = parser.feed_text(junk + "<|channel|>final<|message|>x<|end|>") + parser.close()
+    assert [e.text for e in events if isinstance(e, Recovered)] == [junk]  # as written, spaces kept
+
+
+def test_names_with_dots_hyphens_and_other_scripts_survive(encoding: HarmonyEncoding) -> None:
+    for name in ("my-tool.v2", "6b15a608-9929__printEnv", "получить_погоду", "查询天气", "café_lookup"):
+        text = f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{{}}<|call|>"
+        for mode in ("strict", "lenient"):
+            (message,) = parse_text(encoding, text, "assistant", mode, [name])  # type: ignore[arg-type]
+            assert message.recipient == f"functions.{name}"
+        stripped = f"analysisx.assistantcommentary to=functions.{name} json{{}}"
+        assert parse_text(encoding, stripped, "assistant", "lenient")[1].recipient == f"functions.{name}"
+
+
+def test_nothing_from_nothing(encoding: HarmonyEncoding) -> None:
+    for text in ("", "\n", "<|return|>", "<|end|>", "<|channel|>final<|end|>", "<|channel|>commentary to=functions.f"):
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        events = parser.feed_text(text) + parser.close()
+        assert messages_of(events) == [] and not [e for e in events if isinstance(e, MessageStart)], text
+
+
+def test_reading_one_turn_sets_aside_a_turn_the_model_wrote_for_someone_else(encoding: HarmonyEncoding) -> None:
+    text = "<|channel|>final<|message|>Done.<|end|><|start|>user<|message|>Thanks! And now?<|end|>"
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient", stop_at_turn_end=True)
+    events = parser.feed_text(text) + parser.close()
+    assert [m.content for m in messages_of(events)] == ["Done."]
+    (aside,) = [e for e in events if isinstance(e, Recovered)]
+    assert (aside.rule, aside.text) == ("other_author", "<|start|>user<|message|>Thanks! And now?<|end|>")
+    transcript = parse_text(encoding, "<|start|>assistant" + text, None, "lenient")  # a transcript keeps it
+    assert [m.role for m in transcript] == [Role.ASSISTANT, Role.USER]
+
+
+def test_a_header_cut_by_the_end_of_the_stream_keeps_even_its_stray_words(encoding: HarmonyEncoding) -> None:
+    parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+    events = parser.feed_text("<|channel|>commentary to=functions.f I think") + parser.close()
+    (repair,) = [e for e in events if isinstance(e, Recovered)]
+    assert (repair.rule, repair.text) == ("eof_in_header", "commentary to=functions.f I think")

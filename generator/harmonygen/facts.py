@@ -156,10 +156,11 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
                     "text": item.text,
                     "arguments": item.arguments,
                     "phases": item.phases,
+                    "namespace": item.namespace,
                 }
                 for item in m.items
             },
-            "Item kind → its wire type, id prefixes, the channel purpose that picks it, and its events.",
+            "Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events.",
         ),
         Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
     ]

@@ -161,6 +161,7 @@ class ItemKindIR:
     text: dict[str, str] | None = None  # part, delta, done
     arguments: dict[str, str] | None = None  # delta, done
     phases: dict[str, str] | None = None  # channel purpose → message phase
+    namespace: str | None = None  # the recipient namespace that picks this kind (extension items of built-in tools)
 
 
 @dataclass(frozen=True)

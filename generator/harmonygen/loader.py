@@ -309,6 +309,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: 
                 text=text,
                 arguments=arguments,
                 phases=phases,
+                namespace=mp.opt(*path, "namespace", kind=str),
             )
         )
     stream = mp.table("stream")

@@ -516,13 +516,23 @@ def test_budget_ending_between_messages_is_incomplete() -> None:
     assert response.incomplete_details.reason == "max_output_tokens" and response.completed_at is None
 
 
-def test_one_call_per_response_whatever_parallel_tool_calls_says() -> None:
+def test_parallel_tool_calls_false_keeps_the_first_call_only() -> None:
     two = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>"
     run = run_of({"input": "x", "tools": [WEATHER], "parallel_tool_calls": False})
     run.feed(Tokens(tokens(two + "<|start|>assistant" + two)))
     run.finish(Finished(FinishReason.STOP))
     response = run.response()
     assert response is not None and [i.type for i in response.output] == ["function_call"]
+
+
+@pytest.mark.parametrize(("fields", "calls"), [({}, 3), ({"max_tool_calls": 2}, 2), ({"max_tool_calls": 5}, 3)])
+def test_calls_in_one_completion_up_to_max_tool_calls(fields: dict[str, Any], calls: int) -> None:
+    one = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>"
+    run = run_of({"input": "x", "tools": [WEATHER], **fields})
+    run.feed(Tokens(tokens(one + ("<|start|>assistant" + one) * 2)))
+    run.finish(Finished(FinishReason.STOP))
+    response = run.response()
+    assert response is not None and [i.type for i in response.output] == ["function_call"] * calls
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,9 @@ class IncrementalParser:
 
     def accepts(self, terminal: str) -> bool:
         """Whether `terminal` would be shifted (after any reductions) without an error."""
+        action = _ACTIONS[self._states[-1]].get(terminal)
+        if action is None or action >= 0:  # no action, or a shift: no need to simulate reductions
+            return action is not None
         states = list(self._states)
         while True:
             action = _ACTIONS[states[-1]].get(terminal)

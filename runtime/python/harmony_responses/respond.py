@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from ._tables import spec as _spec
 from .bridge import (
     DONE,
     ResponseStreamer,
@@ -41,6 +42,9 @@ from .types import CreateResponseBody, ResponseResource, StreamingEvent
 RESPOND_CAPABILITIES = Capabilities(max_output_tokens=True)
 """What `respond` honours beyond the prompt: a token budget, by cutting the given completion."""
 
+_STOP = _spec.CHAT_FINISH_REASONS["stop"]  # the engines' finish reasons, as Chat Completions names them
+_LENGTH = _spec.CHAT_FINISH_REASONS["incomplete"]
+
 
 def add_respond_parser(sub: Any) -> None:
     """Register the `respond` subcommand on the CLI's subparsers."""
@@ -55,6 +59,12 @@ def add_respond_parser(sub: Any) -> None:
         choices=["spec", "openai"],
         default="spec",
         help="raw reasoning event names: response.reasoning.* (spec) or response.reasoning_text.* (openai)",
+    )
+    p.add_argument(
+        "--finish",
+        choices=[_STOP, _LENGTH],
+        help="how the engine ended the completion (its finish reason): on a stop token it may have left out, or "
+        "at the token budget; unknown by default (text is taken as stopped, token ids as cut if they end mid-message)",
     )
     p.add_argument("--fixed-ids", action="store_true", help="counting ids and created_at 0, for reproducible output")
     p.set_defaults(func=respond, file=None)
@@ -93,21 +103,25 @@ def _turn_cut(completion: list[int], budget: int, encoding: HarmonyEncoding) -> 
 
 
 def _events(
-    completion: list[int] | list[str], encoding: HarmonyEncoding, body: CreateResponseBody, cut: bool, **options: Any
+    completion: list[int] | list[str],
+    encoding: HarmonyEncoding,
+    body: CreateResponseBody,
+    stopped: bool | None,
+    **options: Any,
 ) -> Iterator[StreamingEvent]:
     """The response's events; a turn the budget cut ends `incomplete` even between two messages."""
     streamer = ResponseStreamer(encoding, body, **options)
     yield from streamer.start()
     for events in feed_all(completion, streamer.feed, streamer.feed_text):
         yield from events
-    yield from streamer.finish(stopped=False if cut else None)
+    yield from streamer.finish(stopped=stopped)
 
 
 def _sse(
     completion: list[int] | list[str],
     encoding: HarmonyEncoding,
     body: CreateResponseBody,
-    cut: bool,
+    stopped: bool | None,
     reasoning_names: ReasoningNames,
     **options: Any,
 ) -> Iterator[str]:
@@ -115,7 +129,7 @@ def _sse(
     streamer = SSEStreamer(encoding, body, reasoning_names=reasoning_names, **options)
     yield streamer.start()
     yield from feed_all(completion, streamer.feed, streamer.feed_text)
-    yield streamer.finish(stopped=False if cut else None)
+    yield streamer.finish(stopped=stopped)
 
 
 def _read_request(args: argparse.Namespace) -> CreateResponseBody | None:
@@ -151,14 +165,16 @@ def respond(args: argparse.Namespace) -> int:
         ids = ids[:budget]
     completion: list[int] | list[str] = ids if ids is not None else [text or ""]
     options: dict[str, Any] = {"input_tokens": len(prompt), "ids": counting_ids() if args.fixed_ids else random_id}
+    # A budget that cut the turn overrides the finish reason given; without either, the builder decides.
+    stopped = False if cut else None if args.finish is None else args.finish == _STOP
     if args.fixed_ids:
         options.update(created_at=0, clock=lambda: 0.0)
     out = sys.stdout
     if (args.stream or body.stream is True) and not args.chat:
-        for text in _sse(completion, encoding, body, cut, args.reasoning_events, **options):
+        for text in _sse(completion, encoding, body, stopped, args.reasoning_events, **options):
             out.write(text)
         return 0
-    events = _events(completion, encoding, body, cut, **options)
+    events = _events(completion, encoding, body, stopped, **options)
     if args.stream or body.stream is True:
         for chunk in chat_completion_chunks(events):
             out.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n")

@@ -55,6 +55,9 @@ class ItemKind(str, Enum):
     REASONING = "reasoning"
     MESSAGE = "message"
     FUNCTION_CALL = "function_call"
+    BROWSER_CALL = "browser_call"
+    PYTHON_CALL = "python_call"
+    CONTAINER_CALL = "container_call"
     TOOL_CALL = "tool_call"
 
     __hash__ = str.__hash__

@@ -255,11 +255,11 @@ PARSE_DETAIL_DOUBLED_ROLE: str = "role {word!r} repeated"
 
 PARSE_DETAIL_EMPTY_CHANNEL: str = "no word after the channel marker"
 
-PARSE_DETAIL_DOUBLED_RECIPIENT: str = "second recipient {word!r} dropped"
+PARSE_DETAIL_DOUBLED_RECIPIENT: str = "earlier recipient {word!r} replaced"
 
 PARSE_DETAIL_STRAY_WORD: str = "{word!r} has no place in the header"
 
-PARSE_DETAIL_DOUBLED_CHANNEL: str = "second channel {word!r} dropped"
+PARSE_DETAIL_DOUBLED_CHANNEL: str = "channel {word!r} replaced by {channel!r}"
 
 PARSE_DETAIL_STOP_IN_HEADER: str = "{token} inside a header"
 
@@ -277,7 +277,7 @@ PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: str = "recipient {recipient!r} is a decla
 
 PARSE_DETAIL_GLUED_CONTENT_TYPE: str = "{recipient!r} split"
 
-PARSE_DETAIL_INVENTED_TOOL_RESULT: str = "{author} answered right after the call to {recipient}"
+PARSE_DETAIL_INVENTED_TOOL_RESULT: str = "{author} answered in the tool's name (after the call to {recipient})"
 
 PARSE_DETAIL_NO_AUTHOR: str = "{detail} with no author: dropped"
 
@@ -289,11 +289,49 @@ PARSE_DETAIL_TEXT_BEFORE_START: str = "text before the first message"
 
 PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: str = "text between messages"
 
-PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: str = "no control tokens: split on channel words"
+PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: str = "no control tokens: header {header!r} read from the text"
 
 PARSE_DETAIL_UNSTRUCTURED_TEXT: str = "no control tokens: the text is the message body"
 
 PARSE_DETAIL_AFTER_TURN_END: str = "input after the model's turn ended"
+
+PARSE_DETAIL_BYTE_ORDER_MARK: str = "a byte order mark before the completion"
+
+PARSE_DETAIL_CHANNEL_PUNCTUATION: str = "channel word {word!r} read as {channel!r}"
+
+PARSE_DETAIL_MISSING_CHANNEL_MARKER: str = "{word!r} read as a channel: its {token} was lost"
+
+PARSE_DETAIL_GLUED_ROLE: str = "{word!r} read as the role {role!r}"
+
+PARSE_DETAIL_UNKNOWN_AUTHOR: str = "{word!r} is no role and no tool: a {role} message"
+
+PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: str = "recipient {word!r} after the content type"
+
+PARSE_DETAIL_NAME_WITH_SPACE: str = "declared function {name!r} read whole"
+
+PARSE_DETAIL_RECIPIENT_TO_SELF: str = "recipient {recipient!r} is the author itself"
+
+PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: str = "{word!r} read as the recipient"
+
+PARSE_DETAIL_HEADERLESS_MESSAGE: str = "prose ended by {token}: a message on channel {channel!r} without its header"
+
+PARSE_DETAIL_HEADER_WITHOUT_START: str = "header words outside a message: a {role} message whose {token}ROLE was lost"
+
+PARSE_DETAIL_TEXT_AFTER_END: str = "text after the last message: the answer"
+
+PARSE_DETAIL_TEXT_AFTER_CALL: str = "text after a tool call"
+
+PARSE_DETAIL_JSON_STRING_CONTROL: str = "{token} inside a JSON string of the arguments"
+
+PARSE_DETAIL_EMPTY_ARGUMENTS: str = "empty arguments of {name!r} read as {{}}"
+
+PARSE_DETAIL_ARGUMENTS_INVALID: str = "arguments of {name!r} ({item}) break its schema: {error}"
+
+PARSE_DETAIL_RECIPIENT_PUNCTUATION: str = "recipient {recipient!r} read as the declared {name!r}"
+
+PARSE_DETAIL_WRONG_NAMESPACE: str = "recipient {recipient!r} read as the declared {name!r}"
+
+PARSE_DETAIL_OTHER_AUTHOR: str = "a {author} message inside the {role}'s turn"
 
 RECOVERY_RULES: dict[str, str] = {
     "text_before_start": "text before the first message is set aside; it is in `text`",
@@ -305,19 +343,38 @@ RECOVERY_RULES: dict[str, str] = {
     "doubled_role": "the role repeated right after the author is dropped",
     "missing_role": "a header without an author gets the expected role (assistant by default)",
     "empty_channel": "<|channel|> without a word leaves the channel unset",
-    "doubled_channel": "a second <|channel|> and its word are dropped; the word is in `text`",
-    "doubled_recipient": "a second recipient is dropped; the first one is kept, the second is in `text`",
+    "doubled_channel": "a second <|channel|> replaces the first: the later channel wins; the earlier word is in `text`",
+    "doubled_recipient": "a second recipient (one in the role section and one in the channel section) replaces the first: the later one wins; the earlier is in `text`",
     "stray_header_word": "a header word with no place in the header is dropped; it is in `text`",
     "missing_functions_prefix": "a recipient that is a declared tool name without `functions.` gets the prefix",
     "glued_content_type": "`to=functions.NAMEjson`, NAME a declared tool, is split into recipient and content type",
     "header_cut_by_stop": "a stop token inside a header ends a message with that header and no content",
     "eof_in_header": "the end of the stream inside a header ends no message; the header's words are in `text`",
-    "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on channel words",
+    "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on its header words as it streams; each header read is named in `detail`",
     "unstructured_text": "text with no control token at all after `<|start|>ROLE` becomes that message's body",
     "after_tool_call": "input after the first completed tool call is ignored (stop_after_tool_call); it is in `text`",
-    "after_turn_end": "input after the message that ended the model's turn (<|call|> or <|return|>) is set aside (stop_at_turn_end); it is in `text`",
-    "invented_tool_result": "a tool message written by the model right after its own tool call",
+    "after_turn_end": "input after the message that <|return|> ended is set aside (stop_at_turn_end); it is in `text`",
+    "invented_tool_result": "a tool's message written by the model (its own call's result): reading one turn (stop_at_turn_end) it and all that follows are set aside (in `text`); otherwise one right after a call is reported",
     "invalid_token": "a token id outside the vocabulary is skipped",
+    "byte_order_mark": "a byte order mark at the start of the completion is not structure; it is in `text`",
+    "channel_punctuation": "punctuation or dashes glued to a channel word (`––commentary`, `final.`) are dropped; the word as written is in `text`",
+    "missing_channel_marker": "a channel word in a header without <|channel|> before it is the channel",
+    "glued_role": "a role word repeated or glued to a channel word (`assistantassistant`, `assistantfinal`) is that role (and channel)",
+    "unknown_author": "an author word that is neither a role nor a tool's name (namespaced, or a built-in namespace) is not made a tool: the message is the expected role's; the word is in `text`",
+    "recipient_out_of_place": "a recipient after the content type is the recipient",
+    "name_with_space": "a declared function name with spaces in it (`to=functions.Web Search`) is read whole",
+    "recipient_to_self": "an assistant message addressed to assistant has no recipient",
+    "recipient_as_content_type": "`<|constrain|>functions.NAME` (or a declared NAME) in place of a recipient is the recipient",
+    "junk_header": "a header that a stop token ends before <|message|> and that is no whole header with a recipient (a channel word with junk, prose after <|channel|> or <|constrain|>) is no message; its text is in `text`",
+    "headerless_message": "prose where the first header should be, ended by a stop token, is a message's body: on the analysis channel when <|end|> ends it, with no channel (the answer) when <|return|> does",
+    "text_after_end": "text after the last message that <|end|> ended, with no header before the stream ends, is the answer: a message with no channel (its leading white space is in `text`)",
+    "text_after_call": "text after a tool call that opens no message is set aside; it is in `text`",
+    "json_string_control": "in text input, a stop token spelled inside an open JSON string of a call's arguments is text",
+    "empty_arguments": "a function call whose arguments are empty gets `{}` (the bridge)",
+    "arguments_invalid": "a strict function tool's arguments that its `parameters` schema rejects are reported on the item; they are not changed (the bridge)",
+    "recipient_punctuation": "punctuation glued to a declared function's name in a recipient (`to=functions.get_weather,`) is dropped; it is in `text`",
+    "wrong_namespace": "a recipient in another namespace than functions (not a built-in tool's) whose name is a declared function (`function.NAME`, `functions.functions.NAME`) is that function; the namespace is in `text`",
+    "other_author": "reading one turn (stop_at_turn_end), a message by another role than the model's (the model writing the user's next turn) and all that follows are set aside; they are in `text`",
 }
 """Lenient repairs: rule id → what it does."""
 
@@ -365,6 +422,44 @@ RECOVERY_INVENTED_TOOL_RESULT: str = "invented_tool_result"
 
 RECOVERY_INVALID_TOKEN: str = "invalid_token"
 
+RECOVERY_BYTE_ORDER_MARK: str = "byte_order_mark"
+
+RECOVERY_CHANNEL_PUNCTUATION: str = "channel_punctuation"
+
+RECOVERY_MISSING_CHANNEL_MARKER: str = "missing_channel_marker"
+
+RECOVERY_GLUED_ROLE: str = "glued_role"
+
+RECOVERY_UNKNOWN_AUTHOR: str = "unknown_author"
+
+RECOVERY_RECIPIENT_OUT_OF_PLACE: str = "recipient_out_of_place"
+
+RECOVERY_NAME_WITH_SPACE: str = "name_with_space"
+
+RECOVERY_RECIPIENT_TO_SELF: str = "recipient_to_self"
+
+RECOVERY_RECIPIENT_AS_CONTENT_TYPE: str = "recipient_as_content_type"
+
+RECOVERY_JUNK_HEADER: str = "junk_header"
+
+RECOVERY_HEADERLESS_MESSAGE: str = "headerless_message"
+
+RECOVERY_TEXT_AFTER_END: str = "text_after_end"
+
+RECOVERY_TEXT_AFTER_CALL: str = "text_after_call"
+
+RECOVERY_JSON_STRING_CONTROL: str = "json_string_control"
+
+RECOVERY_EMPTY_ARGUMENTS: str = "empty_arguments"
+
+RECOVERY_ARGUMENTS_INVALID: str = "arguments_invalid"
+
+RECOVERY_RECIPIENT_PUNCTUATION: str = "recipient_punctuation"
+
+RECOVERY_WRONG_NAMESPACE: str = "wrong_namespace"
+
+RECOVERY_OTHER_AUTHOR: str = "other_author"
+
 PARSE_ERR_AT: str = "{message} at {unit} {position}"
 
 PARSE_ERR_INVALID_TOKEN: str = "invalid token {token}"
@@ -400,6 +495,7 @@ ITEM_KINDS: dict[str, dict[str, Any]] = {
         },
         "arguments": None,
         "phases": None,
+        "namespace": None,
     },
     "message": {
         "type": "message",
@@ -413,6 +509,7 @@ ITEM_KINDS: dict[str, dict[str, Any]] = {
         },
         "arguments": None,
         "phases": {"preamble": "commentary", "answer": "final_answer"},
+        "namespace": None,
     },
     "function_call": {
         "type": "function_call",
@@ -425,6 +522,37 @@ ITEM_KINDS: dict[str, dict[str, Any]] = {
             "done": "response.function_call_arguments.done",
         },
         "phases": None,
+        "namespace": None,
+    },
+    "browser_call": {
+        "type": "harmony:browser_call",
+        "id_prefix": "hbc",
+        "call_id_prefix": None,
+        "channel_purpose": None,
+        "text": None,
+        "arguments": None,
+        "phases": None,
+        "namespace": "browser",
+    },
+    "python_call": {
+        "type": "harmony:python_call",
+        "id_prefix": "hpc",
+        "call_id_prefix": None,
+        "channel_purpose": None,
+        "text": None,
+        "arguments": None,
+        "phases": None,
+        "namespace": "python",
+    },
+    "container_call": {
+        "type": "harmony:container_call",
+        "id_prefix": "hcc",
+        "call_id_prefix": None,
+        "channel_purpose": None,
+        "text": None,
+        "arguments": None,
+        "phases": None,
+        "namespace": "container",
     },
     "tool_call": {
         "type": "harmony:tool_call",
@@ -434,9 +562,10 @@ ITEM_KINDS: dict[str, dict[str, Any]] = {
         "text": None,
         "arguments": None,
         "phases": None,
+        "namespace": None,
     },
 }
-"""Item kind → its wire type, id prefixes, the channel purpose that picks it, and its events."""
+"""Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events."""
 
 EVENT_ORDER: dict[str, tuple[str, ...]] = {
     "reasoning": (
@@ -461,6 +590,9 @@ EVENT_ORDER: dict[str, tuple[str, ...]] = {
         "response.function_call_arguments.done",
         "response.output_item.done",
     ),
+    "browser_call": ("response.output_item.added", "response.output_item.done"),
+    "python_call": ("response.output_item.added", "response.output_item.done"),
+    "container_call": ("response.output_item.added", "response.output_item.done"),
     "tool_call": ("response.output_item.added", "response.output_item.done"),
 }
 """Item kind → its events, in order."""
@@ -470,6 +602,12 @@ RESPONSE_ID_PREFIX: str = "resp"
 RESPONSE_INCOMPLETE_REASON: str = "max_output_tokens"
 
 RESPONSE_REPAIRS_FIELD: str = "harmony:repairs"
+
+RESPONSE_VALIDATION_FIELD: str = "harmony:validation"
+
+RESPONSE_CALL_CHANNEL_FIELD: str = "harmony:channel"
+
+RESPONSE_CALL_CONTENT_TYPE_FIELD: str = "harmony:content_type"
 
 STREAM_OPENING: tuple[str, ...] = ("response.created", "response.in_progress")
 

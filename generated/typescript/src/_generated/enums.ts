@@ -48,6 +48,9 @@ export enum ItemKind {
   Reasoning = "reasoning",
   Message = "message",
   FunctionCall = "function_call",
+  BrowserCall = "browser_call",
+  PythonCall = "python_call",
+  ContainerCall = "container_call",
   ToolCall = "tool_call",
 }
 
@@ -56,6 +59,9 @@ export const ITEM_KIND_VALUES: readonly ItemKind[] = [
   ItemKind.Reasoning,
   ItemKind.Message,
   ItemKind.FunctionCall,
+  ItemKind.BrowserCall,
+  ItemKind.PythonCall,
+  ItemKind.ContainerCall,
   ItemKind.ToolCall,
 ];
 

@@ -251,11 +251,11 @@ export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word!r} repeated";
 
 export const PARSE_DETAIL_EMPTY_CHANNEL: string = "no word after the channel marker";
 
-export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "second recipient {word!r} dropped";
+export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "earlier recipient {word!r} replaced";
 
 export const PARSE_DETAIL_STRAY_WORD: string = "{word!r} has no place in the header";
 
-export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "second channel {word!r} dropped";
+export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "channel {word!r} replaced by {channel!r}";
 
 export const PARSE_DETAIL_STOP_IN_HEADER: string = "{token} inside a header";
 
@@ -273,7 +273,7 @@ export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipie
 
 export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient!r} split";
 
-export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered right after the call to {recipient}";
+export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered in the tool's name (after the call to {recipient})";
 
 export const PARSE_DETAIL_NO_AUTHOR: string = "{detail} with no author: dropped";
 
@@ -285,11 +285,49 @@ export const PARSE_DETAIL_TEXT_BEFORE_START: string = "text before the first mes
 
 export const PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: string = "text between messages";
 
-export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: split on channel words";
+export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: header {header!r} read from the text";
 
 export const PARSE_DETAIL_UNSTRUCTURED_TEXT: string = "no control tokens: the text is the message body";
 
 export const PARSE_DETAIL_AFTER_TURN_END: string = "input after the model's turn ended";
+
+export const PARSE_DETAIL_BYTE_ORDER_MARK: string = "a byte order mark before the completion";
+
+export const PARSE_DETAIL_CHANNEL_PUNCTUATION: string = "channel word {word!r} read as {channel!r}";
+
+export const PARSE_DETAIL_MISSING_CHANNEL_MARKER: string = "{word!r} read as a channel: its {token} was lost";
+
+export const PARSE_DETAIL_GLUED_ROLE: string = "{word!r} read as the role {role!r}";
+
+export const PARSE_DETAIL_UNKNOWN_AUTHOR: string = "{word!r} is no role and no tool: a {role} message";
+
+export const PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: string = "recipient {word!r} after the content type";
+
+export const PARSE_DETAIL_NAME_WITH_SPACE: string = "declared function {name!r} read whole";
+
+export const PARSE_DETAIL_RECIPIENT_TO_SELF: string = "recipient {recipient!r} is the author itself";
+
+export const PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: string = "{word!r} read as the recipient";
+
+export const PARSE_DETAIL_HEADERLESS_MESSAGE: string = "prose ended by {token}: a message on channel {channel!r} without its header";
+
+export const PARSE_DETAIL_HEADER_WITHOUT_START: string = "header words outside a message: a {role} message whose {token}ROLE was lost";
+
+export const PARSE_DETAIL_TEXT_AFTER_END: string = "text after the last message: the answer";
+
+export const PARSE_DETAIL_TEXT_AFTER_CALL: string = "text after a tool call";
+
+export const PARSE_DETAIL_JSON_STRING_CONTROL: string = "{token} inside a JSON string of the arguments";
+
+export const PARSE_DETAIL_EMPTY_ARGUMENTS: string = "empty arguments of {name!r} read as {{}}";
+
+export const PARSE_DETAIL_ARGUMENTS_INVALID: string = "arguments of {name!r} ({item}) break its schema: {error}";
+
+export const PARSE_DETAIL_RECIPIENT_PUNCTUATION: string = "recipient {recipient!r} read as the declared {name!r}";
+
+export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient!r} read as the declared {name!r}";
+
+export const PARSE_DETAIL_OTHER_AUTHOR: string = "a {author} message inside the {role}'s turn";
 
 /** Lenient repairs: rule id → what it does. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = {
@@ -302,19 +340,38 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "doubled_role": "the role repeated right after the author is dropped",
   "missing_role": "a header without an author gets the expected role (assistant by default)",
   "empty_channel": "<|channel|> without a word leaves the channel unset",
-  "doubled_channel": "a second <|channel|> and its word are dropped; the word is in `text`",
-  "doubled_recipient": "a second recipient is dropped; the first one is kept, the second is in `text`",
+  "doubled_channel": "a second <|channel|> replaces the first: the later channel wins; the earlier word is in `text`",
+  "doubled_recipient": "a second recipient (one in the role section and one in the channel section) replaces the first: the later one wins; the earlier is in `text`",
   "stray_header_word": "a header word with no place in the header is dropped; it is in `text`",
   "missing_functions_prefix": "a recipient that is a declared tool name without `functions.` gets the prefix",
   "glued_content_type": "`to=functions.NAMEjson`, NAME a declared tool, is split into recipient and content type",
   "header_cut_by_stop": "a stop token inside a header ends a message with that header and no content",
   "eof_in_header": "the end of the stream inside a header ends no message; the header's words are in `text`",
-  "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on channel words",
+  "stripped_special_tokens": "text without control tokens (`analysis…assistantfinal…`) is split on its header words as it streams; each header read is named in `detail`",
   "unstructured_text": "text with no control token at all after `<|start|>ROLE` becomes that message's body",
   "after_tool_call": "input after the first completed tool call is ignored (stop_after_tool_call); it is in `text`",
-  "after_turn_end": "input after the message that ended the model's turn (<|call|> or <|return|>) is set aside (stop_at_turn_end); it is in `text`",
-  "invented_tool_result": "a tool message written by the model right after its own tool call",
+  "after_turn_end": "input after the message that <|return|> ended is set aside (stop_at_turn_end); it is in `text`",
+  "invented_tool_result": "a tool's message written by the model (its own call's result): reading one turn (stop_at_turn_end) it and all that follows are set aside (in `text`); otherwise one right after a call is reported",
   "invalid_token": "a token id outside the vocabulary is skipped",
+  "byte_order_mark": "a byte order mark at the start of the completion is not structure; it is in `text`",
+  "channel_punctuation": "punctuation or dashes glued to a channel word (`––commentary`, `final.`) are dropped; the word as written is in `text`",
+  "missing_channel_marker": "a channel word in a header without <|channel|> before it is the channel",
+  "glued_role": "a role word repeated or glued to a channel word (`assistantassistant`, `assistantfinal`) is that role (and channel)",
+  "unknown_author": "an author word that is neither a role nor a tool's name (namespaced, or a built-in namespace) is not made a tool: the message is the expected role's; the word is in `text`",
+  "recipient_out_of_place": "a recipient after the content type is the recipient",
+  "name_with_space": "a declared function name with spaces in it (`to=functions.Web Search`) is read whole",
+  "recipient_to_self": "an assistant message addressed to assistant has no recipient",
+  "recipient_as_content_type": "`<|constrain|>functions.NAME` (or a declared NAME) in place of a recipient is the recipient",
+  "junk_header": "a header that a stop token ends before <|message|> and that is no whole header with a recipient (a channel word with junk, prose after <|channel|> or <|constrain|>) is no message; its text is in `text`",
+  "headerless_message": "prose where the first header should be, ended by a stop token, is a message's body: on the analysis channel when <|end|> ends it, with no channel (the answer) when <|return|> does",
+  "text_after_end": "text after the last message that <|end|> ended, with no header before the stream ends, is the answer: a message with no channel (its leading white space is in `text`)",
+  "text_after_call": "text after a tool call that opens no message is set aside; it is in `text`",
+  "json_string_control": "in text input, a stop token spelled inside an open JSON string of a call's arguments is text",
+  "empty_arguments": "a function call whose arguments are empty gets `{}` (the bridge)",
+  "arguments_invalid": "a strict function tool's arguments that its `parameters` schema rejects are reported on the item; they are not changed (the bridge)",
+  "recipient_punctuation": "punctuation glued to a declared function's name in a recipient (`to=functions.get_weather,`) is dropped; it is in `text`",
+  "wrong_namespace": "a recipient in another namespace than functions (not a built-in tool's) whose name is a declared function (`function.NAME`, `functions.functions.NAME`) is that function; the namespace is in `text`",
+  "other_author": "reading one turn (stop_at_turn_end), a message by another role than the model's (the model writing the user's next turn) and all that follows are set aside; they are in `text`",
 };
 
 export const RECOVERY_TEXT_BEFORE_START: string = "text_before_start";
@@ -361,6 +418,44 @@ export const RECOVERY_INVENTED_TOOL_RESULT: string = "invented_tool_result";
 
 export const RECOVERY_INVALID_TOKEN: string = "invalid_token";
 
+export const RECOVERY_BYTE_ORDER_MARK: string = "byte_order_mark";
+
+export const RECOVERY_CHANNEL_PUNCTUATION: string = "channel_punctuation";
+
+export const RECOVERY_MISSING_CHANNEL_MARKER: string = "missing_channel_marker";
+
+export const RECOVERY_GLUED_ROLE: string = "glued_role";
+
+export const RECOVERY_UNKNOWN_AUTHOR: string = "unknown_author";
+
+export const RECOVERY_RECIPIENT_OUT_OF_PLACE: string = "recipient_out_of_place";
+
+export const RECOVERY_NAME_WITH_SPACE: string = "name_with_space";
+
+export const RECOVERY_RECIPIENT_TO_SELF: string = "recipient_to_self";
+
+export const RECOVERY_RECIPIENT_AS_CONTENT_TYPE: string = "recipient_as_content_type";
+
+export const RECOVERY_JUNK_HEADER: string = "junk_header";
+
+export const RECOVERY_HEADERLESS_MESSAGE: string = "headerless_message";
+
+export const RECOVERY_TEXT_AFTER_END: string = "text_after_end";
+
+export const RECOVERY_TEXT_AFTER_CALL: string = "text_after_call";
+
+export const RECOVERY_JSON_STRING_CONTROL: string = "json_string_control";
+
+export const RECOVERY_EMPTY_ARGUMENTS: string = "empty_arguments";
+
+export const RECOVERY_ARGUMENTS_INVALID: string = "arguments_invalid";
+
+export const RECOVERY_RECIPIENT_PUNCTUATION: string = "recipient_punctuation";
+
+export const RECOVERY_WRONG_NAMESPACE: string = "wrong_namespace";
+
+export const RECOVERY_OTHER_AUTHOR: string = "other_author";
+
 export const PARSE_ERR_AT: string = "{message} at {unit} {position}";
 
 export const PARSE_ERR_INVALID_TOKEN: string = "invalid token {token}";
@@ -383,8 +478,8 @@ export const PARSE_ERR_UNEXPECTED_TERMINAL: string = "unexpected {terminal}, exp
 
 export const PARSE_ERR_NOTHING: string = "nothing";
 
-/** Item kind → its wire type, id prefixes, the channel purpose that picks it, and its events. */
-export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readonly id_prefix: string; readonly call_id_prefix: string | null; readonly channel_purpose: string | null; readonly text: Readonly<Record<string, string>> | null; readonly arguments: Readonly<Record<string, string>> | null; readonly phases: Readonly<Record<string, string>> | null }>> = {
+/** Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events. */
+export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readonly id_prefix: string; readonly call_id_prefix: string | null; readonly channel_purpose: string | null; readonly text: Readonly<Record<string, string>> | null; readonly arguments: Readonly<Record<string, string>> | null; readonly phases: Readonly<Record<string, string>> | null; readonly namespace: string | null }>> = {
   "reasoning": {
     "type": "reasoning",
     "id_prefix": "rs",
@@ -393,6 +488,7 @@ export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readon
     "text": { "part": "reasoning_text", "delta": "response.reasoning.delta", "done": "response.reasoning.done" },
     "arguments": null,
     "phases": null,
+    "namespace": null,
   },
   "message": {
     "type": "message",
@@ -402,6 +498,7 @@ export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readon
     "text": { "part": "output_text", "delta": "response.output_text.delta", "done": "response.output_text.done" },
     "arguments": null,
     "phases": { "preamble": "commentary", "answer": "final_answer" },
+    "namespace": null,
   },
   "function_call": {
     "type": "function_call",
@@ -411,6 +508,37 @@ export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readon
     "text": null,
     "arguments": { "delta": "response.function_call_arguments.delta", "done": "response.function_call_arguments.done" },
     "phases": null,
+    "namespace": null,
+  },
+  "browser_call": {
+    "type": "harmony:browser_call",
+    "id_prefix": "hbc",
+    "call_id_prefix": null,
+    "channel_purpose": null,
+    "text": null,
+    "arguments": null,
+    "phases": null,
+    "namespace": "browser",
+  },
+  "python_call": {
+    "type": "harmony:python_call",
+    "id_prefix": "hpc",
+    "call_id_prefix": null,
+    "channel_purpose": null,
+    "text": null,
+    "arguments": null,
+    "phases": null,
+    "namespace": "python",
+  },
+  "container_call": {
+    "type": "harmony:container_call",
+    "id_prefix": "hcc",
+    "call_id_prefix": null,
+    "channel_purpose": null,
+    "text": null,
+    "arguments": null,
+    "phases": null,
+    "namespace": "container",
   },
   "tool_call": {
     "type": "harmony:tool_call",
@@ -420,6 +548,7 @@ export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readon
     "text": null,
     "arguments": null,
     "phases": null,
+    "namespace": null,
   },
 };
 
@@ -447,6 +576,9 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
     "response.function_call_arguments.done",
     "response.output_item.done",
   ],
+  "browser_call": ["response.output_item.added", "response.output_item.done"],
+  "python_call": ["response.output_item.added", "response.output_item.done"],
+  "container_call": ["response.output_item.added", "response.output_item.done"],
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
 
@@ -455,6 +587,12 @@ export const RESPONSE_ID_PREFIX: string = "resp";
 export const RESPONSE_INCOMPLETE_REASON: string = "max_output_tokens";
 
 export const RESPONSE_REPAIRS_FIELD: string = "harmony:repairs";
+
+export const RESPONSE_VALIDATION_FIELD: string = "harmony:validation";
+
+export const RESPONSE_CALL_CHANNEL_FIELD: string = "harmony:channel";
+
+export const RESPONSE_CALL_CONTENT_TYPE_FIELD: string = "harmony:content_type";
 
 export const STREAM_OPENING: readonly string[] = ["response.created", "response.in_progress"];
 

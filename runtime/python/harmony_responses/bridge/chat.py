@@ -59,8 +59,8 @@ def to_chat_completion(response: ResponseResource) -> dict[str, Any]:
     finish = _finish_reason(response.status == _INCOMPLETE, bool(calls))
     message: dict[str, Any] = {
         "role": Role.ASSISTANT.value,
-        "content": "".join(content) if content else None,
-        "reasoning_content": "".join(reasoning) if reasoning else None,
+        "content": "".join(content) or None,  # empty text is no content
+        "reasoning_content": "".join(reasoning) or None,
     }
     if calls:
         message["tool_calls"] = calls

@@ -6,9 +6,13 @@ names of the request for the repairs that need them. Each message becomes one ou
 the spec's `ITEM_KINDS` table names:
 
 - a recipient in the function namespace → `function_call` (the name after the namespace, the arguments
-  verbatim, a fresh call id), its arguments streamed as deltas;
-- any other recipient (`browser.search`, `python`), or a message not by the assistant → the vendor-prefixed
-  tool-call item;
+  verbatim, a fresh call id), its arguments streamed as deltas; empty arguments become `{}`, and a strict
+  tool's arguments are checked against its `parameters` schema (`arguments`; a violation is reported on
+  the item and listed among the repairs, never a failure and never a change);
+- a recipient in a namespace the spec's table names (the built-in tools: `browser.search`, `python`,
+  `container.exec`) → that vendor-prefixed extension item; any other recipient, or a message not by the
+  assistant → the generic vendor-prefixed tool-call item. Extension items carry `id`, `type`, `status`,
+  `recipient`, `arguments`, `channel` and `content_type`;
 - the reasoning channel → `reasoning` (`content: [reasoning_text]`, `summary: []`);
 - anything else → an assistant `message` with `output_text`, its phase by the channel's purpose.
 
@@ -24,6 +28,7 @@ Where events go is the sink's business: `ResponseStreamer` collects typed events
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import time
 import typing
@@ -61,11 +66,17 @@ from ..types import (
     StreamingEvent,
     Usage,
 )
+from .arguments import check_arguments
 from .resource import response_snapshot, usage
 
 IdFactory = Callable[[str], str]
 RepairHook = Callable[[Recovered], None]
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
+_SEPARATOR = _spec.HEADER_NAMESPACE_SEPARATOR
+_VALIDATION_FIELD = _spec.RESPONSE_VALIDATION_FIELD
+_CALL_CHANNEL = _spec.CHANNEL_TOOL_CALLS  # the header a function call is rendered back with, unless it says otherwise
+_CALL_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
+_EMPTY_ARGUMENTS = "{}"  # JSON's empty object: what a call without arguments passes
 _SPELLING_OPEN = _spec.SPELLING_OPEN
 _SPECIALS = tuple(sorted(_spec.NAMED_TOKENS, key=len, reverse=True))
 _ASSISTANT: Any = Role.ASSISTANT.value  # typed as the models' role literal
@@ -186,6 +197,9 @@ def _kind_spec(kind: ItemKind) -> KindSpec:
 
 KINDS: dict[ItemKind, KindSpec] = {kind: _kind_spec(kind) for kind in ItemKind}
 _REASONING_CHANNEL = _spec.CHANNEL_BY_PURPOSE[_spec.ITEM_KINDS[ItemKind.REASONING]["channel_purpose"]]
+_KIND_OF_NAMESPACE: dict[str, ItemKind] = {
+    row["namespace"]: ItemKind(kind) for kind, row in _spec.ITEM_KINDS.items() if row["namespace"]
+}
 _PHASE_OF_CHANNEL: dict[str, Any] = {
     _spec.CHANNEL_BY_PURPOSE[purpose]: phase for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
 }
@@ -204,8 +218,10 @@ def kind_of(start: MessageStart) -> ItemKind:
     recipient = start.recipient
     if recipient is not None and recipient.startswith(_FUNCTIONS_PREFIX):
         return ItemKind.FUNCTION_CALL
-    if start.role is not Role.ASSISTANT or (recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT):
+    if start.role is not Role.ASSISTANT:
         return ItemKind.TOOL_CALL
+    if recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT:
+        return _KIND_OF_NAMESPACE.get(recipient.split(_SEPARATOR, 1)[0], ItemKind.TOOL_CALL)
     if start.channel == _REASONING_CHANNEL:
         return ItemKind.REASONING
     return ItemKind.MESSAGE
@@ -220,8 +236,10 @@ class OpenItem:
     output_index: int
     channel: str | None
     recipient: str | None
+    content_type: str | None = None
     call_id: str | None = None
     name: str | None = None
+    validation: dict[str, Any] | None = None  # what checking a strict tool's arguments found, when they broke it
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
     reasoning: bool = field(init=False)
     streams: bool = field(init=False)
@@ -243,17 +261,25 @@ class OpenItem:
             phase = _PHASE_OF_CHANNEL.get(self.channel or "", _DEFAULT_PHASE)
             return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase)
         if kind is ItemKind.FUNCTION_CALL:
+            extra: dict[str, Any] = {}
+            if self.channel != _CALL_CHANNEL:
+                extra[_spec.RESPONSE_CALL_CHANNEL_FIELD] = self.channel
+            if self.content_type != _CALL_CONTENT_TYPE:
+                extra[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = self.content_type
+            if self.validation is not None and done:
+                extra[_VALIDATION_FIELD] = self.validation
             return FunctionCall(
-                id=self.id, call_id=self.call_id or "", name=self.name or "", arguments=text, status=state
+                id=self.id, call_id=self.call_id or "", name=self.name or "", arguments=text, status=state, **extra
             )
         # A vendor-prefixed item: every key besides `type` is an extra field.
         extension: ExtensionItem = _EXTENSION(
             type=self.spec.type,
             id=self.id,
             status=state,
-            arguments=text,
             recipient=self.recipient,
+            arguments=text,
             channel=self.channel,
+            content_type=self.content_type,
         )
         return extension
 
@@ -276,13 +302,24 @@ class Sink(Protocol):
         """Keep a delta `hand_delta` made (for a caller of `feed_token` that does not send it itself)."""
 
 
+def _calls_allowed(request: CreateResponseBody | None) -> int | None:
+    """How many tool calls the request lets one response make (None: no limit)."""
+    if request is None:
+        return None
+    limits = [n for n in (1 if request.parallel_tool_calls is False else None, request.max_tool_calls) if n]
+    return min(limits) if limits else None
+
+
 class ResponseBuilder:
     """Completion tokens or text → the response's events, sent to `sink` in the spec's order.
 
     `request` is the request the completion answers (its settings are echoed; its function names
-    feed the parser's repairs). `input_tokens` is the prompt's length, for `usage`. `role=None` reads a
-    completion that starts with its own `<|start|>`; `stop_at_turn_end=False` keeps reading after
-    `<|call|>`/`<|return|>` (a whole transcript). `strict=True` fails the response on the first
+    feed the parser's repairs, its strict tools' schemas check their calls). `input_tokens` is the
+    prompt's length, for `usage`. `role=None` reads a completion that starts with its own `<|start|>`;
+    by default the completion is read as one turn (several calls, each an item, when the engine did not
+    stop at `<|call|>`, up to the request's `max_tool_calls`, and one with `parallel_tool_calls: false`;
+    a tool result the model wrote itself cut and reported; nothing after `<|return|>`), and
+    `stop_at_turn_end=False` reads a whole transcript. `strict=True` fails the response on the first
     deviation from the grammar instead of repairing it.
     """
 
@@ -305,8 +342,18 @@ class ResponseBuilder:
         on_repair: RepairHook | None = None,
     ) -> None:
         names = tools if tools is not None else [t.name for t in (request.tools or [])] if request else []
+        self._schemas: dict[str, dict[str, Any]] = {
+            t.name: t.parameters.model_dump(mode="json") if t.parameters is not None else {}
+            for t in ((request.tools or []) if request else [])
+            if t.strict
+        }
         self._parser = HarmonyStreamParser(
-            encoding, role, "strict" if strict else "lenient", names, stop_at_turn_end=stop_at_turn_end
+            encoding,
+            role,
+            "strict" if strict else "lenient",
+            names,
+            stop_at_turn_end=stop_at_turn_end,
+            max_tool_calls=_calls_allowed(request),
         )
         self._feed_body_token = self._parser.feed_body_token
         self._encoding = encoding
@@ -450,14 +497,20 @@ class ResponseBuilder:
 
         `stopped` is what the engine said: True, it stopped on a stop token (which it may not have passed
         on, as llama.cpp and Ollama do not): an open message is complete; False, the budget ran out: the
-        response is incomplete; None (not known): incomplete when the completion ends inside a message.
+        response is incomplete; None (not known): for token ids, incomplete when the completion ends inside
+        a message (engines keep the stop token among the ids). For text, engines leave the stop token's text
+        out, so text ending inside a message is no sign of a cut by itself: it is taken as stopped, unless it
+        ends where no stop token can end it (inside a header, or inside a call's JSON arguments).
         """
         if self._finished:
             return
         if not self._started:
             self.start()
         region = self._parser.region
-        cut = region is Region.BODY or region is Region.HEADER  # the completion ends inside a message
+        cut = region is Region.BODY or region is Region.HEADER or region is Region.STRIPPED  # inside a message
+        cut = cut and (self._parser.tokens_read > 0 or any(self._text))  # an empty completion is not cut
+        if stopped is None:
+            stopped = not cut or (bool(self._text) and self._stop_token_may_end_it())
         try:
             events = self._parser.close()
         except HarmonyParseError:  # strict mode, a header cut short: that is the budget's doing, not a failure
@@ -466,7 +519,7 @@ class ResponseBuilder:
         self._finished = True
         if self._item is not None:
             self._close(Status.COMPLETED if stopped else Status.INCOMPLETE, self._parser.current_content)
-        if stopped is False or (stopped is None and cut):
+        if not stopped:
             extra: dict[str, Any] = {"incomplete_reason": _spec.RESPONSE_INCOMPLETE_REASON}
             self._close_response(Status.INCOMPLETE, extra)
         else:
@@ -476,6 +529,23 @@ class ResponseBuilder:
         self._status = status
         self._final = snap = self.snapshot(status, usage=self.usage(), **extra)
         self._sink.event(_CLOSING[status](sequence_number=self.next_sequence_number(), response=snap))
+
+    def _stop_token_may_end_it(self) -> bool:
+        """Whether text that ends inside a message may end there because the engine left out a stop token:
+        not inside a header, nor inside a call's JSON arguments (the model closes them before `<|call|>`)."""
+        item = self._item
+        if item is None:  # a header, or text with no control token at all (read as the answer)
+            return not self._parser.seen_control
+        if item.spec.streams_text:  # reasoning, a preamble, the answer: a stop token may end any
+            return True
+        text = self._parser.current_content.strip()
+        if not text or text[0] not in "{[":
+            return True
+        try:
+            json.loads(text)
+        except ValueError:
+            return False  # cut inside the JSON
+        return True
 
     def fail(self, message: str, code: str = _spec.ERROR_MODEL_OUTPUT_INVALID, error_type: str | None = None) -> None:
         """End with `error` and `response.failed` (the engine went away, or the output is not Harmony).
@@ -519,7 +589,9 @@ class ResponseBuilder:
 
     def _open(self, start: MessageStart) -> OpenItem:
         spec = KINDS[kind_of(start)]
-        item = OpenItem(spec, self._ids(spec.id_prefix), len(self._output), start.channel, start.recipient)
+        item = OpenItem(
+            spec, self._ids(spec.id_prefix), len(self._output), start.channel, start.recipient, start.content_type
+        )
         if spec.kind is ItemKind.FUNCTION_CALL:
             item.call_id = self._ids(spec.call_id_prefix or spec.id_prefix)
             item.name = (start.recipient or "")[len(_FUNCTIONS_PREFIX) :]
@@ -537,6 +609,8 @@ class ResponseBuilder:
         item = self._item
         assert item is not None
         spec, sink, index = item.spec, self._sink, item.output_index
+        if spec.kind is ItemKind.FUNCTION_CALL and status is Status.COMPLETED:
+            text = self._check_arguments(item, text)
         if spec.part is not None and spec.done is not None:
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
                                  content_index=0, text=text))  # fmt: skip
@@ -548,7 +622,7 @@ class ResponseBuilder:
         if item.reasoning:
             if self._text:  # text input: count the tokens it stands for: <|message|>, the text, the stop
                 self._reasoning_tokens += (
-                    len(self._encoding.encode(text, allowed_special="all")) + 1 + (status is Status.COMPLETED)
+                    len(self._encoding.encode(text, disallowed_special=())) + 1 + (status is Status.COMPLETED)
                 )
             else:  # from the token that opened the body to the one that closed it
                 self._reasoning_tokens += self._parser.tokens_read - self._reasoning_from
@@ -556,6 +630,30 @@ class ResponseBuilder:
         sink.event(_ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=index, item=body))
         self._output.append(body)
         self._item = None
+
+    def _check_arguments(self, item: OpenItem, text: str) -> str:
+        """A finished call's arguments: `{}` for empty ones (one more delta), and a strict tool's check."""
+        name = item.name or ""
+        if not text.strip():
+            if item.streams:
+                self._sink.delta(item, self.next_sequence_number(), _EMPTY_ARGUMENTS)
+            text += _EMPTY_ARGUMENTS
+            self._repair(_spec.RECOVERY_EMPTY_ARGUMENTS, _spec.PARSE_DETAIL_EMPTY_ARGUMENTS.format(name=name))
+        schema = self._schemas.get(name)
+        if schema is not None:
+            found = check_arguments(text, schema)
+            if found.valid is not True:
+                item.validation = found.to_dict()
+                error = found.errors[0]["message"] if found.errors else ""
+                detail = _spec.PARSE_DETAIL_ARGUMENTS_INVALID.format(name=name, item=item.id, error=error)
+                self._repair(_spec.RECOVERY_ARGUMENTS_INVALID, detail)
+        return text
+
+    def _repair(self, rule: str, detail: str) -> None:
+        repair = Recovered(rule, detail, self._parser.tokens_read)
+        self._repairs.append(repair)
+        if self._on_repair is not None:
+            self._on_repair(repair)
 
 
 def _repair_dict(repair: Recovered) -> dict[str, Any]:
@@ -684,29 +782,33 @@ def stream_response(
     completion: Completion,
     encoding: HarmonyEncoding,
     request: CreateResponseBody | None = None,
+    *,
+    stopped: bool | None = None,
     **options: Any,
 ) -> Iterator[StreamingEvent]:
     """The typed event stream for a completion given as token ids or text chunks.
 
-    `options` go to `ResponseBuilder` (`model`, `input_tokens`, `response_id`, `created_at`, `ids`,
-    `strict`, `on_repair`, ...).
+    `stopped` is the engine's finish reason (see `ResponseBuilder.finish`); `options` go to
+    `ResponseBuilder` (`model`, `input_tokens`, `response_id`, `created_at`, `ids`, `strict`, `on_repair`, ...).
     """
     streamer = ResponseStreamer(encoding, request, **options)
     yield from streamer.start()
     for events in feed_all(completion, streamer.feed, streamer.feed_text):
         yield from events
-    yield from streamer.finish()
+    yield from streamer.finish(stopped)
 
 
 def build_response(
     completion: Completion,
     encoding: HarmonyEncoding,
     request: CreateResponseBody | None = None,
+    *,
+    stopped: bool | None = None,
     **options: Any,
 ) -> ResponseResource:
     """The final `ResponseResource` for a completion (the non-streaming case)."""
     last: Any = None
-    for event in stream_response(completion, encoding, request, **options):
+    for event in stream_response(completion, encoding, request, stopped=stopped, **options):
         last = event
     response: ResponseResource = last.response
     return response

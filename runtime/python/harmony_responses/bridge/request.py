@@ -117,7 +117,7 @@ class Capabilities:
 
     The bridge itself honours the fields that shape the prompt or are echoed (`model`, `input`,
     `instructions`, `tools`, `tool_choice`, `text.format`, `reasoning.effort`, `metadata`,
-    `parallel_tool_calls` and `max_tool_calls`: gpt-oss ends its turn at its one call). Every other field
+    `parallel_tool_calls` and `max_tool_calls`, which cap the calls read from one completion). Every other field
     asks the caller for something; a request that asks, with the flag for it off, is refused with a 400
     naming the field (`check_supported`). A value that asks for nothing (`store: false`, `temperature: 1`,
     `top_logprobs: 0`, `service_tier: "auto"`) is always accepted.

@@ -163,6 +163,7 @@ def stream_sse(
     request: CreateResponseBody | None = None,
     *,
     reasoning_names: ReasoningNames = "spec",
+    stopped: bool | None = None,
     **options: Any,
 ) -> Iterator[str]:
     """The SSE text for a completion given as token ids or text chunks: the same bytes as
@@ -172,7 +173,7 @@ def stream_sse(
     for text in feed_all(completion, streamer.feed, streamer.feed_text):
         if text:
             yield text
-    yield streamer.finish()
+    yield streamer.finish(stopped)
 
 
 class SSEError(ValueError):

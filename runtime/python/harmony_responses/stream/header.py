@@ -4,13 +4,31 @@
 words at whitespace and feeds each word to the shared LALR parser as a terminal: the lexer terminal
 for a role (when a role can come there), for a recipient (`to=…`), or any other word. Control tokens
 inside the header (`<|channel|>`, `<|constrain|>`, another `<|start|>`) and the closing `<|message|>`
-are fed too. In strict mode whatever leaves the grammar raises; in lenient mode each repair is reported
-(`report(rule, detail, text, position)`) and parsing goes on. `complete()` gives the finished `Header`.
+are fed too. In strict mode whatever leaves the grammar raises.
+
+In lenient mode a word is read by what it can be where it stands, knowing which control token ends its
+stretch of text, and whatever has no place in the header is set aside, never made a header part:
+
+- the author: a role; a role repeated or glued to a channel word (`assistantassistant`,
+  `assistantfinal`); a tool's name (namespaced, or a built-in namespace); any
+  other word is reported and the message is the expected role's;
+- the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped
+  (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins);
+- the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one
+  wins); a declared function name with spaces in it is read whole; an assistant message addressed to
+  the assistant has none; the function's name written as the content type (`<|constrain|>functions.x`)
+  is the recipient;
+- the content type: a known content type, or the word after `<|constrain|>`;
+- anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
+
+Each repair is reported (`report(rule, detail, text, position)`). `complete()` gives the finished
+`Header`; `cut()` says what a header cut short by a stop token is (`Cut`).
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -35,10 +53,24 @@ T_CHANNEL = CONTROL_TERMINALS[_spec.TOKEN_CHANNEL]
 T_CONSTRAIN = CONTROL_TERMINALS[_spec.TOKEN_CONSTRAIN]
 _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
-FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
+_SEPARATOR = _spec.HEADER_NAMESPACE_SEPARATOR
+FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _SEPARATOR
 ROLES = {role.value: role for role in Role}
+CHANNELS = frozenset(_spec.CHANNELS)
+CONTENT_TYPES = {ct.lower(): ct for ct in _spec.CONTENT_TYPES}
+BUILTIN_NAMESPACES = frozenset(_spec.BUILTIN_NAMESPACES)
+# Namespaces the spec's item table gives their own items (the built-in tools, container included).
+_BUILTIN_ITEM_NAMESPACES = frozenset(row["namespace"] for row in _spec.ITEM_KINDS.values() if row["namespace"])
 _WORD_RE = re.compile(r"\S+")
 _PARTS = frozenset((_grammar.RULE_AUTHOR, _grammar.RULE_RECIPIENT, _grammar.RULE_CHANNEL, _grammar.RULE_CONTENT_TYPE))
+_ALT = "|".join
+_GLUED_ROLE_RE = re.compile(
+    "(" + _ALT(re.escape(r) for r in sorted(ROLES, key=len, reverse=True)) + ")"
+    "(?:" + _ALT(re.escape(r) for r in ROLES) + ")*"
+    "(" + _ALT(re.escape(c) for c in sorted(CHANNELS, key=len, reverse=True)) + ")?"
+    "(" + re.escape(_TO) + ".+)?"
+)
+_EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
 
 
 @dataclass
@@ -50,6 +82,15 @@ class Header:
     recipient: str | None = None
     channel: str | None = None
     content_type: str | None = None
+
+
+class Cut(enum.Enum):
+    """What a header cut short by a stop token is, in lenient mode."""
+
+    MESSAGE = enum.auto()  # a whole header with a recipient: a call with no arguments
+    HEADERLESS = enum.auto()  # prose where the header should be, and no header part: a message's body
+    JUNK = enum.auto()  # no message: its text is set aside
+    NOTHING = enum.auto()  # nothing was read for it
 
 
 Word = tuple[str, str]  # (terminal, text): the value a lexer terminal carries on the parser's stack
@@ -85,22 +126,67 @@ def reduce_header(origin: str, children: list[object]) -> object:
     return None
 
 
+def channel_of(word: str) -> tuple[str, bool]:
+    """A channel word as a model wrote it → the known channel it names and whether anything was dropped.
+
+    `––commentary`, `final.`, `Analysis`, `commentary?commentary?` name a channel; a word naming none is kept
+    as is.
+    """
+    if word in CHANNELS:
+        return word, False
+    match = _EDGE_PUNCTUATION_RE.match(word)
+    core = (match.group(1) if match else word).lower()
+    if core in CHANNELS:
+        return core, True
+    for channel in CHANNELS:
+        if core.startswith(channel) and not core[len(channel)].isalnum():
+            return channel, True
+    return word, False
+
+
+def role_of(word: str) -> tuple[Role, str | None, str | None] | None:
+    """`assistantassistant` → (assistant, None, None); `assistantfinal` → (assistant, final, None);
+    `assistantto=functions.f` → (assistant, None, `to=functions.f`); None if the word names no role."""
+    match = _GLUED_ROLE_RE.fullmatch(word)
+    if match is None:
+        return None
+    return ROLES[match.group(1)], match.group(2), match.group(3)
+
+
 class HeaderReader:
     """Reads headers into the shared LALR parser, one at a time (`open` starts the next one)."""
 
-    def __init__(self, lalr: IncrementalParser, lenient: bool, role: Role | None, report: Report, fail: Fail) -> None:
+    def __init__(
+        self,
+        lalr: IncrementalParser,
+        lenient: bool,
+        role: Role | None,
+        report: Report,
+        fail: Fail,
+        tools: Iterable[str] = (),
+    ) -> None:
         self._lalr = lalr
         self._lenient = lenient
         self._role = role  # the completion's first role, and the role a header without an author gets
         self._report = report
         self._fail = fail
+        self._tools = frozenset(tools)
+        self._spaced_tools = {" ".join(t.split()): t for t in self._tools if len(t.split()) > 1}
         self._snapshot = lalr.copy()  # the parser before the header's <|start|>
         self._text: list[str] = []  # header text not yet split into words
         self._starts: list[int] = []  # where each piece of that text began
+        self._raw: list[str] = []  # the header as the input gave it: its text and its control tokens' spellings
         self._words: list[str] = []  # words fed to the parser
+        self._said: list[str] = []  # every word the input gave for this header, placed or set aside
         self._terms: list[str] = []  # and their terminals (control terminals too)
         self._virtual = False  # the header's <|start|>ROLE came from the prompt, not the input
-        self._skipping_channel = False
+        self._pending: list[tuple[str, str, str, int]] = []  # repairs reported when the header is settled
+        self._fed_recipient: str | None = None  # the recipient the grammar took
+        self._fed_channel: str | None = None  # the channel the grammar took
+        self._recipient: str | None = None  # lenient: a recipient the grammar could not take where it stood
+        self._channel: str | None = None  # lenient: a channel that replaced the one the grammar took
+        self._replacing_channel = False  # a second <|channel|> came: its word replaces the channel
+        self._set_aside = False  # lenient: some of the header's text had no place in it
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -117,15 +203,18 @@ class HeaderReader:
     @property
     def untouched(self) -> bool:
         """Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone."""
-        return self._virtual and self._terms == [T_ROLE] and len(self._words) == 1 and not self._text
+        return self._virtual and self._terms == [T_ROLE] and len(self._words) == 1 and not self._raw
 
     def spoken_words(self) -> str:
         """The header's words as the input gave them (not the role a completion starts in)."""
-        words = self._words[1:] if self._virtual else self._words
-        return " ".join(words)
+        return " ".join(self._said)
 
     def pending_text(self) -> str:
         return "".join(self._text)
+
+    def raw_text(self) -> str:
+        """The header as the input gave it so far: its text, with its control tokens spelled out."""
+        return "".join(self._raw)
 
     def take_pending_text(self) -> str:
         """The header text not yet split into words, taken out of the header."""
@@ -139,38 +228,68 @@ class HeaderReader:
         """A header begins: after `<|start|>` (fed here), or, given `role`, as if `<|start|>ROLE` had come."""
         self._snapshot = self._lalr.copy()
         self._lalr.feed_token(T_START)
-        self._text, self._starts = [], []
-        self._skipping_channel = False
+        self._text, self._starts, self._pending, self._said = [], [], [], []
+        self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
+        self._replacing_channel = self._set_aside = False
         if role is None:
             self._words, self._terms, self._virtual = [], [], False
+            self._raw = [SPELLINGS[T_START]]
             return
         self._lalr.feed_token(T_ROLE, (T_ROLE, role.value))
-        self._words, self._terms, self._virtual = [role.value], [T_ROLE], True
+        self._words, self._terms, self._virtual, self._raw = [role.value], [T_ROLE], True, []
 
     def abandon(self) -> None:
         """Forget the header: the parser goes back to where it was before the header's `<|start|>`."""
         self._lalr.restore(self._snapshot)
-        self._text, self._starts, self._words, self._terms = [], [], [], []
+        self._text, self._starts, self._words, self._terms, self._pending, self._raw = [], [], [], [], [], []
+        self._said = []
 
     def add_text(self, text: str, position: int) -> None:
         self._text.append(text)
         self._starts.append(position)
+        self._raw.append(text)
 
-    def flush_words(self, by_character: bool) -> None:
+    def flush_words(self, by_character: bool, before: str | None = None) -> None:
         """Split the collected text into words and feed them; a word's position is where it starts
-        (its character, or the token it starts in)."""
+        (its character, or the token it starts in). `before` is the control token that ends the text
+        (None: the end of the stream); lenient mode reads the words knowing it."""
         if not self._text:
             return
         pieces, starts = self._text, self._starts
         self._text, self._starts = [], []
+        joined = pieces[0] if len(pieces) == 1 else "".join(pieces)
         ends = list(itertools.accumulate(len(piece) for piece in pieces))
-        for match in _WORD_RE.finditer("".join(pieces)):
-            index = bisect.bisect_right(ends, match.start())
-            offset = match.start() - (ends[index - 1] if index else 0)
-            self._word(match.group(), starts[index] + (offset if by_character else 0))
+        if not self._lenient:
+            for match in _WORD_RE.finditer(joined):
+                self._said.append(match.group())
+                at = match.start()
+                index = bisect.bisect_right(ends, at)
+                offset = at - (ends[index - 1] if index else 0)
+                self._strict_word(match.group(), starts[index] + (offset if by_character else 0))
+            return
+        spans = [(m.start(), m.end()) for m in _WORD_RE.finditer(joined)]
+        if self._spaced_tools:
+            spans = self._join_spaced_names(joined, spans)
+
+        def position(at: int) -> int:
+            index = bisect.bisect_right(ends, at)
+            offset = at - (ends[index - 1] if index else 0)
+            return starts[index] + (offset if by_character else 0)
+
+        aside: tuple[int, int] | None = None  # a run of words set aside, reported as the text it spans
+        for start, end in spans:
+            self._said.append(joined[start:end])
+            if self._word(joined[start:end], position(start), before):
+                aside = (aside[0] if aside else start, end)
+            elif aside:
+                self._set_text_aside(joined[aside[0] : aside[1]], position(aside[0]))
+                aside = None
+        if aside:
+            self._set_text_aside(joined[aside[0] : aside[1]], position(aside[0]))
 
     def control(self, terminal: str, position: int) -> None:
         """`<|channel|>`, `<|constrain|>` or `<|start|>` inside the header."""
+        self._raw.append(SPELLINGS[terminal])
         try:
             self._lalr.feed_token(terminal)
         except GrammarError as exc:
@@ -183,7 +302,7 @@ class HeaderReader:
     def complete(self, position: int) -> Header | None:
         """Feed `<|message|>` (repairing the header first in lenient mode): the header, or None if abandoned."""
         lalr = self._lalr
-        self._skipping_channel = False
+        self._replacing_channel = False
         try:
             lalr.feed_token(T_MESSAGE)
         except GrammarError as exc:
@@ -209,7 +328,28 @@ class HeaderReader:
         header = lalr.value_at(-2)
         assert isinstance(header, Header)
         self._terms = []
+        if self._lenient:
+            self._settle(header, position)
         return header
+
+    def cut(self) -> Cut:
+        """What the header is, now that a stop token ends it before `<|message|>` (lenient mode; call
+        `flush_words` first). Repairs waiting for the header to be settled are reported only for `MESSAGE`."""
+        if self.empty and not self._raw:
+            return Cut.NOTHING
+        spoken = self._terms[1:] if self._terms[:1] == [T_ROLE] else self._terms
+        recipient = self._recipient or self._fed_recipient
+        if recipient == Role.ASSISTANT.value:
+            recipient = None
+        if recipient is not None and not self._set_aside:
+            return Cut.MESSAGE
+        if self._virtual and T_CHANNEL not in spoken and recipient is None and self.raw_text().strip():
+            return Cut.HEADERLESS
+        return Cut.JUNK
+
+    def discard_pending(self) -> None:
+        """The header is set aside whole: the repairs found in it are not reported one by one."""
+        self._pending = []
 
     # -- words -----------------------------------------------------------------------------------
 
@@ -220,42 +360,171 @@ class HeaderReader:
             return T_TO
         return T_WORD
 
-    def _word(self, word: str, position: int) -> None:
+    def _strict_word(self, word: str, position: int) -> None:
         terminal = self._classify(word)
-        if self._lenient:
-            if len(self._words) == 1 and word == self._words[0] and len(self._terms) == 1:
-                detail = _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word)
-                self._report(_spec.RECOVERY_DOUBLED_ROLE, detail, word, position)
-                return
-            if self._skipping_channel:
-                self._skipping_channel = False
-                detail = _spec.PARSE_DETAIL_DOUBLED_CHANNEL.format(word=word)
-                self._report(_spec.RECOVERY_DOUBLED_CHANNEL, detail, word, position)
-                return
         try:
             self._lalr.feed_token(terminal, (terminal, word))
         except GrammarError as exc:
-            if not self._lenient:
-                self._fail(_spec.PARSE_ERR_HEADER_WORD.format(word=word, reason=exc), position)
-            if self._terms[-1:] == [T_CHANNEL]:
-                self._fill_empty_channel(position)
-                self._word(word, position)
-            elif terminal == T_TO and T_TO in self._terms:
-                detail = _spec.PARSE_DETAIL_DOUBLED_RECIPIENT.format(word=word)
-                self._report(_spec.RECOVERY_DOUBLED_RECIPIENT, detail, word, position)
-            else:
-                detail = _spec.PARSE_DETAIL_STRAY_WORD.format(word=word)
-                self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, word, position)
-            return
+            self._fail(_spec.PARSE_ERR_HEADER_WORD.format(word=word, reason=exc), position)
         self._words.append(word)
         self._terms.append(terminal)
 
+    def _feed(self, terminal: str, word: str) -> bool:
+        if not self._lalr.accepts(terminal):
+            return False
+        self._lalr.feed_token(terminal, (terminal, word))
+        self._words.append(word)
+        self._terms.append(terminal)
+        return True
+
+    def _word(self, word: str, position: int, before: str | None) -> bool:
+        """Lenient: place one word; True when it has no place in the header (the caller sets it aside)."""
+        if T_ROLE in self._lalr.expected():
+            return self._author(word, position)
+        if word.startswith(_TO):
+            if self._terms[-1:] == [T_CHANNEL]:  # `<|channel|> to=…`: no channel word
+                self._later(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
+                self._feed(T_WORD, "")
+            self._set_recipient(word, position)
+            return False
+        if self._replacing_channel:
+            self._replacing_channel = False
+            self._replace_channel(word, position)
+            return False
+        last = self._terms[-1] if self._terms else None
+        if last == T_CHANNEL:
+            channel, trimmed = channel_of(word)
+            if trimmed:
+                detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
+                self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
+            self._feed(T_WORD, channel)
+            self._fed_channel = channel
+            return False
+        if last == T_CONSTRAIN:
+            return not self._feed(T_WORD, word)
+        if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
+            self._later(_spec.RECOVERY_DOUBLED_ROLE, _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word), word, position)
+            return False
+        if before != T_CHANNEL and T_CHANNEL not in self._terms and self._channel is None:
+            channel, _ = channel_of(word)
+            if channel in CHANNELS and self._lalr.accepts(T_CHANNEL):  # the channel marker was lost
+                self._lalr.feed_token(T_CHANNEL)
+                self._terms.append(T_CHANNEL)
+                detail = _spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER.format(word=word, token=SPELLINGS[T_CHANNEL])
+                self._later(_spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position)
+                self._feed(T_WORD, channel)
+                self._fed_channel = channel
+                return False
+        content_type = CONTENT_TYPES.get(word.lower())
+        if content_type is not None and before != T_CHANNEL and self._feed(T_WORD, word):
+            return False
+        return True
+
+    def _author(self, word: str, position: int) -> bool:
+        glued = role_of(word)
+        if glued is not None:
+            role, channel, recipient = glued
+            self._feed(T_ROLE, role.value)
+            if word != role.value:
+                detail = _spec.PARSE_DETAIL_GLUED_ROLE.format(word=word, role=role.value)
+                self._later(_spec.RECOVERY_GLUED_ROLE, detail, "", position)
+            if channel is not None and self._lalr.accepts(T_CHANNEL):
+                self._lalr.feed_token(T_CHANNEL)
+                self._terms.append(T_CHANNEL)
+                self._feed(T_WORD, channel)
+                self._fed_channel = channel
+            if recipient is not None:
+                self._set_recipient(recipient, position)
+            return False
+        if word.startswith(_TO):
+            self._add_missing_role(position)
+            self._set_recipient(word, position)
+            return False
+        if _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES:  # a tool's name
+            self._feed(T_WORD, word)
+            return False
+        role = self._role or Role.ASSISTANT
+        detail = _spec.PARSE_DETAIL_UNKNOWN_AUTHOR.format(word=word, role=role.value)
+        self._later(_spec.RECOVERY_UNKNOWN_AUTHOR, detail, word, position)
+        self._feed(T_ROLE, role.value)
+        return False
+
+    def _set_recipient(self, word: str, position: int) -> None:
+        earlier = self._recipient if self._recipient is not None else self._fed_recipient
+        if earlier is None and self._feed(T_TO, word):
+            self._fed_recipient = word[len(_TO) :]
+            return
+        if earlier is not None:
+            detail = _spec.PARSE_DETAIL_DOUBLED_RECIPIENT.format(word=_TO + earlier)
+            self._later(_spec.RECOVERY_DOUBLED_RECIPIENT, detail, _TO + earlier, position)
+        else:
+            detail = _spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE.format(word=word)
+            self._later(_spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, detail, "", position)
+        self._recipient = word[len(_TO) :]
+
+    def _replace_channel(self, word: str, position: int) -> None:
+        channel, trimmed = channel_of(word)
+        earlier = self._channel if self._channel is not None else self._fed_channel
+        detail = _spec.PARSE_DETAIL_DOUBLED_CHANNEL.format(word=earlier or "", channel=channel)
+        self._later(_spec.RECOVERY_DOUBLED_CHANNEL, detail, earlier or "", position)
+        if trimmed:
+            detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
+            self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
+        self._channel = channel
+
+    def _join_spaced_names(self, joined: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """`to=functions.Web Search`, where `Web Search` is a declared function: one word."""
+        out: list[tuple[int, int]] = []
+        i = 0
+        while i < len(spans):
+            start, end = spans[i]
+            word = joined[start:end]
+            if word.startswith(_TO):
+                name = word[len(_TO) :].removeprefix(FUNCTIONS_PREFIX)
+                if name not in self._tools:
+                    for j in range(len(spans) - 1, i, -1):
+                        candidate = " ".join([name, *(joined[s:e] for s, e in spans[i + 1 : j + 1])])
+                        if candidate in self._spaced_tools:
+                            detail = _spec.PARSE_DETAIL_NAME_WITH_SPACE.format(name=self._spaced_tools[candidate])
+                            self._later(_spec.RECOVERY_NAME_WITH_SPACE, detail, "", start)
+                            end = spans[j][1]
+                            i = j
+                            break
+            out.append((start, end))
+            i += 1
+        return out
+
     # -- repairs ---------------------------------------------------------------------------------
 
-    def _fill_empty_channel(self, position: int) -> None:
-        self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
-        self._lalr.feed_token(T_WORD, (T_WORD, ""))
-        self._terms.append(T_WORD)
+    def _later(self, rule: str, detail: str, text: str, position: int) -> None:
+        """A repair reported once the header is settled (a header set aside whole reports only that)."""
+        self._pending.append((rule, detail, text, position))
+
+    def _set_text_aside(self, text: str, position: int) -> None:
+        self._set_aside = True
+        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, _spec.PARSE_DETAIL_STRAY_WORD.format(word=text), text, position)
+
+    def _settle(self, header: Header, position: int) -> None:
+        """Lenient: apply what the grammar could not hold, then report the header's repairs."""
+        if self._recipient is not None:
+            header.recipient = self._recipient
+        if self._channel is not None:
+            header.channel = self._channel
+        if header.recipient == Role.ASSISTANT.value and header.is_role and header.author == Role.ASSISTANT.value:
+            detail = _spec.PARSE_DETAIL_RECIPIENT_TO_SELF.format(recipient=header.recipient)
+            self._later(_spec.RECOVERY_RECIPIENT_TO_SELF, detail, "", position)
+            header.recipient = None
+        content_type = header.content_type or ""
+        if header.recipient is None and content_type.startswith(_CONSTRAIN):
+            name = content_type[len(_CONSTRAIN) :]
+            if name.startswith(FUNCTIONS_PREFIX) or name in self._tools:
+                detail = _spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE.format(word=content_type)
+                self._later(_spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, detail, "", position)
+                header.recipient = name if name.startswith(FUNCTIONS_PREFIX) else FUNCTIONS_PREFIX + name
+                header.content_type = None
+        for rule, detail, text, at in self._pending:
+            self._report(rule, detail, text, at)
+        self._pending = []
 
     def _add_missing_role(self, position: int) -> None:
         role = self._role or Role.ASSISTANT
@@ -268,45 +537,73 @@ class HeaderReader:
     def _repair_control(self, terminal: str, position: int) -> None:
         expected = self._lalr.expected()
         if terminal == T_START:
-            abandoned = " ".join(self._words[1:] if self._virtual else self._words)
+            abandoned = " ".join(self._said)
             self._report(_spec.RECOVERY_REPEATED_START, _spec.PARSE_DETAIL_REPEATED_START, abandoned, position)
             self._lalr.restore(self._snapshot)
             self._lalr.feed_token(terminal)
             self._words, self._terms, self._virtual = [], [], False
+            self._pending, self._raw, self._said = [], [SPELLINGS[T_START]], []
+            self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
+            self._replacing_channel = self._set_aside = False
             return
         if expected == frozenset({T_WORD}) and self._terms[-1:] == [T_CHANNEL]:
-            self._fill_empty_channel(position)
+            self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
+            self._lalr.feed_token(T_WORD, (T_WORD, ""))
+            self._terms.append(T_WORD)
+            self._raw.pop()
             self.control(terminal, position)
             return
         if T_ROLE in expected:
             self._add_missing_role(position)
+            self._raw.pop()
             self.control(terminal, position)
             return
         if terminal == T_CHANNEL and T_CHANNEL in self._terms:
-            self._skipping_channel = True
+            self._replacing_channel = True
             return
         detail = _spec.PARSE_DETAIL_STRAY_CONTROL.format(token=SPELLINGS[terminal])
-        self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
+        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
 
 
 def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, position: int) -> None:
     """Lenient repairs that need the declared function names: a missing `functions.` prefix, and a
-    content type glued to a declared name (`functions.shelljson`)."""
+    content type glued to a declared name (`functions.shelljson`, `shelljson`)."""
     declared = frozenset(tools)
-    if header.recipient in declared:
-        detail = _spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX.format(recipient=header.recipient)
-        report(_spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, detail, "", position)
-        header.recipient = FUNCTIONS_PREFIX + (header.recipient or "")
     recipient = header.recipient
-    if declared and recipient and recipient.startswith(FUNCTIONS_PREFIX):
-        name = recipient[len(FUNCTIONS_PREFIX) :]
-        if name not in declared:
-            for tool in sorted(declared, key=len, reverse=True):
-                rest = name[len(tool) :]
-                if name.startswith(tool) and rest.isalnum():
-                    detail = _spec.PARSE_DETAIL_GLUED_CONTENT_TYPE.format(recipient=recipient)
-                    report(_spec.RECOVERY_GLUED_CONTENT_TYPE, detail, rest, position)
-                    header.recipient = FUNCTIONS_PREFIX + tool
-                    if header.content_type is None:
-                        header.content_type = rest
-                    break
+    if not declared or not recipient:
+        return
+    if recipient in declared:
+        detail = _spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX.format(recipient=recipient)
+        report(_spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, detail, "", position)
+        header.recipient = FUNCTIONS_PREFIX + recipient
+        return
+    name = recipient.removeprefix(FUNCTIONS_PREFIX)
+    if name in declared:
+        return
+    match = _EDGE_PUNCTUATION_RE.match(name)
+    core = match.group(1) if match else name
+    if core in declared:  # `to=functions.get_weather,`
+        detail = _spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION.format(recipient=recipient, name=core)
+        at = name.index(core)
+        report(_spec.RECOVERY_RECIPIENT_PUNCTUATION, detail, name[:at] + name[at + len(core) :], position)
+        header.recipient = FUNCTIONS_PREFIX + core
+        return
+    parts = name.split(_SEPARATOR)
+    for i in range(1, len(parts)):  # `to=function.get_weather`, `to=functions.functions.get_weather`
+        rest = _SEPARATOR.join(parts[i:])
+        if rest in declared and parts[0] not in BUILTIN_NAMESPACES and parts[0] not in _BUILTIN_ITEM_NAMESPACES:
+            detail = _spec.PARSE_DETAIL_WRONG_NAMESPACE.format(recipient=recipient, name=rest)
+            report(_spec.RECOVERY_WRONG_NAMESPACE, detail, _SEPARATOR.join(parts[:i]), position)
+            header.recipient = FUNCTIONS_PREFIX + rest
+            return
+    if name == recipient and _SEPARATOR in name:
+        return
+    for tool in sorted(declared, key=len, reverse=True):
+        rest = name[len(tool) :]
+        if name.startswith(tool) and rest.lower() in CONTENT_TYPES:
+            detail = _spec.PARSE_DETAIL_GLUED_CONTENT_TYPE.format(recipient=recipient)
+            report(_spec.RECOVERY_GLUED_CONTENT_TYPE, detail, rest, position)
+            header.recipient = FUNCTIONS_PREFIX + tool
+            if header.content_type is None:
+                header.content_type = CONTENT_TYPES[rest.lower()]
+            return

@@ -5,6 +5,14 @@ region the parser is in (`Region`), what each piece is: outside a message, text 
 or an error (strict); in a header it goes to the `HeaderReader` (`header.py`); in a body it is content,
 and so is any control token the grammar does not accept there. The generated LALR tables
 (`lalr.IncrementalParser`) follow the whole stream, so every structural decision is the grammar's.
+Text whose control tokens a detokenizer stripped is split by `stripped.StrippedSplitter` as it streams.
+
+Lenient mode, besides the header repairs of `header.py`: a leading byte order mark is not structure; a
+header cut short by a stop token is a call without arguments only when it is a whole header with a
+recipient, prose where the header should be is a message's body (reasoning when `<|end|>` ends it, the
+answer when `<|return|>` does), and anything else is set aside; header words outside a message followed
+by `<|constrain|>` or `<|message|>` open a message; text after the last message that `<|end|>` ended is
+the answer; in text input, a stop token spelled inside an open JSON string of a call's arguments is text.
 
 Events: `MessageStart` once a header is complete, `ContentDelta` for each piece of body text as it
 arrives, `MessageEnd` with the whole message and its terminator, and, in lenient mode, `Recovered`
@@ -16,7 +24,6 @@ message is carried by a `Recovered` event.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, NoReturn
@@ -36,11 +43,23 @@ from .events import (
     Recovered,
     messages_of,
 )
-from .header import FUNCTIONS_PREFIX, ROLES, Header, HeaderReader, apply_declared_tools, reduce_header
+from .header import (
+    CHANNELS,
+    FUNCTIONS_PREFIX,
+    ROLES,
+    Cut,
+    Header,
+    HeaderReader,
+    apply_declared_tools,
+    channel_of,
+    reduce_header,
+)
 from .header import T_CHANNEL as _T_CHANNEL
+from .header import T_CONSTRAIN as _T_CONSTRAIN
 from .header import T_MESSAGE as _T_MESSAGE
 from .header import T_START as _T_START
 from .lexer import SPELLINGS, TextLexer, TokenLexer
+from .stripped import StrippedHeader, StrippedSplitter, stripped_start
 
 if TYPE_CHECKING:
     from ..encoding import HarmonyEncoding
@@ -54,12 +73,11 @@ _TERMINATOR_OF: dict[str, Terminator] = {
     if tid in _spec.TERMINATORS
 }
 _EOS = Terminator(_spec.PARSE_EOS_TERMINATOR)
-_TURN_ENDS = frozenset(Terminator(_spec.TERMINATORS[tid]) for tid in _spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS)
-_STRIPPED_RE = re.compile(
-    "(?:^|" + re.escape(Role.ASSISTANT.value) + ")(" + "|".join(re.escape(c) for c in _spec.CHANNELS) + ")"
-    "(?: " + re.escape(_spec.HEADER_RECIPIENT_KEYWORD) + r"(\S+?))?"
-    "(?: (" + "|".join(re.escape(c) for c in _spec.CONTENT_TYPES) + "))?(?=\\S)"
-)
+_END = Terminator(_spec.TERMINATORS[_spec.TOKEN_END])
+_CALL = Terminator(_spec.TERMINATORS[_spec.TOKEN_CALL])
+_TURN_END = Terminator(_spec.TERMINATORS[_spec.TOKEN_END_DONE_SAMPLING])  # ends the model's turn
+_TO = _spec.HEADER_RECIPIENT_KEYWORD
+_BOM = "\ufeff"  # a byte order mark: Unicode's, not the format's
 
 
 class Region(Enum):
@@ -68,7 +86,8 @@ class Region(Enum):
     OUTSIDE = enum.auto()  # between messages
     HEADER = enum.auto()  # after `<|start|>`, before `<|message|>`
     BODY = enum.auto()  # after `<|message|>`, before a stop token
-    STOPPED = enum.auto()  # after a tool call or a turn's end, when asked to stop there
+    STRIPPED = enum.auto()  # text whose control tokens were stripped, split on its header words
+    STOPPED = enum.auto()  # after the turn's end or a tool call, when asked to stop there
 
 
 class HarmonyStreamParser:
@@ -77,10 +96,51 @@ class HarmonyStreamParser:
     `role` is the role of the message the completion starts in (the prompt ended with
     `<|start|>ROLE`), or None when the completion starts with `<|start|>`. `tools` are the declared
     function names (without the function namespace), used by the lenient repairs of recipients.
-    `stop_after_tool_call` sets aside what follows the first completed tool call by the assistant;
-    `stop_at_turn_end` what follows any message ended by a token that ends the model's turn (`<|call|>`,
-    `<|return|>`): a sampler stops there, so what comes after is not the model's answer.
+    `stop_after_tool_call` sets aside what follows the first completed tool call by the assistant, and
+    `max_tool_calls=N` what follows the N-th (a request's `parallel_tool_calls: false`, `max_tool_calls`).
+    `stop_at_turn_end` (by default: in lenient mode, for a completion that follows the prompt's role; a
+    strict parser, or one reading from `<|start|>`, reads a whole transcript) reads the input as one turn
+    of the model, as a server does: what follows the
+    message that `<|return|>` ended is set aside (a sampler stops there), and so is a tool result the model
+    wrote itself after its call and everything after it; several calls in a row are all read (an engine
+    that does not stop at `<|call|>` lets the model make them).
     """
+
+    __slots__ = (
+        "_lenient",
+        "_role",
+        "_tools",
+        "_calls_left",
+        "_stop_at_turn_end",
+        "_stop_rule",
+        "_stop_detail",
+        "_lalr",
+        "_header",
+        "_tokens",
+        "_known",
+        "_text",
+        "_out",
+        "_unit",
+        "_pos",
+        "_index",
+        "_region",
+        "_current",
+        "_msg_role",
+        "_msg_name",
+        "_body",
+        "_body_run",
+        "_junk",
+        "_junk_pos",
+        "_header_pos",
+        "_seen_control",
+        "_fresh",
+        "_stripped_possible",
+        "_splitter",
+        "_stripped_at",
+        "_last",
+        "_last_stop",
+        "_closed",
+    )
 
     def __init__(
         self,
@@ -90,18 +150,25 @@ class HarmonyStreamParser:
         tools: Iterable[str] | None = None,
         *,
         stop_after_tool_call: bool = False,
-        stop_at_turn_end: bool = False,
+        stop_at_turn_end: bool | None = None,
+        max_tool_calls: int | None = None,
     ) -> None:
         if mode not in ("strict", "lenient"):
             raise ValueError(f"mode must be 'strict' or 'lenient', not {mode!r}")
         self._lenient = mode == "lenient"
         self._role = Role(role) if role is not None else None
         self._tools = frozenset(tools or ())
-        self._stop_after_call = stop_after_tool_call
-        self._stop_at_turn_end = stop_at_turn_end
+        if max_tool_calls is not None and max_tool_calls < 1:
+            raise ValueError(f"max_tool_calls must be at least 1, not {max_tool_calls}")
+        limits = [n for n in (1 if stop_after_tool_call else None, max_tool_calls) if n is not None]
+        self._calls_left = min(limits) if limits else -1  # tool calls still allowed; -1: no limit
+        self._stop_at_turn_end = (
+            self._lenient and self._role is not None if stop_at_turn_end is None else stop_at_turn_end
+        )
         self._stop_rule = _spec.RECOVERY_AFTER_TOOL_CALL
+        self._stop_detail = _spec.PARSE_DETAIL_AFTER_TOOL_CALL
         self._lalr = IncrementalParser(reduce_header)
-        self._header = HeaderReader(self._lalr, self._lenient, self._role, self._report, self._fail)
+        self._header = HeaderReader(self._lalr, self._lenient, self._role, self._report, self._fail, self._tools)
         self._tokens = TokenLexer(encoding, self)
         self._known = self._tokens.known_texts
         self._text = TextLexer(self)
@@ -117,8 +184,14 @@ class HarmonyStreamParser:
         self._body_run = False  # the body's text has been announced to the grammar
         self._junk: list[str] = []
         self._junk_pos = 0
+        self._header_pos = 0  # where the open header began
         self._seen_control = False
+        self._fresh = True  # nothing read yet
+        self._stripped_possible = self._lenient  # no control token and no text ruled out stripped text yet
+        self._splitter: StrippedSplitter | None = None
+        self._stripped_at = 0  # where the stripped text began (its headers' positions count from there)
         self._last: ParsedMessage | None = None
+        self._last_stop: Terminator | None = None  # the stop token read last, message or not
         self._closed = False
         if self._role is not None:
             self._header.open(self._role)
@@ -131,6 +204,11 @@ class HarmonyStreamParser:
         return self._region
 
     @property
+    def seen_control(self) -> bool:
+        """Whether a control token has been read (text without any is read as stripped or plain text)."""
+        return self._seen_control
+
+    @property
     def tokens_read(self) -> int:
         """How many token ids were fed (`feed_tokens` and `feed_body_token`)."""
         return self._tokens.position
@@ -138,7 +216,8 @@ class HarmonyStreamParser:
     @property
     def current_content(self) -> str:
         """The text of the body being read so far ("" outside a body)."""
-        return "".join(self._body) if self._region is Region.BODY else ""
+        region = self._region
+        return "".join(self._body) if region is Region.BODY or region is Region.STRIPPED else ""
 
     def feed_tokens(self, tokens: Iterable[int]) -> list[Event]:
         """Feed completion token ids; the events they cause."""
@@ -192,12 +271,19 @@ class HarmonyStreamParser:
         if self._region is Region.STOPPED:
             self._flush_junk()
             return out
+        if self._region is Region.STRIPPED:
+            self._end_stripped(_EOS)
+            return out
         if self._lenient and not self._seen_control:
-            if self._stripped_fallback():
+            if self._stripped_possible and self._try_stripped(final=True):
+                self._end_stripped(_EOS)
                 return out
             if self._region is Region.HEADER and self._header.virtual and self._header.pending_text().strip():
                 self._unstructured_text()
                 return out
+        if self._lenient and self._region is Region.OUTSIDE and self._junk and self._last_stop is not None:
+            self._text_after_messages()
+            return out
         self._flush_junk()
         if self._region is Region.HEADER:
             if not self._lenient:
@@ -217,6 +303,14 @@ class HarmonyStreamParser:
     # -- what the lexers find (the lexer's Sink) ------------------------------------------------
 
     def on_text(self, text: str, position: int) -> None:
+        if self._fresh:
+            self._fresh = False
+            if self._lenient and text.startswith(_BOM):
+                self._report(_spec.RECOVERY_BYTE_ORDER_MARK, _spec.PARSE_DETAIL_BYTE_ORDER_MARK, _BOM, position)
+                text = text[len(_BOM) :]
+                position += len(_BOM) if self._unit == _spec.PARSE_UNIT_TEXT else 0
+                if not text:
+                    return
         self._pos = position
         region = self._region
         if region is Region.BODY:
@@ -227,20 +321,35 @@ class HarmonyStreamParser:
             self._out.append(ContentDelta(self._index, text))
         elif region is Region.HEADER:
             self._header.add_text(text, position)
+            if self._stripped_possible and not self._seen_control:
+                self._try_stripped(final=False)
+        elif region is Region.STRIPPED:
+            assert self._splitter is not None
+            self._stripped_pieces(self._splitter.feed(text))
         else:
             if not self._junk:
                 self._junk_pos = position
             self._junk.append(text)
-            if region is Region.OUTSIDE and not self._lenient:
-                start = SPELLINGS[_T_START]
-                self._fail(_spec.PARSE_ERR_TEXT_OUTSIDE.format(text=text[:40], start=start), position)
+            if region is Region.OUTSIDE:
+                if not self._lenient:
+                    start = SPELLINGS[_T_START]
+                    self._fail(_spec.PARSE_ERR_TEXT_OUTSIDE.format(text=text[:40], start=start), position)
+                if self._stripped_possible and not self._seen_control:
+                    self._try_stripped(final=False)
 
     def on_control(self, terminal: str, position: int) -> None:
         self._pos = position
-        self._seen_control = True
+        if not self._seen_control:
+            self._seen_control = True
+            self._fresh = self._stripped_possible = False
         region = self._region
         if region is Region.BODY:
             if terminal in self._lalr.expected():  # a terminator
+                if self._unit == _spec.PARSE_UNIT_TEXT and self._lenient and self._inside_json_string():
+                    detail = _spec.PARSE_DETAIL_JSON_STRING_CONTROL.format(token=SPELLINGS[terminal])
+                    self._recover(_spec.RECOVERY_JSON_STRING_CONTROL, detail)
+                    self.on_text(SPELLINGS[terminal], position)
+                    return
                 self._lalr.feed_token(terminal)
                 self._end_message(_TERMINATOR_OF[terminal])
             else:  # the grammar takes no other control token in a body: it is text
@@ -252,8 +361,17 @@ class HarmonyStreamParser:
         if region is Region.STOPPED:
             self._junk.append(SPELLINGS[terminal])
             return
-        self._flush_junk()
+        if region is Region.STRIPPED:  # a control token after all: the stripped text ends here
+            stop = _TERMINATOR_OF.get(terminal)
+            self._end_stripped(stop or _END)
+            if stop is not None:
+                self._last_stop = stop
+                if self._stop_at_turn_end and stop is _TURN_END:
+                    self._stop(_spec.RECOVERY_AFTER_TURN_END, _spec.PARSE_DETAIL_AFTER_TURN_END)
+                return
         if terminal == _T_START:
+            self._flush_junk()
+            self._header_pos = position
             self._header.open()
             self._region = Region.HEADER
             return
@@ -262,13 +380,19 @@ class HarmonyStreamParser:
                 _spec.PARSE_ERR_UNEXPECTED_CONTROL.format(token=SPELLINGS[terminal], start=SPELLINGS[_T_START]),
                 position,
             )
+        if (terminal == _T_MESSAGE or terminal == _T_CONSTRAIN) and self._junk_is_header():
+            self._header_without_start(terminal, position)
+            return
+        self._flush_junk()
         token = SPELLINGS[terminal]
         if terminal in _TERMINATOR_OF:
+            self._last_stop = _TERMINATOR_OF[terminal]
             self._recover(_spec.RECOVERY_EXTRA_STOP, _spec.PARSE_DETAIL_STOP_OUTSIDE.format(token=token))
         elif terminal == _T_CHANNEL:
             role = self._role or Role.ASSISTANT
             detail = _spec.PARSE_DETAIL_CHANNEL_OUTSIDE.format(token=token, role=role.value)
             self._recover(_spec.RECOVERY_MISSING_START, detail)
+            self._header_pos = position
             self._header.open(role)
             self._region = Region.HEADER
             self._header_control(terminal, position)
@@ -284,21 +408,20 @@ class HarmonyStreamParser:
     # -- headers ---------------------------------------------------------------------------------
 
     def _header_control(self, terminal: str, position: int) -> None:
-        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT)
+        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
         self._pos = position
         if terminal == _T_MESSAGE:
             header = self._header.complete(position)
             if header is None:
                 self._region = Region.OUTSIDE
-            else:
+            elif not self._cut_invented_result(header):
                 self._start_body(header)
             return
         if terminal in _TERMINATOR_OF:
             token = SPELLINGS[terminal]
             if not self._lenient:
                 self._fail(_spec.PARSE_ERR_STOP_IN_HEADER.format(token=token), position)
-            detail = _spec.PARSE_DETAIL_STOP_IN_HEADER.format(token=token)
-            self._close_header(_spec.RECOVERY_HEADER_CUT_BY_STOP, detail, terminal, position)
+            self._close_header(terminal, position)
             return
         self._header.control(terminal, position)
 
@@ -306,27 +429,100 @@ class HarmonyStreamParser:
         """The stream ended inside a header (lenient): no message; the header's words are set aside."""
         self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT)
         if not self._header.untouched:  # an empty completion is not a header cut short
-            self._recover(rule, detail, self._header.spoken_words(), position)
+            aside = self._header.spoken_words() or self._header.raw_text()
+            self._recover(rule, detail, aside, position)
         self._header.abandon()
         self._region = Region.OUTSIDE
 
-    def _close_header(self, rule: str, detail: str, stop: str, position: int) -> None:
-        """A stop token inside a header (lenient): a message with that header and no content."""
-        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT)
+    def _close_header(self, stop: str, position: int) -> None:
+        """A stop token inside a header (lenient): a call without arguments, a message whose header is missing,
+        or nothing (the header's text is set aside), as `HeaderReader.cut` decides."""
+        header = self._header
+        header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, stop)
         self._pos = position
-        if self._header.empty:
-            self._recover(rule, _spec.PARSE_DETAIL_NO_AUTHOR.format(detail=detail))
-            self._header.abandon()
-            self._region = Region.OUTSIDE
+        token = SPELLINGS[stop]
+        terminator = _TERMINATOR_OF[stop]
+        detail = _spec.PARSE_DETAIL_STOP_IN_HEADER.format(token=token)
+        cut = header.cut()
+        if cut is Cut.MESSAGE:
+            self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, detail)
+            complete = header.complete(position)
+            if complete is None:
+                self._region = Region.OUTSIDE
+                return
+            self._start_body(complete)
+            self._lalr.feed_token(stop)
+            self._end_message(terminator)
             return
-        self._recover(rule, detail)
-        header = self._header.complete(position)
-        if header is None:
-            self._region = Region.OUTSIDE
-            return
-        self._start_body(header)
-        self._lalr.feed_token(stop)
-        self._end_message(_TERMINATOR_OF[stop])
+        text = header.raw_text()
+        header.discard_pending()
+        header.abandon()
+        self._region = Region.OUTSIDE
+        self._last_stop = terminator
+        if cut is Cut.NOTHING:
+            self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, _spec.PARSE_DETAIL_NO_AUTHOR.format(detail=detail))
+        elif cut is Cut.HEADERLESS and terminator is not _CALL:
+            channel = _spec.CHANNEL_REASONING if terminator is _END else None
+            detail = _spec.PARSE_DETAIL_HEADERLESS_MESSAGE.format(token=token, channel=channel)
+            self._recover(_spec.RECOVERY_HEADERLESS_MESSAGE, detail, "", self._header_pos)
+            role = self._role or Role.ASSISTANT
+            self._emit_whole(ParsedMessage(role, None, channel, None, None, text, terminator))
+        else:
+            self._recover(_spec.RECOVERY_JUNK_HEADER, detail, text, self._header_pos)
+        if self._stop_at_turn_end and terminator is _TURN_END:
+            self._stop(_spec.RECOVERY_AFTER_TURN_END, _spec.PARSE_DETAIL_AFTER_TURN_END)
+
+    def _junk_is_header(self) -> bool:
+        """Whether the text set aside since the last message reads as header words (a channel word first,
+        or a recipient), so that a `<|constrain|>` or `<|message|>` after it closes a header."""
+        words = "".join(self._junk).split()
+        if not words:
+            return False
+        return channel_of(words[0])[0] in CHANNELS or any(w.startswith(_TO) for w in words)
+
+    def _header_without_start(self, terminal: str, position: int) -> None:
+        """Header words outside a message, then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE`
+        (and `<|channel|>`, when the words begin with a channel word) were lost."""
+        text, at = "".join(self._junk), self._junk_pos
+        self._junk = []
+        role = self._role or Role.ASSISTANT
+        detail = _spec.PARSE_DETAIL_HEADER_WITHOUT_START.format(token=SPELLINGS[_T_START], role=role.value)
+        self._recover(_spec.RECOVERY_MISSING_START, detail, "", at)
+        self._header_pos = at
+        self._header.open(role)
+        self._region = Region.HEADER
+        if channel_of(text.split()[0])[0] in CHANNELS:
+            self._header.control(_T_CHANNEL, at)
+        self._header.add_text(text, at)
+        self._header_control(terminal, position)
+
+    def _cut_invented_result(self, header: Header) -> bool:
+        """A message the model wrote in another's name: a tool's result (right after its own call, or not), or
+        a user's, system's or developer's message. Reading one turn (`stop_at_turn_end`), it and all that
+        follows are set aside; otherwise a tool's result right after a call is only reported."""
+        if not self._lenient:
+            return False
+        own = self._role or Role.ASSISTANT
+        last = self._last
+        after_call = last is not None and last.role is own and last.recipient is not None
+        if header.is_role:
+            if not self._stop_at_turn_end or ROLES[header.author or ""] is own:
+                return False
+            detail = _spec.PARSE_DETAIL_OTHER_AUTHOR.format(author=header.author, role=own.value)
+            rule = _spec.RECOVERY_OTHER_AUTHOR
+        else:
+            recipient = last.recipient if after_call and last is not None else None
+            detail = _spec.PARSE_DETAIL_INVENTED_TOOL_RESULT.format(author=header.author, recipient=recipient)
+            rule = _spec.RECOVERY_INVENTED_TOOL_RESULT
+            if not self._stop_at_turn_end:
+                if after_call:
+                    self._recover(rule, detail)
+                return False
+        self._junk = [self._header.raw_text(), SPELLINGS[_T_MESSAGE]]
+        self._header.abandon()
+        self._stop(rule, detail)
+        self._junk_pos = self._header_pos
+        return True
 
     def _start_body(self, header: Header) -> None:
         if self._lenient:
@@ -336,17 +532,6 @@ class HarmonyStreamParser:
         self._current = header
         self._msg_role = role
         self._msg_name = author_name
-        last = self._last
-        if (
-            self._lenient
-            and role is Role.TOOL
-            and last is not None
-            and last.role is Role.ASSISTANT
-            and last.recipient is not None
-            and header.recipient == Role.ASSISTANT.value
-        ):
-            detail = _spec.PARSE_DETAIL_INVENTED_TOOL_RESULT.format(author=author_name, recipient=last.recipient)
-            self._recover(_spec.RECOVERY_INVENTED_TOOL_RESULT, detail)
         self._region = Region.BODY
         self._body = []
         self._body_run = False
@@ -375,15 +560,137 @@ class HarmonyStreamParser:
         self._region = Region.OUTSIDE
         if terminator is _EOS:
             return
-        if self._stop_after_call and message.recipient is not None and message.role is Role.ASSISTANT:
-            self._stop(_spec.RECOVERY_AFTER_TOOL_CALL)
-        elif self._stop_at_turn_end and terminator in _TURN_ENDS:
-            self._stop(_spec.RECOVERY_AFTER_TURN_END)
+        self._last_stop = terminator
+        if self._calls_left > 0 and message.recipient is not None and message.role is Role.ASSISTANT:
+            self._calls_left -= 1
+        if self._calls_left == 0:
+            self._stop(_spec.RECOVERY_AFTER_TOOL_CALL, _spec.PARSE_DETAIL_AFTER_TOOL_CALL)
+        elif self._stop_at_turn_end and terminator is _TURN_END:
+            self._stop(_spec.RECOVERY_AFTER_TURN_END, _spec.PARSE_DETAIL_AFTER_TURN_END)
 
-    def _stop(self, rule: str) -> None:
+    def _stop(self, rule: str, detail: str) -> None:
         self._region = Region.STOPPED
         self._stop_rule = rule
+        self._stop_detail = detail
         self._junk_pos = self._pos + 1
+
+    def _inside_json_string(self) -> bool:
+        """Whether the open body is a call's JSON arguments that end inside a string (text input only: there a
+        control token's spelling inside a string is indistinguishable from the token)."""
+        header = self._current
+        if header is None or header.recipient is None:
+            return False
+        text = "".join(self._body).lstrip()
+        if not text or text[0] not in "{[":
+            return False
+        inside = escaped = False
+        for char in text:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = inside
+            elif char == '"':
+                inside = not inside
+        return inside
+
+    # -- text without control tokens -------------------------------------------------------------
+
+    def _try_stripped(self, final: bool) -> bool:
+        """Decide, as early as the text allows, whether a completion without control tokens is stripped text;
+        if it is, read it as such from here on."""
+        text = "".join(self._junk) + self._header.pending_text()
+        body = text.lstrip()
+        decision = stripped_start(body, final) if body or final else None
+        if decision is None:
+            return False
+        self._stripped_possible = False
+        if not decision:
+            return False
+        at = self._junk_pos if self._junk else 0
+        self._junk = []
+        if self._region is Region.HEADER:
+            self._header.take_pending_text()
+            self._header.abandon()
+        self._region = Region.STRIPPED
+        self._splitter = StrippedSplitter()
+        self._pos = at
+        lead = text[: len(text) - len(body)]
+        if lead:  # white space before the first header word
+            self._recover(_spec.RECOVERY_TEXT_BEFORE_START, _spec.PARSE_DETAIL_TEXT_BEFORE_START, lead, at)
+        self._stripped_at = at + (len(lead) if self._unit == _spec.PARSE_UNIT_TEXT else 0)
+        self._stripped_pieces(self._splitter.feed(body))
+        return True
+
+    def _stripped_pieces(self, pieces: list[StrippedHeader | str]) -> None:
+        for piece in pieces:
+            if isinstance(piece, str):
+                self._body.append(piece)
+                self._out.append(ContentDelta(self._index, piece))
+                continue
+            if self._current is not None:
+                self._end_stripped_message(_END)
+            at = self._stripped_at + (piece.offset if self._unit == _spec.PARSE_UNIT_TEXT else 0)
+            detail = _spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS.format(header=piece.text)
+            self._recover(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, detail, "", at)
+            header = Header(None, True, piece.recipient, piece.channel, piece.content_type)
+            apply_declared_tools(header, self._tools, self._report, at)
+            role = piece.role or self._role or Role.ASSISTANT
+            header.author = role.value
+            self._current = header
+            self._msg_role, self._msg_name, self._body = role, None, []
+            start = MessageStart(self._index, role, None, header.channel, header.recipient, header.content_type)
+            self._out.append(start)
+
+    def _end_stripped_message(self, terminator: Terminator) -> None:
+        self._end_message(terminator)
+        if self._region is Region.OUTSIDE:
+            self._region = Region.STRIPPED
+
+    def _end_stripped(self, terminator: Terminator) -> None:
+        """The stripped text ends (the stream ends, or a control token comes): the open message ends too."""
+        assert self._splitter is not None
+        self._stripped_pieces(self._splitter.finish())
+        if self._current is not None:
+            self._end_message(terminator)
+        self._splitter = None
+        if self._region is Region.STRIPPED:
+            self._region = Region.OUTSIDE
+
+    def _unstructured_text(self) -> None:
+        """No control token and no channel words: the whole text is the body of the expected message."""
+        text = self._header.take_pending_text()
+        role = self._role or Role.ASSISTANT
+        detail = _spec.PARSE_DETAIL_UNSTRUCTURED_TEXT
+        self._recover(_spec.RECOVERY_UNSTRUCTURED_TEXT, detail, "", 0)
+        self._header.abandon()
+        self._emit_whole(ParsedMessage(role, None, None, None, None, text, _EOS))
+        self._region = Region.OUTSIDE
+
+    def _text_after_messages(self) -> None:
+        """Text after the last message and no header before the stream ends: after `<|end|>` it is the answer
+        (a message with no channel; leading white space set aside); otherwise it is set aside."""
+        text, at = "".join(self._junk), self._junk_pos
+        self._junk = []
+        body = text.lstrip()
+        if self._last_stop is _END and body:
+            lead = text[: len(text) - len(body)]
+            self._recover(_spec.RECOVERY_TEXT_AFTER_END, _spec.PARSE_DETAIL_TEXT_AFTER_END, lead, at)
+            role = self._role or Role.ASSISTANT
+            self._emit_whole(ParsedMessage(role, None, None, None, None, body, _EOS))
+        elif self._last_stop is _CALL:
+            self._recover(_spec.RECOVERY_TEXT_AFTER_CALL, _spec.PARSE_DETAIL_TEXT_AFTER_CALL, text, at)
+        else:
+            self._recover(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, _spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, at)
+
+    def _emit_whole(self, message: ParsedMessage) -> None:
+        """Start, content and end events of a message found whole (by a fallback)."""
+        m = message
+        self._out.append(MessageStart(self._index, m.role, m.name, m.channel, m.recipient, m.content_type))
+        if m.content:
+            self._out.append(ContentDelta(self._index, m.content))
+        self._out.append(MessageEnd(self._index, m, m.terminator))
+        self._index += 1
+        self._last = m
 
     # -- repairs and errors ----------------------------------------------------------------------
 
@@ -402,52 +709,13 @@ class HarmonyStreamParser:
         text = "".join(self._junk)
         self._junk = []
         if self._region is Region.STOPPED:
-            stopped_by_call = self._stop_rule == _spec.RECOVERY_AFTER_TOOL_CALL
-            detail = _spec.PARSE_DETAIL_AFTER_TOOL_CALL if stopped_by_call else _spec.PARSE_DETAIL_AFTER_TURN_END
-            self._recover(self._stop_rule, detail, text, self._junk_pos)
-        elif self._last is None:
+            self._recover(self._stop_rule, self._stop_detail, text, self._junk_pos)
+        elif self._last is None and self._last_stop is None:
             detail = _spec.PARSE_DETAIL_TEXT_BEFORE_START
             self._recover(_spec.RECOVERY_TEXT_BEFORE_START, detail, text, self._junk_pos)
         else:
             detail = _spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES
             self._recover(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, detail, text, self._junk_pos)
-
-    def _stripped_fallback(self) -> bool:
-        """`analysis…assistantfinal…`: special tokens were stripped by the server; split on channel words."""
-        text = "".join(self._junk) + self._header.pending_text()
-        matches = list(_STRIPPED_RE.finditer(text))
-        if not matches or matches[0].start() != 0:
-            return False
-        self._junk = []
-        self._header.take_pending_text()
-        detail = _spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS
-        self._recover(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, detail, "", 0)
-        role = self._role or Role.ASSISTANT
-        for i, match in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-            body = text[match.end() : end]
-            channel, recipient, content_type = match.group(1), match.group(2), match.group(3)
-            self._emit_whole(ParsedMessage(role, None, channel, recipient, content_type, body, _EOS))
-        self._region = Region.OUTSIDE
-        return True
-
-    def _unstructured_text(self) -> None:
-        """No control token and no channel words: the whole text is the body of the expected message."""
-        text = self._header.take_pending_text()
-        role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_UNSTRUCTURED_TEXT
-        self._recover(_spec.RECOVERY_UNSTRUCTURED_TEXT, detail, "", 0)
-        self._emit_whole(ParsedMessage(role, None, None, None, None, text, _EOS))
-        self._region = Region.OUTSIDE
-
-    def _emit_whole(self, message: ParsedMessage) -> None:
-        """Start, content and end events of a message found whole (by a fallback)."""
-        m = message
-        self._out.append(MessageStart(self._index, m.role, m.name, m.channel, m.recipient, m.content_type))
-        if m.content:
-            self._out.append(ContentDelta(self._index, m.content))
-        self._out.append(MessageEnd(self._index, m, m.terminator))
-        self._index += 1
 
 
 def parse_tokens(
