@@ -308,6 +308,40 @@ def test_concurrent_continuations_from_threads_lose_nothing(store: Store) -> Non
         assert history.messages()[-3].to_dict() == user(f"t{n} 4").to_dict()
 
 
+def test_the_function_calls_of_each_turn_come_back_with_the_history(store: Store) -> None:
+    inputs, outputs = _tool_turn_messages()
+    store.begin(
+        "resp_1",
+        owner=ALICE,
+        resource=resource("resp_1"),
+        input_items=[input_item("in_1", "Weather?")],
+        input_messages=inputs,
+        calls={"call_given": "get_time"},  # a call the client sent back as input
+    )
+    store.finish(
+        "resp_1", resource=resource("resp_1", "completed"), output_items=[], output_messages=outputs,
+        calls={"call_made": "get_weather"},
+    )  # fmt: skip
+    add_turn(store, "resp_2", ALICE, "resp_1", "and then?")
+    history = store.load_history("resp_2", ALICE)
+    assert history.turns[0].calls == {"call_given": "get_time", "call_made": "get_weather"}
+    assert history.turns[1].calls == {}
+    assert history.call_names() == {"call_given": "get_time", "call_made": "get_weather"}
+
+
+@pytest.mark.parametrize("calls", [{"": "f"}, {"c": ""}, {"c": 3}])
+def test_calls_that_are_not_ids_to_names_are_refused(store: Store, calls: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgument) as exc:
+        store.begin("r", owner=ALICE, resource=resource("r"), input_items=[], input_messages=[], calls=calls)
+    assert exc.value.param == "calls"
+
+
+def test_a_secret_is_made_once_and_kept(store: Store) -> None:
+    key = store.secret("compaction")
+    assert len(key) == 32 and store.secret("compaction") == key
+    assert store.secret("other") != key
+
+
 # -- token-exact continuation ------------------------------------------------------------------------
 
 _TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]

@@ -40,6 +40,7 @@ class AsyncStore:
         input_items: Sequence[Mapping[str, Any]],
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
+        calls: Mapping[str, str] | None = None,
     ) -> None:
         await self._run(
             self.store.begin,
@@ -49,6 +50,7 @@ class AsyncStore:
             input_items=input_items,
             input_messages=input_messages,
             previous_response_id=previous_response_id,
+            calls=calls,
         )
 
     async def finish(
@@ -58,6 +60,7 @@ class AsyncStore:
         resource: Mapping[str, Any],
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
+        calls: Mapping[str, str] | None = None,
     ) -> None:
         await self._run(
             self.store.finish,
@@ -65,6 +68,7 @@ class AsyncStore:
             resource=resource,
             output_items=output_items,
             output_messages=output_messages,
+            calls=calls,
         )
 
     async def get(self, response_id: str, owner: Owner) -> dict[str, Any]:
@@ -89,6 +93,9 @@ class AsyncStore:
 
     async def load_history(self, response_id: str, owner: Owner) -> History:
         return await self._run(self.store.load_history, response_id, owner)
+
+    async def secret(self, name: str) -> bytes:
+        return await self._run(self.store.secret, name)
 
     async def recover(self) -> int:
         return await self._run(self.store.recover)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -40,6 +40,7 @@ LIST_OBJECT = "list"
 LIST_LIMIT_DEFAULT = 20
 LIST_LIMIT_MAX = 100
 LIST_ORDER_DEFAULT = "desc"
+SECRET_BYTES = 32
 TERMINAL_STATUSES = frozenset({ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE, ResponseStatus.FAILED})
 
 
@@ -73,12 +74,14 @@ class Owner:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One stored response as history: the messages its input added and the messages it produced."""
+    """One stored response as history: the messages its input added and the messages it produced, and the
+    function calls among its input and output items (call_id → function name)."""
 
     response_id: str
     status: ResponseStatus
     input_messages: tuple[Message, ...]
     output_messages: tuple[Message, ...]
+    calls: Mapping[str, str] = field(default_factory=dict)
 
     def messages(self) -> list[Message]:
         return [*self.input_messages, *self.output_messages]
@@ -93,6 +96,14 @@ class History:
     def messages(self) -> list[Message]:
         """Every turn's messages in order: what the next prompt renders before the new input."""
         return [m for turn in self.turns for m in turn.messages()]
+
+    def call_names(self) -> dict[str, str]:
+        """call_id → function name of every function call in the chain (a later turn wins a reused id):
+        what a new `function_call_output` needs to name the function it answers."""
+        names: dict[str, str] = {}
+        for turn in self.turns:
+            names.update(turn.calls)
+        return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +215,15 @@ def check_items(items: Sequence[Mapping[str, Any]], param: str) -> list[tuple[st
         if not isinstance(item_id, str) or not item_id:
             raise InvalidArgument(f"{param}[{i}]", "every stored item needs a string `id`; assign one before storing")
         out.append((item_id, dict(item)))
+    return out
+
+
+def check_calls(calls: Mapping[str, str] | None, param: str) -> dict[str, str]:
+    """The function calls of a turn as a plain dict; every key (a call id) and value (a name) a string."""
+    out = dict(calls or {})
+    for call_id, name in out.items():
+        if not isinstance(call_id, str) or not isinstance(name, str) or not call_id or not name:
+            raise InvalidArgument(param, f"maps call ids to function names, both non-empty strings; got {call_id!r}")
     return out
 
 

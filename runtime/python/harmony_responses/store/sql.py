@@ -8,6 +8,7 @@ response asked for back to the first turn, so loading a 50-turn conversation is 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from .base import Store
 from .database import Database, Tx
 from .migrations import migrate
 from .model import (
+    SECRET_BYTES,
     TERMINAL_STATUSES,
     DuplicateResponse,
     History,
@@ -40,15 +42,18 @@ MAX_CHAIN = 100_000
 """A guard for the history walk; chains cannot loop (a response continues only an older one)."""
 
 _HISTORY = """
-WITH RECURSIVE chain (id, previous_response_id, status, input_messages, output_messages, depth) AS (
-    SELECT id, previous_response_id, status, input_messages, output_messages, 0
+WITH RECURSIVE chain (id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls,
+                       depth) AS (
+    SELECT id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls, 0
     FROM responses WHERE id = ? AND owner = ?
     UNION ALL
-    SELECT r.id, r.previous_response_id, r.status, r.input_messages, r.output_messages, c.depth + 1
+    SELECT r.id, r.previous_response_id, r.status, r.input_messages, r.output_messages, r.input_calls,
+           r.output_calls, c.depth + 1
     FROM responses r JOIN chain c ON r.id = c.previous_response_id
     WHERE r.owner = ? AND c.depth < ?
 )
-SELECT id, previous_response_id, status, input_messages, output_messages FROM chain ORDER BY depth DESC
+SELECT id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls
+FROM chain ORDER BY depth DESC
 """
 
 
@@ -79,6 +84,7 @@ class SQLStore(Store):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
+        calls: dict[str, str],
     ) -> None:
         now = time.time()
         row = (response_id, owner.digest, previous_response_id, resource["status"], self.writer_id, now, now)
@@ -88,9 +94,9 @@ class SQLStore(Store):
                 self._check_continuable(tx, previous_response_id, owner)
             inserted = tx.execute(
                 "INSERT INTO responses (id, owner, previous_response_id, status, writer_id, created_at, updated_at,"
-                " resource, input_messages, output_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')"
-                " ON CONFLICT (id) DO NOTHING",
-                (*row, _dump(resource), _dump(input_messages)),
+                " resource, input_messages, output_messages, input_calls)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?) ON CONFLICT (id) DO NOTHING",
+                (*row, _dump(resource), _dump(input_messages), _dump(calls)),
             )
             if inserted != 1:
                 raise DuplicateResponse(response_id)
@@ -114,13 +120,15 @@ class SQLStore(Store):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
+        calls: dict[str, str],
     ) -> None:
         items = [(response_id, OUTPUT, i, item_id, _dump(item)) for i, (item_id, item) in enumerate(output_items)]
+        values = (status.value, _dump(resource), _dump(output_messages), _dump(calls), time.time())
         with self._db.write() as tx:
             updated = tx.execute(
-                "UPDATE responses SET status = ?, resource = ?, output_messages = ?, writer_id = NULL, updated_at = ?"
-                f" WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
-                (status.value, _dump(resource), _dump(output_messages), time.time(), response_id, *UNFINISHED),
+                "UPDATE responses SET status = ?, resource = ?, output_messages = ?, output_calls = ?,"
+                f" writer_id = NULL, updated_at = ? WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
+                (*values, response_id, *UNFINISHED),
             )
             if updated != 1:
                 raise ResponseNotInProgress(response_id)
@@ -193,10 +201,25 @@ class SQLStore(Store):
             raise ResponseInProgress(response_id)
         return History(
             tuple(
-                Turn(rid, ResponseStatus(status), messages_from(json.loads(ins)), messages_from(json.loads(outs)))
-                for rid, _previous, status, ins, outs in rows
+                Turn(
+                    rid,
+                    ResponseStatus(status),
+                    messages_from(json.loads(ins)),
+                    messages_from(json.loads(outs)),
+                    {**json.loads(in_calls), **json.loads(out_calls)},
+                )
+                for rid, _previous, status, ins, outs, in_calls, out_calls in rows
             )
         )
+
+    def secret(self, name: str) -> bytes:
+        with self._db.write() as tx:
+            tx.execute(
+                "INSERT INTO store_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, secrets.token_hex(SECRET_BYTES), time.time()),
+            )
+            (value,) = tx.rows("SELECT value FROM store_secrets WHERE name = ?", (name,))[0]
+        return bytes.fromhex(value)
 
     # -- recovery ----------------------------------------------------------------------------------
 
