@@ -32,6 +32,7 @@ from harmony_responses.server.errors import ErrorKind, ServerError
 from harmony_responses.server.media import FILE_MARKER, IMAGE_MARKER, with_media_placeholders
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
+from harmony_responses.store import MemoryStore, Owner, ResponseNotFound
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
@@ -638,7 +639,7 @@ def asgi_post(app: Any, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
 def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=BrokenEngine(at_start=True), encoding=ENC)
+    app = create_app(Settings(), engine=BrokenEngine(at_start=True), encoding=ENC, store=MemoryStore())
     status, body = asgi_post(app, "/v1/responses", {"input": "hi"})
     assert status == 500 and json.loads(body)["error"]["code"] == "internal_error"
 
@@ -646,20 +647,28 @@ def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:
 def test_a_bug_mid_stream_still_ends_the_stream() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=BrokenEngine(at_start=False), encoding=ENC)
+    app = create_app(Settings(), engine=BrokenEngine(at_start=False), encoding=ENC, store=MemoryStore())
     status, body = asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
     text = body.decode()
     assert status == 200 and text.endswith("data: [DONE]\n\n")
     assert "event: error\n" in text and '"code":"internal_error"' in text and "event: response.failed\n" in text
 
 
-def test_every_engine_response_passes_the_finished_hook_once() -> None:
+def test_every_stored_response_is_in_the_store_when_its_terminal_event_leaves() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC)
-    seen: list[Any] = []
-    app.state.response_finished = lambda run: seen.append(run.response())  # type: ignore[method-assign]
-    asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
-    asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
-    asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
-    assert [r.status for r in seen] == ["completed", "completed"]
+    store = MemoryStore()
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=store)
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
+    frames = [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: {")]
+    final = frames[-1]["response"]
+    assert status == 200 and final["status"] == "completed" and final["store"] is True
+    assert store.get(final["id"], Owner.of_api_key(None)) == final
+    _, body = asgi_post(app, "/v1/responses", {"input": "hi", "store": False})
+    unstored = json.loads(body)
+    assert unstored["store"] is False
+    with pytest.raises(ResponseNotFound):
+        store.get(unstored["id"], Owner.of_api_key(None))
+    asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})  # never stored
+    _, body = asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
+    assert json.loads(body)["error"]["param"] == "input"
