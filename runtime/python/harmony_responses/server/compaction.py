@@ -65,7 +65,7 @@ class CompactionSeal:
         return cls(hashlib.sha256(passphrase.encode("utf-8")).digest())
 
     def _mac(self, signed: str) -> str:
-        return _b64(hmac.new(self._key, signed.encode("ascii"), hashlib.sha256).digest())
+        return _b64(hmac.new(self._key, signed.encode("utf-8", "surrogatepass"), hashlib.sha256).digest())
 
     def seal(self, summary: str, created_at: int) -> str:
         payload = json.dumps({"summary": summary, "created_at": created_at}, ensure_ascii=False, separators=(",", ":"))
@@ -76,9 +76,8 @@ class CompactionSeal:
         """The summary sealed in `content`, or None when this seal did not make it (or it was changed)."""
         signed, _, mac = content.rpartition(".")
         version, _, payload = signed.partition(".")
-        if version != SEAL_VERSION or not hmac.compare_digest(
-            mac.encode("ascii", "replace"), self._mac(signed).encode()
-        ):
+        given = mac.encode("utf-8", "surrogatepass")  # whatever came back: compared, never trusted
+        if version != SEAL_VERSION or not hmac.compare_digest(given, self._mac(signed).encode("ascii")):
             return None
         try:
             summary = json.loads(_unb64(payload).decode("utf-8"))["summary"]
