@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ..models import Message
 from .base import Store
-from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner
+from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner, Rendering
 
 T = TypeVar("T")
 
@@ -41,6 +41,7 @@ class AsyncStore:
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
         calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         await self._run(
             self.store.begin,
@@ -51,6 +52,7 @@ class AsyncStore:
             input_messages=input_messages,
             previous_response_id=previous_response_id,
             calls=calls,
+            rendered=rendered,
         )
 
     async def finish(
@@ -61,6 +63,7 @@ class AsyncStore:
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
         calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         await self._run(
             self.store.finish,
@@ -69,6 +72,7 @@ class AsyncStore:
             output_items=output_items,
             output_messages=output_messages,
             calls=calls,
+            rendered=rendered,
         )
 
     async def get(self, response_id: str, owner: Owner) -> dict[str, Any]:

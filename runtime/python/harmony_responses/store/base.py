@@ -29,14 +29,21 @@ from .model import (
     ItemPage,
     Order,
     Owner,
+    Rendering,
     ResponseStatus,
     check_calls,
     check_items,
     check_page_args,
+    check_rendering,
     check_resource,
     message_dicts,
+    pack_tokens,
     status_of,
 )
+
+
+def _packed(rendering: Rendering | None) -> tuple[str, bytes] | None:
+    return None if rendering is None else (rendering.key, pack_tokens(rendering.tokens))
 
 
 class Store(ABC):
@@ -55,13 +62,15 @@ class Store(ABC):
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
         calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         """Store a response that starts now, `in_progress`, with its input.
 
         `resource` is its ResponseResource JSON at start (status `in_progress` or `queued`); `input_items`
         the input items as given, each with an `id`; `input_messages` the Harmony messages this turn adds
         before the model speaks (without the system and developer messages, which each request renders
-        afresh); `calls` the function calls among the input items (call_id → name). Raises
+        afresh); `calls` the function calls among the input items (call_id → name); `rendered` the input
+        messages' token ids, kept for the prompts that continue this response. Raises
         `ResponseNotFound` when `previous_response_id` is not this owner's, `ResponseInProgress` when it
         has not finished, `DuplicateResponse` for a reused id.
         """
@@ -76,6 +85,7 @@ class Store(ABC):
             message_dicts(input_messages),
             previous_response_id,
             check_calls(calls, "calls"),
+            _packed(check_rendering(rendered, input_messages, "rendered")),
         )
 
     def finish(
@@ -86,10 +96,12 @@ class Store(ABC):
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
         calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         """Store a response's end in one transaction: its final resource (status `completed`,
         `incomplete` or `failed`), its output items, the Harmony messages the model wrote (analysis
-        included) and the function calls among the output items (call_id → name). Raises
+        included), the function calls among the output items (call_id → name) and the output messages'
+        token ids (used only when rendered under the key `begin` was given). Raises
         `ResponseNotInProgress` when it was finished, recovered or deleted meanwhile.
         """
         status = status_of(resource)
@@ -104,6 +116,7 @@ class Store(ABC):
             check_items(output_items, "output_items"),
             message_dicts(output_messages),
             check_calls(calls, "calls"),
+            _packed(check_rendering(rendered, output_messages, "rendered")),
         )
 
     @abstractmethod
@@ -174,6 +187,7 @@ class Store(ABC):
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
         calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None: ...
 
     @abstractmethod
@@ -185,6 +199,7 @@ class Store(ABC):
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
         calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None: ...
 
     @abstractmethod

@@ -31,6 +31,7 @@ from .model import (
     interrupted,
     messages_from,
     paginate,
+    unpack_tokens,
 )
 
 
@@ -50,6 +51,14 @@ class _Row:
     output_items: list[tuple[str, str]] = field(default_factory=list)
     output_messages: str = "[]"
     output_calls: dict[str, str] = field(default_factory=dict)
+    rendered_by: str | None = None
+    input_rendered: bytes | None = None
+    output_rendered: bytes | None = None
+
+
+def _both(input_rendered: bytes | None, output_rendered: bytes | None) -> tuple[list[int], ...] | None:
+    first, second = unpack_tokens(input_rendered), unpack_tokens(output_rendered)
+    return None if first is None or second is None else first + second
 
 
 class MemoryStore(Store):
@@ -69,6 +78,7 @@ class MemoryStore(Store):
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
         calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         row = _Row(
             owner,
@@ -78,6 +88,8 @@ class MemoryStore(Store):
             [(item_id, _dump(item)) for item_id, item in input_items],
             _dump(input_messages),
             dict(calls),
+            rendered_by=rendered[0] if rendered else None,
+            input_rendered=rendered[1] if rendered else None,
         )
         with self._lock:
             if response_id in self._rows:
@@ -102,6 +114,7 @@ class MemoryStore(Store):
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
         calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         items = [(item_id, _dump(item)) for item_id, item in output_items]
         text, messages = _dump(resource), _dump(output_messages)
@@ -111,6 +124,9 @@ class MemoryStore(Store):
                 raise ResponseNotInProgress(response_id)
             row.status, row.resource, row.output_items, row.output_messages = status, text, items, messages
             row.output_calls = dict(calls)
+            row.output_rendered = rendered[1] if rendered else None
+            if rendered is None or rendered[0] != row.rendered_by:
+                row.rendered_by = None
 
     def _owned(self, response_id: str, owner: Owner) -> _Row:
         row = self._rows.get(response_id)
@@ -165,6 +181,8 @@ class MemoryStore(Store):
                     messages_from(json.loads(row.input_messages)),
                     messages_from(json.loads(row.output_messages)),
                     {**row.input_calls, **row.output_calls},
+                    row.rendered_by,
+                    _both(row.input_rendered, row.output_rendered),
                 )
                 for rid, row in reversed(chain)
             )
