@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harmony_responses import HarmonyEncoding, Message, Role, parse_tokens
+from harmony_responses import Conversation, HarmonyEncoding, Message, Role, parse_tokens
 from harmony_responses.bridge import (
     Capabilities,
     EventSink,
@@ -116,3 +116,24 @@ def test_the_resource_echoes_the_store_and_the_previous_response(encoding: Harmo
     assert ResponseBuilder(encoding, request, EventSink(), stored=True).snapshot(Status.IN_PROGRESS).store is True
     snap = ResponseBuilder(encoding, request, EventSink()).snapshot(Status.IN_PROGRESS)
     assert snap.store is False and snap.previous_response_id == "resp_0"
+
+
+def test_the_encoding_uses_token_ids_it_is_given_and_still_applies_the_chain_of_thought_rule(
+    encoding: HarmonyEncoding,
+) -> None:
+    messages = [
+        Message.from_role_and_content(Role.USER, "hi"),
+        Message.from_role_and_content(Role.ASSISTANT, "thinking").with_channel("analysis"),
+        Message.from_role_and_content(Role.ASSISTANT, "hello").with_channel("final"),
+    ]
+    conversation = Conversation.from_messages(messages)
+    plain = encoding.render_conversation_for_completion(conversation, Role.ASSISTANT)
+    known = [encoding.render(m) for m in messages]
+    assert encoding.render_conversation_for_completion(conversation, Role.ASSISTANT, rendered=known) == plain
+    marked = encoding.render_conversation_for_completion(
+        conversation, Role.ASSISTANT, rendered=[[1, 2, 3], [4, 5], None]
+    )
+    # The user message is taken as given; the analysis is dropped (a final answer follows it) whatever its ids.
+    assert marked == [1, 2, 3] + encoding.render(messages[2]) + plain[-2:]
+    with pytest.raises(ValueError):
+        encoding.render_conversation_for_completion(conversation, Role.ASSISTANT, rendered=[None])

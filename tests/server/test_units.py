@@ -672,3 +672,16 @@ def test_every_stored_response_is_in_the_store_when_its_terminal_event_leaves() 
     asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})  # never stored
     _, body = asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
     assert json.loads(body)["error"]["param"] == "input"
+
+
+def test_a_stored_turn_keeps_every_messages_token_ids_as_the_encoding_renders_it() -> None:
+    from harmony_responses.server.app import create_app
+
+    store = MemoryStore()
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=store)
+    _, body = asgi_post(app, "/v1/responses", {"input": "hi there"})
+    history = store.load_history(json.loads(body)["id"], Owner.of_api_key(None))
+    rendered = history.rendering(app.state.renderer.key)
+    assert len(rendered) == len(history.messages()) == 3  # the user message, the analysis, the answer
+    assert rendered == [ENC.render(m) for m in history.messages()]
+    assert history.rendering("another release") == [None, None, None]

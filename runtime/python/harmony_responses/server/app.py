@@ -50,7 +50,7 @@ from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
 from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
-from .stored import NOTHING_BEFORE, Recorder, input_items, load_previous, owner_of, resolve_references
+from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
 from .websocket import serve_socket
 
 log = logging.getLogger("harmony_responses.server")
@@ -119,7 +119,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
         body = await resolve_references(body, state.store, owner)
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
-            prior = await load_previous(state.store, body.previous_response_id, owner)
+            prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
         plan = plan_request(
             body,
             state.encoding,
@@ -128,11 +128,12 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             reserve=body.max_output_tokens,
             history=prior.messages,
             call_names=prior.call_names,
+            history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
         )
         store = state.store if body.store is not False else None
-        recorder = Recorder(store, owner, plan, input_items(body))
+        recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
         wire = ResponsesWire(settings.reasoning_events)
         return _call(
             state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at, recorder=recorder
@@ -324,6 +325,7 @@ def create_app(
         keys=KeyCheck(settings.api_keys),
         store=responses_store,
         seal=seal,
+        renderer=TurnRenderer(enc),
     )
 
     @contextlib.asynccontextmanager

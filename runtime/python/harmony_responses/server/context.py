@@ -35,14 +35,37 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
     return [0] + [i for i, m in enumerate(messages) if i > 0 and m.author.role == Role.USER]
 
 
-def _render(encoding: HarmonyEncoding, head: list[Message], body: Sequence[Message]) -> list[int]:
-    return encoding.render_conversation_for_completion(Conversation.from_messages([*head, *body]), Role.ASSISTANT)
+Known = Sequence[Sequence[int] | None]
 
 
-def fit(parts: ConversationParts, encoding: HarmonyEncoding, *, window: int, reserve: int, auto: bool) -> Fitted:
-    """The rendered prompt of `parts`, made to fit `window` with `reserve` tokens to spare, or `RequestError`."""
+def fit(
+    parts: ConversationParts,
+    encoding: HarmonyEncoding,
+    *,
+    window: int,
+    reserve: int,
+    auto: bool,
+    history_rendered: Known | None = None,
+) -> Fitted:
+    """The rendered prompt of `parts`, made to fit `window` with `reserve` tokens to spare, or `RequestError`.
+
+    `history_rendered`, beside `parts.history`, holds the token ids of history messages already rendered
+    (None where unknown): they are used instead of encoding those messages again.
+    """
     body = [*parts.history, *parts.turn]
-    prompt = _render(encoding, parts.head, body)
+    if history_rendered is None or len(history_rendered) != len(parts.history):
+        history_rendered = [None] * len(parts.history)
+    known: Known = [*history_rendered, *([None] * len(parts.turn))]
+    head: Known = [None] * len(parts.head)
+
+    def render(start: int) -> list[int]:
+        """The prompt without the first `start` messages after the head."""
+        conversation = Conversation.from_messages([*parts.head, *body[start:]])
+        return encoding.render_conversation_for_completion(
+            conversation, Role.ASSISTANT, rendered=[*head, *known[start:]]
+        )
+
+    prompt = render(0)
     if len(prompt) + reserve <= window:
         return Fitted(prompt)
     if not auto:
@@ -51,7 +74,7 @@ def fit(parts: ConversationParts, encoding: HarmonyEncoding, *, window: int, res
         )
     starts = turn_starts(body)
     last = len(starts) - 1  # dropping this many turns leaves the last one only
-    shortest = _render(encoding, parts.head, body[starts[last] :])
+    shortest = render(starts[last])
     if last == 0 or len(shortest) + reserve > window:
         raise RequestError.of(
             _spec.REQUEST_ERROR_CONTEXT_LENGTH_EXCEEDED_TRUNCATED,
@@ -63,7 +86,7 @@ def fit(parts: ConversationParts, encoding: HarmonyEncoding, *, window: int, res
     low, high, best = 1, last, shortest  # dropping `high` turns fits (`best` is that prompt): find the fewest
     while low < high:
         middle = (low + high) // 2
-        candidate = _render(encoding, parts.head, body[starts[middle] :])
+        candidate = render(starts[middle])
         if len(candidate) + reserve <= window:
             high, best = middle, candidate
         else:

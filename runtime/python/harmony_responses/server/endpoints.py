@@ -140,7 +140,7 @@ async def compact(request: Request, state: ServerState) -> Response:
         owner = owner_of(request.headers)
         body = await resolve_references(body, state.store, owner)
         prior = (
-            await load_previous(state.store, body.previous_response_id, owner)
+            await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
             if body.previous_response_id is not None
             else NOTHING_BEFORE
         )
@@ -156,6 +156,7 @@ async def compact(request: Request, state: ServerState) -> Response:
             budget=settings.default_max_output_tokens,
             history=prior.messages,
             call_names=prior.call_names,
+            history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
         )

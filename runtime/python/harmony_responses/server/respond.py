@@ -86,15 +86,16 @@ def plan_request(
     reserve: int | None = None,
     history: Sequence[Message] = (),
     call_names: Mapping[str, str] | None = None,
+    history_rendered: Sequence[Sequence[int] | None] | None = None,
     compaction: CompactionReader | None = None,
     window: int = DEFAULT_CONTEXT_WINDOW,
 ) -> Plan:
     """The plan for a request; `RequestError` for what the model cannot take.
 
-    `history` and `call_names` are the stored turns a `previous_response_id` continues; `compaction`
-    opens compaction items. The prompt must leave `reserve` tokens of the `window` for the output (the
-    request's own budget when it sets one, else a single token); the engine's budget is `budget`, cut
-    to what the window leaves.
+    `history` and `call_names` are the stored turns a `previous_response_id` continues, and beside them
+    `history_rendered` the token ids of those already rendered; `compaction` opens compaction items.
+    The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
+    it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
     """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
@@ -113,7 +114,14 @@ def plan_request(
     if budget <= len(prefill):
         raise RequestError.of(_spec.REQUEST_ERROR_BUDGET_TOO_SMALL, "max_output_tokens", budget=budget)
     auto = body.truncation == _TRUNCATION_AUTO
-    fitted = fit(parts, encoding, window=window, reserve=len(prefill) + (reserve or 1), auto=auto)
+    fitted = fit(
+        parts,
+        encoding,
+        window=window,
+        reserve=len(prefill) + (reserve or 1),
+        auto=auto,
+        history_rendered=history_rendered,
+    )
     prompt = fitted.prompt
     sampling = Sampling(
         temperature=1.0 if body.temperature is None else body.temperature,

@@ -1,5 +1,5 @@
 """What the handlers of one server process share: settings, the encoding, the engine, the response store,
-the compaction seal, metrics and the count of engine calls in flight."""
+the compaction seal, the turn renderer, metrics and the count of engine calls in flight."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .engines.base import Engine
 from .errors import ErrorKind, ServerError
 from .metrics import Metrics
 from .settings import Settings
+from .stored import TurnRenderer
 
 
 @dataclass
@@ -26,6 +27,7 @@ class ServerState:
     keys: KeyCheck
     store: AsyncStore
     seal: CompactionSeal
+    renderer: TurnRenderer
     metrics: Metrics = field(default_factory=Metrics)
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))

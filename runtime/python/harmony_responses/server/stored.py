@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,11 +27,13 @@ from pydantic import ValidationError
 from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..bridge import RequestError, Status, Verbatim, random_id
-from ..models import Message
+from ..encoding import HarmonyEncoding
+from ..models import Author, Message, Role
 from ..store import (
     AsyncStore,
     ItemNotFound,
     Owner,
+    Rendering,
     ResponseInProgress,
     ResponseNotFound,
     StoreError,
@@ -72,6 +75,41 @@ INPUT_ID_PREFIXES: dict[type[Any], str] = {
 _OTHER_PREFIX = "item"
 
 
+class TurnRenderer:
+    """Renders a turn's messages one by one, under a key naming the encoding and how it renders.
+
+    The key hashes the encoding's name and its rendering of a probe of every header feature (a user
+    message, analysis, an answer, a call with its recipient and content type, a tool's output): token ids
+    stored under another key, by a release that renders differently, are never used.
+    """
+
+    def __init__(self, encoding: HarmonyEncoding) -> None:
+        self.encoding = encoding
+        digest = hashlib.sha256(encoding.name.encode())
+        for message in _probe():
+            digest.update(repr(encoding.render(message)).encode())
+        self.key = digest.hexdigest()[:32]
+
+    def __call__(self, messages: Sequence[Message]) -> Rendering:
+        return Rendering(self.key, [self.encoding.render(m) for m in messages])
+
+
+def _probe() -> list[Message]:
+    functions = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR + "probe"
+    return [
+        Message.from_role_and_content(Role.USER, "probe"),
+        Message.from_role_and_content(Role.ASSISTANT, "probe").with_channel(_spec.CHANNEL_REASONING),
+        Message.from_role_and_content(Role.ASSISTANT, "probe").with_channel(_spec.CHANNEL_ANSWER),
+        Message.from_role_and_content(Role.ASSISTANT, "{}")
+        .with_channel(_spec.CHANNEL_TOOL_CALLS)
+        .with_recipient(functions)
+        .with_content_type(_spec.SPELLING_CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS),
+        Message.from_author_and_content(Author.new(Role.TOOL, functions), "{}")
+        .with_recipient(Role.ASSISTANT.value)
+        .with_channel(_spec.CHANNEL_TOOL_CALLS),
+    ]
+
+
 def owner_of(headers: Mapping[str, str]) -> Owner:
     """The owner of what a request stores: the key it presents (checked already when keys are configured)."""
     return Owner.of_api_key(presented_key(headers))
@@ -82,10 +120,12 @@ def owner_of(headers: Mapping[str, str]) -> Owner:
 
 @dataclass(frozen=True)
 class Prior:
-    """The turns a request continues: their Harmony messages, oldest first, and call_id → function name."""
+    """The turns a request continues: their Harmony messages, oldest first, call_id → function name, and
+    beside each message its token ids when they are known (None where the prompt must encode it)."""
 
     messages: list[Message] = field(default_factory=list)
     call_names: dict[str, str] = field(default_factory=dict)
+    rendered: Sequence[Sequence[int] | None] = field(default_factory=list)
 
 
 NOTHING_BEFORE = Prior()
@@ -107,7 +147,7 @@ def store_failed(exc: StoreError) -> ServerError:
     return ServerError(ErrorKind.STORE_FAILED, f"the response store is unavailable: {exc}")
 
 
-async def load_previous(store: AsyncStore, response_id: str, owner: Owner) -> Prior:
+async def load_previous(store: AsyncStore, response_id: str, owner: Owner, rendering_key: str) -> Prior:
     """The chain `response_id` ends, or the spec's error (unknown, deleted, another key's, unfinished)."""
     try:
         history = await store.load_history(response_id, owner)
@@ -115,7 +155,7 @@ async def load_previous(store: AsyncStore, response_id: str, owner: Owner) -> Pr
         raise previous_error(exc, response_id) from None
     except StoreError as exc:
         raise store_failed(exc) from exc
-    return Prior(history.messages(), history.call_names())
+    return Prior(history.messages(), history.call_names(), history.rendering(rendering_key))
 
 
 def _as_input(stored: Mapping[str, Any], where: str) -> ItemParam:
@@ -186,12 +226,14 @@ class NotRecorded(Exception):
     """The store could not record a response's start or end (the client must not be told it ended)."""
 
 
-OnEnd = Callable[[ResponseRun], None]
+OnEnd = Callable[[ResponseRun, list[Sequence[int]]], None]
+"""Called with a run that ended without failing and its turn's token ids (input then output messages)."""
 
 
 class Recorder:
     """What one response leaves behind: in the store when `store` is given (`store: true`), and in `on_end`
-    (a WebSocket connection's cache) when it ends without failing."""
+    (a WebSocket connection's cache) when it ends without failing. Each turn message is rendered alone
+    (`render`) and its token ids kept beside it, so a continuation is assembled, not encoded again."""
 
     def __init__(
         self,
@@ -199,6 +241,7 @@ class Recorder:
         owner: Owner,
         plan: Plan,
         items: Sequence[Mapping[str, Any]],
+        render: TurnRenderer,
         *,
         on_end: OnEnd | None = None,
     ) -> None:
@@ -206,9 +249,16 @@ class Recorder:
         self.owner = owner
         self.plan = plan
         self.items = list(items)
+        self.render = render
         self.on_end = on_end
+        self._input: Rendering | None = None
         self._begun = False
         self._finished = False
+
+    def _input_rendering(self) -> Rendering:
+        if self._input is None:
+            self._input = self.render(self.plan.parts.turn)
+        return self._input
 
     @property
     def keeps(self) -> bool:
@@ -230,6 +280,7 @@ class Recorder:
                 input_messages=self.plan.parts.turn,
                 previous_response_id=body.previous_response_id,
                 calls=input_calls(body),
+                rendered=self._input_rendering(),
             )
         except (ResponseNotFound, ResponseInProgress) as exc:
             assert body.previous_response_id is not None  # nothing else is looked up by `begin`
@@ -240,6 +291,11 @@ class Recorder:
 
     async def ended(self, run: ResponseRun) -> None:
         """Store the response's end (before the terminal event leaves); `NotRecorded` if the store cannot."""
+        wanted = self.on_end is not None or (self.store is not None and self._begun and not self._finished)
+        if not wanted:
+            return
+        written = run.builder.messages()
+        output = self.render(written)
         if self.store is not None and self._begun and not self._finished:
             response = run.response()
             assert response is not None, "a run that ended has its final response"
@@ -249,8 +305,9 @@ class Recorder:
                     run.builder.response_id,
                     resource=resource,
                     output_items=resource["output"],
-                    output_messages=run.builder.messages(),
+                    output_messages=written,
                     calls=output_calls(run),
+                    rendered=output,
                 )
             except Exception as exc:  # the store's errors, and anything else: never claim an end not stored
                 log.error("response %s could not be stored: %s", run.builder.response_id, exc)
@@ -258,7 +315,7 @@ class Recorder:
             self._finished = True
         response = run.response()
         if self.on_end is not None and response is not None and response.status != Status.FAILED.value:
-            self.on_end(run)
+            self.on_end(run, [*self._input_rendering().tokens, *output.tokens])
 
     async def abandoned(self, run: ResponseRun) -> None:
         """The exchange is over and the run did not end (its client left): store it failed."""

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starlette.types import Receive, Scope, Send
@@ -73,6 +74,7 @@ class Cached:
     response_id: str
     messages: list[Message]
     call_names: dict[str, str]
+    rendered: list[Sequence[int] | None]  # beside `messages`: their token ids
 
 
 def error_frame(exc: RequestError | ServerError) -> str:
@@ -177,8 +179,8 @@ class Connection:
             return NOTHING_BEFORE
         cached = self.cache
         if cached is not None and cached.response_id == previous:
-            return Prior(cached.messages, cached.call_names)
-        return await load_previous(self.state.store, previous, self.owner)
+            return Prior(cached.messages, cached.call_names, cached.rendered)
+        return await load_previous(self.state.store, previous, self.owner, self.state.renderer.key)
 
     def _evict(self, previous: str | None) -> None:
         if previous is not None and self.cache is not None and self.cache.response_id == previous:
@@ -201,17 +203,18 @@ class Connection:
                 reserve=body.max_output_tokens,
                 history=prior.messages,
                 call_names=prior.call_names,
+                history_rendered=prior.rendered,
                 compaction=state.seal.reader(),
                 window=settings.context_window,
             )
 
-            def remember(run: ResponseRun) -> None:
+            def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:
                 messages = [*prior.messages, *plan.parts.turn, *run.builder.messages()]
                 names = {**prior.call_names, **input_calls(plan.body), **output_calls(run)}
-                self.cache = Cached(run.builder.response_id, messages, names)
+                self.cache = Cached(run.builder.response_id, messages, names, [*prior.rendered, *rendered])
 
             store = state.store if body.store is not False else None
-            recorder = Recorder(store, self.owner, plan, input_items(body), on_end=remember)
+            recorder = Recorder(store, self.owner, plan, input_items(body), state.renderer, on_end=remember)
             state.acquire()
         except (RequestError, ServerError) as exc:
             self._evict(previous)
