@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -27,6 +28,8 @@ from serverkit import Server, sse_events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 pytest_plugins = ["store_fixtures"]
+
+from store_builders import worker  # noqa: E402
 
 KILL_ROUNDS = int(os.environ.get("HARMONY_KILL_ROUNDS", "1"))
 STREAMS = int(os.environ.get("HARMONY_KILL_STREAMS", "50"))
@@ -143,6 +146,26 @@ def _kill_mid_stream(tmp_path: Path, round_: int) -> None:
 @pytest.mark.parametrize("round_", range(KILL_ROUNDS))
 def test_a_kill_9_mid_stream_leaves_every_response_absent_complete_or_failed(tmp_path: Path, round_: int) -> None:
     _kill_mid_stream(tmp_path, round_)
+
+
+def test_a_running_server_sweeps_up_the_responses_of_a_process_that_died(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    server = Server("--engine", "demo", "--store", store, "--store-recover-interval", "0.2")
+    try:
+        holder = worker("hold", store, "resp_held", "sk-holder", stdin=subprocess.PIPE)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "started"
+        headers = {"Authorization": "Bearer sk-holder"}
+        url = f"{server.url}/v1/responses/resp_held"
+        assert httpx.get(url, headers=headers).json()["status"] == "in_progress"  # its writer is alive
+        holder.kill()
+        holder.wait(10)
+        deadline = time.monotonic() + 10
+        while (stored := httpx.get(url, headers=headers).json())["status"] == "in_progress":
+            assert time.monotonic() < deadline, "the sweep did not mark the dead process's response failed"
+            time.sleep(0.05)
+        assert stored["status"] == "failed" and stored["error"]["code"] == "server_error"
+    finally:
+        server.stop()
 
 
 # -- two servers on one PostgreSQL ------------------------------------------------------------------------------
