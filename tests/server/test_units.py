@@ -32,7 +32,8 @@ from harmony_responses.server.errors import ErrorKind, ServerError
 from harmony_responses.server.media import FILE_MARKER, IMAGE_MARKER, with_media_placeholders
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
-from harmony_responses.store import MemoryStore, Owner, ResponseNotFound
+from harmony_responses.server.stored import NotRecorded
+from harmony_responses.store import MemoryStore, Owner, ResponseNotFound, StoreError
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
@@ -614,8 +615,8 @@ class BrokenEngine(DemoEngine):
         yield 42
 
 
-def asgi_post(app: Any, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
-    messages: list[dict[str, Any]] = []
+def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | None = None) -> tuple[int, bytes]:
+    messages: list[dict[str, Any]] = [] if sent_to is None else sent_to
     payload = json.dumps(body).encode()
     sent = False
 
@@ -685,3 +686,26 @@ def test_a_stored_turn_keeps_every_messages_token_ids_as_the_encoding_renders_it
     assert len(rendered) == len(history.messages()) == 3  # the user message, the analysis, the answer
     assert rendered == [ENC.render(m) for m in history.messages()]
     assert history.rendering("another release") == [None, None, None]
+
+
+class FailingFinish(MemoryStore):
+    """A store that takes every response's start and fails to record its end (a database gone away)."""
+
+    def _complete(self, *args: Any, **kwargs: Any) -> None:
+        raise StoreError("the database went away")
+
+
+def test_an_end_the_store_cannot_record_is_never_announced() -> None:
+    from harmony_responses.server.app import create_app
+
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=FailingFinish())
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi"})
+    error = json.loads(body)["error"]
+    assert status == 503 and error["code"] == "store_unavailable" and "went away" in error["message"]
+    sent: list[dict[str, Any]] = []
+    with pytest.raises(NotRecorded):  # streamed: the connection is cut before the terminal event
+        asgi_post(app, "/v1/responses", {"input": "hi", "stream": True}, sent)
+    streamed = b"".join(m.get("body", b"") for m in sent).decode()
+    assert "event: response.created" in streamed and "response.completed" not in streamed and "[DONE]" not in streamed
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi", "store": False})
+    assert status == 200 and json.loads(body)["status"] == "completed"  # not stored, so nothing to record

@@ -42,6 +42,7 @@ COMPACTION_PROMPT = (
 )
 SUMMARY_FRAME = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n"
 SEAL_VERSION = "hrc1"
+COMPACTION_ID_PREFIX = "cmp"  # compaction items' ids (the spec's example: `cmp_123`)
 SECRET_NAME = "compaction"  # the store secret that signs compaction items when no key is configured
 
 

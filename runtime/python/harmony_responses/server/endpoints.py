@@ -33,16 +33,15 @@ from ..types import (
     UserMessageItemParam,
 )
 from .body import read_json
-from .compaction import COMPACTION_PROMPT, as_response_request, kept_user_texts
+from .compaction import COMPACTION_ID_PREFIX, COMPACTION_PROMPT, as_response_request, kept_user_texts
 from .errors import ErrorKind, ServerError
 from .exchange import complete
 from .respond import ResponseRun, parse_body, plan_request
 from .state import ServerState
 from .stored import NOTHING_BEFORE, load_previous, owner_of, resolve_references, store_failed
 
-DELETED_OBJECT = "response.deleted"
+DELETED_OBJECT = "response.deleted"  # the deletion's `object` (the hosted API's; the OpenAPI document has no DELETE)
 _MESSAGE_PREFIX = _spec.ITEM_KINDS[ItemKind.MESSAGE]["id_prefix"]
-_COMPACTION_PREFIX = "cmp"
 _FINAL_PHASE = _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"]["answer"]
 _COMPLETED: Any = Status.COMPLETED.value  # typed as the models' status literal
 _USER: Any = Role.USER.value
@@ -181,7 +180,9 @@ async def compact(request: Request, state: ServerState) -> Response:
         Message(id=random_id(_MESSAGE_PREFIX), status=_COMPLETED, role=_USER, content=[InputTextContent(text=text)])
         for text in kept
     ]
-    output.append(CompactionBody(id=random_id(_COMPACTION_PREFIX), encrypted_content=state.seal.seal(summary, created)))
+    output.append(
+        CompactionBody(id=random_id(COMPACTION_ID_PREFIX), encrypted_content=state.seal.seal(summary, created))
+    )
     resource = CompactResource(
         id=random_id(_spec.RESPONSE_ID_PREFIX), created_at=created, output=output, usage=run.builder.usage()
     )

@@ -54,6 +54,7 @@ from ..types import (
     UserMessageItemParam,
 )
 from .auth import presented_key
+from .compaction import COMPACTION_ID_PREFIX
 from .errors import ErrorKind, ServerError
 from .respond import Plan, ResponseRun
 
@@ -70,7 +71,7 @@ INPUT_ID_PREFIXES: dict[type[Any], str] = {
     FunctionCallItemParam: _spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["id_prefix"],
     ReasoningItemParam: _spec.ITEM_KINDS[ItemKind.REASONING]["id_prefix"],
     FunctionCallOutputItemParam: "fco",
-    CompactionSummaryItemParam: "cmp",
+    CompactionSummaryItemParam: COMPACTION_ID_PREFIX,
 }
 _OTHER_PREFIX = "item"
 

@@ -37,7 +37,13 @@ from .._tables import spec as _spec
 from ..bridge import OPENAI_REASONING_EVENTS, EventSink, RequestError, Status
 from ..models import Message
 from ..store import Owner
-from ..types import CreateResponseBody, StreamingEvent, WebSocketErrorEvent, WebSocketErrorEventError
+from ..types import (
+    CreateResponseBody,
+    StreamingEvent,
+    WebSocketErrorEvent,
+    WebSocketErrorEventError,
+    WebSocketResponseCreateEvent,
+)
 from .body import load_json_object
 from .engines.base import EngineError, EngineOutput, Finished
 from .errors import SERVER_ERRORS, ErrorKind, ServerError
@@ -60,8 +66,9 @@ from .stored import (
 
 log = logging.getLogger("harmony_responses.server")
 
-CREATE = "response.create"  # the client event's type (WebSocketResponseCreateEvent)
-TRANSPORT_FIELDS = ("stream", "stream_options", "background")  # HTTP-only fields a client event must not carry
+CREATE: str = WebSocketResponseCreateEvent.model_fields["type"].default  # the client event's type
+# The HTTP-only fields a client event must not carry (the spec marks them `x-openresponses-disallowed`).
+TRANSPORT_FIELDS = ("stream", "stream_options", "background")
 MAX_WAITING = 16
 POLICY_VIOLATION = 1008
 ENDPOINT = "websocket /v1/responses"  # the metrics label of WebSocket responses
@@ -132,8 +139,15 @@ class Connection:
                 if not work.done():  # the client went away mid-response: stop the engine now
                     work.cancel()
                     self.state.metrics.disconnects.inc()
-                with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, OSError):
+                try:
                     await work
+                except (asyncio.CancelledError, WebSocketDisconnect, OSError):
+                    pass  # the client is gone
+                except Exception:  # a bug: say so on the socket and go on with the next message
+                    log.exception("internal error on a WebSocket response")
+                    internal = ServerError(ErrorKind.INTERNAL, "internal server error")
+                    with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
+                        await self.socket.send_text(error_frame(internal))
                 if reader.done():
                     return
         finally:
