@@ -17,6 +17,10 @@ when each delta event arrives. Reported per level:
   offset. 0 means the event came exactly on the engine's schedule; a stream that falls behind the
   schedule shows it here. p50/p99 over all events of all streams.
 
+Every response is stored as the server stores it by default (`store: true`, a SQLite file, here in a
+temporary folder): its start before `response.created`, its end before its terminal event. `--store
+memory` (or a `postgresql://` URL) measures another store.
+
 Bar (issue 10): at 64 streams of 100 tokens/s, p99 added latency per event <= 20 ms and server CPU per
 streamed token <= 60 us.
 
@@ -138,8 +142,9 @@ async def run_level(port: int, pid: int, streams: int, body: bytes) -> list[Stre
 
 def start_server(recordings: Path, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
     engine = f"replay:{recordings}?tps={args.tps}&first_token_ms={args.first_token_ms}&chunk=1&lockstep={args.lockstep}"
+    store = args.store or f"sqlite:///{recordings.parent / 'responses.sqlite3'}"
     cmd = [sys.executable, "-m", "harmony_responses.cli", "serve", "--port", "0", "--engine", engine,
-           "--max-concurrency", "4096", "--log-level", "warning"]  # fmt: skip
+           "--max-concurrency", "4096", "--log-level", "warning", "--store", store]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -157,6 +162,7 @@ def main() -> None:
     ap.add_argument("--lockstep", type=int, default=1, help="1: streams share one decode clock (batching)")
     ap.add_argument("--words", type=int, default=250, help="final-answer words per completion (~1.2 tokens each)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument(
         "--nice",
         type=int,

@@ -1,9 +1,12 @@
 """Continuation overhead: a 50-turn conversation loaded from the store and rendered into the next prompt.
 
-The peer is the client that sends the whole history as input: `parse_request` + `request_to_conversation`
-+ render on a body with all 50 turns as input items. The continuation loads the chain with
-`Store.load_history` (one recursive query), puts the new request's system and developer messages in
-front, its new input behind, and renders. Both prompts must be equal token for token (checked first).
+The peer is the client that sends the whole history as input: `parse_request` + `plan_request` (the
+server's: conversation, tool policy, context window, render) on a body with all 50 turns as input items.
+The continuation is what `serve` does for `previous_response_id`: `Store.load_history` (one recursive
+query), then `plan_request` with the history (the new request's system and developer messages, the
+stored messages, its new input, fitted to the window and rendered), the stored messages' token ids
+used as they are (`--no-token-cache`: stored without them, every message encoded again). Both prompts
+must be equal token for token (checked first).
 
 Each turn: a user message, a reasoning item, every fifth turn a function call and its output (with a
 second reasoning item), and an answer; texts are a few dozen to a few hundred words.
@@ -29,13 +32,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().parents[2] / "shared" / "vocab"))
 
-from harmony_responses import HarmonyEncodingName, Message, Role, load_harmony_encoding  # noqa: E402
-from harmony_responses.bridge import parse_request, request_to_conversation  # noqa: E402
-from harmony_responses.store import Owner, Store, open_store  # noqa: E402
+from harmony_responses import HarmonyEncodingName, Message, load_harmony_encoding  # noqa: E402
+from harmony_responses.bridge import Capabilities, parse_request, request_to_conversation  # noqa: E402
+from harmony_responses.server.respond import plan_request  # noqa: E402
+from harmony_responses.server.settings import MediaPolicy  # noqa: E402
+from harmony_responses.server.stored import TurnRenderer  # noqa: E402
+from harmony_responses.store import History, Owner, Store, open_store  # noqa: E402
 
 from conversations import TOOLS  # noqa: E402
 
 TURNS = 50
+STORED = Capabilities(store=True)
 OWNER = Owner.of_api_key("sk-bench")
 WORDS = (
     "the of and to in is that for it as was with be by on not this are or from at which but have an they you "
@@ -82,7 +89,9 @@ def _conversation_messages(items: list[dict[str, Any]]) -> list[Message]:
     return request_to_conversation(parse_request(_body(items))).messages
 
 
-def _store_chain(store: Store, turns: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> str:
+def _store_chain(
+    store: Store, turns: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], render: TurnRenderer | None
+) -> str:
     """Store the turns as a chain; each turn's messages are what the bridge renders for its items."""
     all_items = [item for ins, outs in turns for item in ins + outs]
     messages = _conversation_messages(all_items)
@@ -100,6 +109,7 @@ def _store_chain(store: Store, turns: list[tuple[list[dict[str, Any]], list[dict
             input_items=[{"id": f"in_{n}_{i}", **item} for i, item in enumerate(ins)],
             input_messages=in_msgs,
             previous_response_id=previous,
+            rendered=render(in_msgs) if render else None,
         )
         output = [{"id": f"out_{n}_{i}", **item} for i, item in enumerate(outs)]
         store.finish(
@@ -107,6 +117,8 @@ def _store_chain(store: Store, turns: list[tuple[list[dict[str, Any]], list[dict
             resource={**given, "status": "completed", "output": output},
             output_items=output,
             output_messages=out_msgs,
+            calls={i["call_id"]: i["name"] for i in outs if i["type"] == "function_call"},
+            rendered=render(out_msgs) if render else None,
         )
         previous = rid
     assert previous is not None
@@ -134,22 +146,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", help="also measure a PostgreSQL store at this URL (an empty database)")
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--no-token-cache", action="store_true", help="store no token ids: encode every message")
     args = parser.parse_args()
 
     encoding = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    render = None if args.no_token_cache else TurnRenderer(encoding)
     rng = random.Random(11)
     turns = [_turn_items(rng, n) for n in range(TURNS)]
     new_input = [{"type": "message", "role": "user", "content": "And what should I pack for that weather?"}]
     whole = [item for ins, outs in turns for item in ins + outs] + new_input
 
-    def whole_history() -> list[int]:
-        return encoding.render_conversation_for_completion(
-            request_to_conversation(parse_request(_body(whole))), Role.ASSISTANT
+    def prompt(body: dict[str, Any], history: History | None = None) -> list[int]:
+        plan = plan_request(
+            parse_request(body, STORED),
+            encoding,
+            media=MediaPolicy.REJECT,
+            budget=8192,
+            history=history.messages() if history else [],
+            call_names=history.call_names() if history else None,
+            history_rendered=history.rendering(render.key) if history and render else None,
         )
+        return plan.engine_request.prompt
+
+    def whole_history() -> list[int]:
+        return prompt(_body(whole))
 
     expected = whole_history()
     print(f"{TURNS} turns, {len(whole)} input items, prompt {len(expected)} tokens")
-    _report("whole history sent as input (parse + convert + render)", _median_ms(whole_history, args.rounds))
+    _report("whole history sent as input (parse + plan: convert + render)", _median_ms(whole_history, args.rounds))
 
     with tempfile.TemporaryDirectory() as folder:
         urls = {"memory": "memory", "sqlite": f"sqlite:///{folder}/bench.sqlite3"}
@@ -157,13 +181,11 @@ def main() -> None:
             urls["postgresql"] = args.postgres
         for name, url in urls.items():
             with open_store(url) as store:
-                last = _store_chain(store, turns)
+                last = _store_chain(store, turns, render)
 
                 def continuation(store: Store = store, last: str = last) -> list[int]:
-                    fresh = _conversation_messages(new_input)  # system, developer, the new user message
-                    history = store.load_history(last, OWNER).messages()
-                    prompt = fresh[:-1] + history + fresh[-1:]
-                    return encoding.render_conversation_for_completion(prompt, Role.ASSISTANT)
+                    body = {**_body(new_input), "previous_response_id": last}
+                    return prompt(body, store.load_history(last, OWNER))
 
                 assert continuation() == expected, f"{name}: the continued prompt differs from the whole history's"
                 load = _median_ms(lambda store=store, last=last: store.load_history(last, OWNER), args.rounds)

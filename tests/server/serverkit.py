@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -81,13 +83,26 @@ class Proc:
 
 
 class Server(Proc):
-    """`harmony-responses serve --port 0 ARGS`; `url` is its base (`http://127.0.0.1:PORT`)."""
+    """`harmony-responses serve --port 0 ARGS`; `url` is its base (`http://127.0.0.1:PORT`).
+
+    Without `--store`, the server keeps its responses in the default SQLite file under a data folder of
+    its own (`XDG_DATA_HOME`, removed when it stops), never in the user's.
+    """
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        env = dict(env or {})
+        self.data_home: str | None = None
+        if "--store" not in args and ENV_PREFIX + "STORE" not in env and "XDG_DATA_HOME" not in env:
+            self.data_home = env["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="harmony-serve-")
         argv = [sys.executable, "-m", "harmony_responses.cli", "serve", "--host", "127.0.0.1", "--port", "0", *args]
         super().__init__(argv, r"listening on (http://\S+)", env)
         assert self.match is not None
         self.url = self.match.group(1)
+
+    def stop(self) -> None:
+        super().stop()
+        if self.data_home is not None:
+            shutil.rmtree(self.data_home, ignore_errors=True)
 
 
 class FakeEngine(Proc):

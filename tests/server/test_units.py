@@ -32,6 +32,8 @@ from harmony_responses.server.errors import ErrorKind, ServerError
 from harmony_responses.server.media import FILE_MARKER, IMAGE_MARKER, with_media_placeholders
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
+from harmony_responses.server.stored import NotRecorded
+from harmony_responses.store import MemoryStore, Owner, ResponseNotFound, StoreError
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
@@ -623,8 +625,8 @@ class BrokenEngine(DemoEngine):
         yield 42
 
 
-def asgi_post(app: Any, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
-    messages: list[dict[str, Any]] = []
+def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | None = None) -> tuple[int, bytes]:
+    messages: list[dict[str, Any]] = [] if sent_to is None else sent_to
     payload = json.dumps(body).encode()
     sent = False
 
@@ -648,7 +650,7 @@ def asgi_post(app: Any, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
 def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=BrokenEngine(at_start=True), encoding=ENC)
+    app = create_app(Settings(), engine=BrokenEngine(at_start=True), encoding=ENC, store=MemoryStore())
     status, body = asgi_post(app, "/v1/responses", {"input": "hi"})
     assert status == 500 and json.loads(body)["error"]["code"] == "internal_error"
 
@@ -656,20 +658,64 @@ def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:
 def test_a_bug_mid_stream_still_ends_the_stream() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=BrokenEngine(at_start=False), encoding=ENC)
+    app = create_app(Settings(), engine=BrokenEngine(at_start=False), encoding=ENC, store=MemoryStore())
     status, body = asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
     text = body.decode()
     assert status == 200 and text.endswith("data: [DONE]\n\n")
     assert "event: error\n" in text and '"code":"internal_error"' in text and "event: response.failed\n" in text
 
 
-def test_every_engine_response_passes_the_finished_hook_once() -> None:
+def test_every_stored_response_is_in_the_store_when_its_terminal_event_leaves() -> None:
     from harmony_responses.server.app import create_app
 
-    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC)
-    seen: list[Any] = []
-    app.state.response_finished = lambda run: seen.append(run.response())  # type: ignore[method-assign]
-    asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
-    asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
-    asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
-    assert [r.status for r in seen] == ["completed", "completed"]
+    store = MemoryStore()
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=store)
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi", "stream": True})
+    frames = [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: {")]
+    final = frames[-1]["response"]
+    assert status == 200 and final["status"] == "completed" and final["store"] is True
+    assert store.get(final["id"], Owner.of_api_key(None)) == final
+    _, body = asgi_post(app, "/v1/responses", {"input": "hi", "store": False})
+    unstored = json.loads(body)
+    assert unstored["store"] is False
+    with pytest.raises(ResponseNotFound):
+        store.get(unstored["id"], Owner.of_api_key(None))
+    asgi_post(app, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})  # never stored
+    _, body = asgi_post(app, "/v1/responses", {"input": 5})  # refused before any engine call: not a response
+    assert json.loads(body)["error"]["param"] == "input"
+
+
+def test_a_stored_turn_keeps_every_messages_token_ids_as_the_encoding_renders_it() -> None:
+    from harmony_responses.server.app import create_app
+
+    store = MemoryStore()
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=store)
+    _, body = asgi_post(app, "/v1/responses", {"input": "hi there"})
+    history = store.load_history(json.loads(body)["id"], Owner.of_api_key(None))
+    rendered = history.rendering(app.state.renderer.key)
+    assert len(rendered) == len(history.messages()) == 3  # the user message, the analysis, the answer
+    assert rendered == [ENC.render(m) for m in history.messages()]
+    assert history.rendering("another release") == [None, None, None]
+
+
+class FailingFinish(MemoryStore):
+    """A store that takes every response's start and fails to record its end (a database gone away)."""
+
+    def _complete(self, *args: Any, **kwargs: Any) -> None:
+        raise StoreError("the database went away")
+
+
+def test_an_end_the_store_cannot_record_is_never_announced() -> None:
+    from harmony_responses.server.app import create_app
+
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=FailingFinish())
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi"})
+    error = json.loads(body)["error"]
+    assert status == 503 and error["code"] == "store_unavailable" and "went away" in error["message"]
+    sent: list[dict[str, Any]] = []
+    with pytest.raises(NotRecorded):  # streamed: the connection is cut before the terminal event
+        asgi_post(app, "/v1/responses", {"input": "hi", "stream": True}, sent)
+    streamed = b"".join(m.get("body", b"") for m in sent).decode()
+    assert "event: response.created" in streamed and "response.completed" not in streamed and "[DONE]" not in streamed
+    status, body = asgi_post(app, "/v1/responses", {"input": "hi", "store": False})
+    assert status == 200 and json.loads(body)["status"] == "completed"  # not stored, so nothing to record

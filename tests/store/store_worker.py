@@ -5,6 +5,7 @@ store_worker.py hold URL ID KEY           begin ID, print "started", wait for "f
 store_worker.py churn URL PREFIX          begin and finish responses until killed, printing each id
 store_worker.py extend URL ROOT KEY N TAG N turns on a branch from ROOT; print their ids as JSON
 store_worker.py history URL ID KEY        print the history's turn ids and messages as JSON
+store_worker.py secret URL NAME           print the store's secret NAME in hex
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def main(argv: list[str]) -> int:
         store.close()
         return 0
     store = open_store(url)
+    if job == "secret":
+        print(store.secret(rest[0]).hex())
+        store.close()
+        return 0
     if job == "hold":
         response_id, owner = rest[0], Owner.of_api_key(rest[1])
         store.begin(

@@ -65,6 +65,15 @@ def test_a_restart_loses_nothing_that_was_committed(persistent_url: str) -> None
         assert store.get("resp_2", ALICE)["status"] == "completed"
 
 
+def test_a_secret_is_shared_by_processes_and_survives_a_restart(persistent_url: str) -> None:
+    with open_store(persistent_url) as store:
+        key = store.secret("compaction")
+    out = run_worker("secret", persistent_url, "compaction")
+    assert bytes.fromhex(out.strip()) == key
+    with open_store(persistent_url) as store:
+        assert store.secret("compaction") == key
+
+
 def test_a_writer_killed_mid_response_leaves_it_failed_after_the_next_open(persistent_url: str) -> None:
     holder = _hold(persistent_url, "resp_killed")
     holder.send_signal(signal.SIGKILL)

@@ -14,6 +14,7 @@ from harmony_responses.store import (
     DuplicateResponse,
     InvalidArgument,
     ItemNotFound,
+    Rendering,
     ResponseInProgress,
     ResponseNotFound,
     ResponseNotInProgress,
@@ -306,6 +307,74 @@ def test_concurrent_continuations_from_threads_lose_nothing(store: Store) -> Non
         history = store.load_history(f"t{n}_4", ALICE)
         assert [t.response_id for t in history.turns] == ["root"] + [f"t{n}_{i}" for i in range(5)]
         assert history.messages()[-3].to_dict() == user(f"t{n} 4").to_dict()
+
+
+def test_the_function_calls_of_each_turn_come_back_with_the_history(store: Store) -> None:
+    inputs, outputs = _tool_turn_messages()
+    store.begin(
+        "resp_1",
+        owner=ALICE,
+        resource=resource("resp_1"),
+        input_items=[input_item("in_1", "Weather?")],
+        input_messages=inputs,
+        calls={"call_given": "get_time"},  # a call the client sent back as input
+    )
+    store.finish(
+        "resp_1", resource=resource("resp_1", "completed"), output_items=[], output_messages=outputs,
+        calls={"call_made": "get_weather"},
+    )  # fmt: skip
+    add_turn(store, "resp_2", ALICE, "resp_1", "and then?")
+    history = store.load_history("resp_2", ALICE)
+    assert history.turns[0].calls == {"call_given": "get_time", "call_made": "get_weather"}
+    assert history.turns[1].calls == {}
+    assert history.call_names() == {"call_given": "get_time", "call_made": "get_weather"}
+
+
+@pytest.mark.parametrize("calls", [{"": "f"}, {"c": ""}, {"c": 3}])
+def test_calls_that_are_not_ids_to_names_are_refused(store: Store, calls: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgument) as exc:
+        store.begin("r", owner=ALICE, resource=resource("r"), input_items=[], input_messages=[], calls=calls)
+    assert exc.value.param == "calls"
+
+
+def test_token_ids_come_back_only_under_the_key_they_were_rendered_with(store: Store) -> None:
+    inputs, outputs = _tool_turn_messages()
+    ins = [[200006, 1, 2], []]  # any ids: the store keeps them as given, one list per message
+    outs = [[7] * 5, [8, 9], [2**31 + 5]]
+    store.begin(
+        "resp_1", owner=ALICE, resource=resource("resp_1"), input_items=[], input_messages=inputs + [user("x")],
+        rendered=Rendering("enc-1", ins),
+    )  # fmt: skip
+    store.finish(
+        "resp_1", resource=resource("resp_1", "completed"), output_items=[], output_messages=outputs,
+        rendered=Rendering("enc-1", outs),
+    )  # fmt: skip
+    add_turn(store, "resp_2", ALICE, "resp_1", "unrendered")
+    history = store.load_history("resp_2", ALICE)
+    assert history.rendering("enc-1") == [*ins, *outs, None, None, None]
+    assert history.rendering("enc-2") == [None] * 8  # another encoding or release: never used
+
+    store.begin(
+        "resp_3", owner=ALICE, resource=resource("resp_3"), input_items=[], input_messages=[user("a")],
+        rendered=Rendering("enc-1", [[1]]),
+    )  # fmt: skip
+    store.finish(
+        "resp_3", resource=resource("resp_3", "completed"), output_items=[], output_messages=[user("b")],
+        rendered=Rendering("enc-2", [[2]]),  # the process was upgraded mid-response
+    )  # fmt: skip
+    assert store.load_history("resp_3", ALICE).rendering("enc-1") == [None, None]
+    with pytest.raises(InvalidArgument) as exc:
+        store.begin(
+            "r", owner=ALICE, resource=resource("r"), input_items=[], input_messages=[user("a")],
+            rendered=Rendering("enc-1", []),
+        )  # fmt: skip
+    assert exc.value.param == "rendered"
+
+
+def test_a_secret_is_made_once_and_kept(store: Store) -> None:
+    key = store.secret("compaction")
+    assert len(key) == 32 and store.secret("compaction") == key
+    assert store.secret("other") != key
 
 
 # -- token-exact continuation ------------------------------------------------------------------------

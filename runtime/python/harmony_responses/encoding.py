@@ -264,7 +264,11 @@ class HarmonyEncoding:
         return out
 
     def _conversation_into(
-        self, conversation: Conversation | Iterable[Message], config: RenderConversationConfig | None, out: list[int]
+        self,
+        conversation: Conversation | Iterable[Message],
+        config: RenderConversationConfig | None,
+        out: list[int],
+        rendered: Sequence[Sequence[int] | None] | None = None,
     ) -> list[Message]:
         messages = list(conversation.messages if isinstance(conversation, Conversation) else conversation)
         has_tools = _has_function_tools(messages)
@@ -281,7 +285,11 @@ class HarmonyEncoding:
         for index, msg in enumerate(messages):
             if index < drop_before and msg.channel == _spec.CHANNEL_REASONING:
                 continue
-            self._render_into(msg, out, has_tools)
+            known = rendered[index] if rendered is not None else None
+            if known is not None:
+                out += known
+            else:
+                self._render_into(msg, out, has_tools)
         return messages
 
     def render_conversation(
@@ -298,10 +306,19 @@ class HarmonyEncoding:
         conversation: Conversation,
         next_turn_role: Role,
         config: RenderConversationConfig | None = None,
+        *,
+        rendered: Sequence[Sequence[int] | None] | None = None,
     ) -> list[int]:
-        """Render the conversation, then `<|start|>` and the role that is to speak next."""
+        """Render the conversation, then `<|start|>` and the role that is to speak next.
+
+        `rendered[i]`, when given and not None, is message i's tokens as `render(message)` gave them before
+        (a store keeps them with the message): they are used as they are instead of being encoded again.
+        The chain-of-thought rule still decides, from the messages, which ones are rendered at all.
+        """
+        if rendered is not None and len(rendered) != len(conversation.messages):
+            raise ValueError(f"rendered has {len(rendered)} entries for {len(conversation.messages)} messages")
         out: list[int] = []
-        self._conversation_into(conversation, config, out)
+        self._conversation_into(conversation, config, out, rendered)
         out.append(_spec.TOKEN_START)
         out += self._piece(Role(next_turn_role).value)
         return out

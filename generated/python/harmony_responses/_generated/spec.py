@@ -718,6 +718,47 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
         "code": "invalid_value",
         "message": "a budget of {budget} tokens leaves no room for the forced call",
     },
+    "previous_response_unknown": {
+        "code": "previous_response_not_found",
+        "message": "no response {id} is stored for this API key: it was never stored (store: false), was deleted, or belongs to another key",
+    },
+    "previous_response_broken": {
+        "code": "previous_response_not_found",
+        "message": "response {id} continues {missing}, which is no longer stored (deleted): its history cannot be rendered",
+    },
+    "previous_response_in_progress": {
+        "code": "previous_response_in_progress",
+        "message": "response {id} has not finished yet: continue it once it is completed, incomplete or failed",
+    },
+    "item_reference_unknown": {
+        "code": "item_reference_not_found",
+        "message": "no stored item {id} for this API key: items of responses stored with store: true can be referenced",
+    },
+    "item_reference_not_input": {"code": "invalid_request", "message": "the stored item {id} cannot be sent as input: {reason}"},
+    "context_length_exceeded": {
+        "code": "context_length_exceeded",
+        "message": "the prompt is {tokens} tokens and {reserve} more must fit for the output, but the model's context window is {window} tokens: shorten the input, or send truncation: \"auto\" to drop the oldest turns",
+    },
+    "context_length_exceeded_truncated": {
+        "code": "context_length_exceeded",
+        "message": "even with every earlier turn dropped, the prompt is {tokens} tokens and {reserve} more must fit for the output, but the model's context window is {window} tokens: shorten the last input",
+    },
+    "compaction_not_ours": {
+        "code": "invalid_encrypted_content",
+        "message": "this compaction item was not made by this server, or was changed since: send compaction items back as /v1/responses/compact returned them",
+    },
+    "compaction_not_summarised": {
+        "code": "invalid_request",
+        "message": "there is nothing to compact: send input items or a previous_response_id",
+    },
+    "websocket_transport_field": {
+        "code": "unsupported_parameter",
+        "message": "{field} is not sent over a WebSocket: every response streams to the socket as events",
+    },
+    "websocket_event_type": {
+        "code": "invalid_request",
+        "message": "expected a client event of type {expected}, found {found}",
+    },
 }
 """Request error by handle → the code a client sees and the message (`{fields}` shown as JSON)."""
 
@@ -768,6 +809,28 @@ REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: str = "item_reference_not_found"
 REQUEST_ERROR_UNSUPPORTED_ITEM: str = "unsupported_item"
 
 REQUEST_ERROR_BUDGET_TOO_SMALL: str = "budget_too_small"
+
+REQUEST_ERROR_PREVIOUS_RESPONSE_UNKNOWN: str = "previous_response_unknown"
+
+REQUEST_ERROR_PREVIOUS_RESPONSE_BROKEN: str = "previous_response_broken"
+
+REQUEST_ERROR_PREVIOUS_RESPONSE_IN_PROGRESS: str = "previous_response_in_progress"
+
+REQUEST_ERROR_ITEM_REFERENCE_UNKNOWN: str = "item_reference_unknown"
+
+REQUEST_ERROR_ITEM_REFERENCE_NOT_INPUT: str = "item_reference_not_input"
+
+REQUEST_ERROR_CONTEXT_LENGTH_EXCEEDED: str = "context_length_exceeded"
+
+REQUEST_ERROR_CONTEXT_LENGTH_EXCEEDED_TRUNCATED: str = "context_length_exceeded_truncated"
+
+REQUEST_ERROR_COMPACTION_NOT_OURS: str = "compaction_not_ours"
+
+REQUEST_ERROR_COMPACTION_NOT_SUMMARISED: str = "compaction_not_summarised"
+
+REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD: str = "websocket_transport_field"
+
+REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: str = "websocket_event_type"
 
 HONOURED_BY_CALLER: tuple[tuple[str, str | None, tuple[Any, ...], str], ...] = (
     ("store", "store", (None, False), "responses are not stored"),

@@ -691,6 +691,44 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
   },
   "unsupported_item": { "code": "unsupported_item", "message": "item type {type} is not supported" },
   "budget_too_small": { "code": "invalid_value", "message": "a budget of {budget} tokens leaves no room for the forced call" },
+  "previous_response_unknown": {
+    "code": "previous_response_not_found",
+    "message": "no response {id} is stored for this API key: it was never stored (store: false), was deleted, or belongs to another key",
+  },
+  "previous_response_broken": {
+    "code": "previous_response_not_found",
+    "message": "response {id} continues {missing}, which is no longer stored (deleted): its history cannot be rendered",
+  },
+  "previous_response_in_progress": {
+    "code": "previous_response_in_progress",
+    "message": "response {id} has not finished yet: continue it once it is completed, incomplete or failed",
+  },
+  "item_reference_unknown": {
+    "code": "item_reference_not_found",
+    "message": "no stored item {id} for this API key: items of responses stored with store: true can be referenced",
+  },
+  "item_reference_not_input": { "code": "invalid_request", "message": "the stored item {id} cannot be sent as input: {reason}" },
+  "context_length_exceeded": {
+    "code": "context_length_exceeded",
+    "message": "the prompt is {tokens} tokens and {reserve} more must fit for the output, but the model's context window is {window} tokens: shorten the input, or send truncation: \"auto\" to drop the oldest turns",
+  },
+  "context_length_exceeded_truncated": {
+    "code": "context_length_exceeded",
+    "message": "even with every earlier turn dropped, the prompt is {tokens} tokens and {reserve} more must fit for the output, but the model's context window is {window} tokens: shorten the last input",
+  },
+  "compaction_not_ours": {
+    "code": "invalid_encrypted_content",
+    "message": "this compaction item was not made by this server, or was changed since: send compaction items back as /v1/responses/compact returned them",
+  },
+  "compaction_not_summarised": {
+    "code": "invalid_request",
+    "message": "there is nothing to compact: send input items or a previous_response_id",
+  },
+  "websocket_transport_field": {
+    "code": "unsupported_parameter",
+    "message": "{field} is not sent over a WebSocket: every response streams to the socket as events",
+  },
+  "websocket_event_type": { "code": "invalid_request", "message": "expected a client event of type {expected}, found {found}" },
 };
 
 export const REQUEST_ERROR_NOT_AN_OBJECT: string = "not_an_object";
@@ -740,6 +778,28 @@ export const REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: string = "item_reference_no
 export const REQUEST_ERROR_UNSUPPORTED_ITEM: string = "unsupported_item";
 
 export const REQUEST_ERROR_BUDGET_TOO_SMALL: string = "budget_too_small";
+
+export const REQUEST_ERROR_PREVIOUS_RESPONSE_UNKNOWN: string = "previous_response_unknown";
+
+export const REQUEST_ERROR_PREVIOUS_RESPONSE_BROKEN: string = "previous_response_broken";
+
+export const REQUEST_ERROR_PREVIOUS_RESPONSE_IN_PROGRESS: string = "previous_response_in_progress";
+
+export const REQUEST_ERROR_ITEM_REFERENCE_UNKNOWN: string = "item_reference_unknown";
+
+export const REQUEST_ERROR_ITEM_REFERENCE_NOT_INPUT: string = "item_reference_not_input";
+
+export const REQUEST_ERROR_CONTEXT_LENGTH_EXCEEDED: string = "context_length_exceeded";
+
+export const REQUEST_ERROR_CONTEXT_LENGTH_EXCEEDED_TRUNCATED: string = "context_length_exceeded_truncated";
+
+export const REQUEST_ERROR_COMPACTION_NOT_OURS: string = "compaction_not_ours";
+
+export const REQUEST_ERROR_COMPACTION_NOT_SUMMARISED: string = "compaction_not_summarised";
+
+export const REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD: string = "websocket_transport_field";
+
+export const REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: string = "websocket_event_type";
 
 /** Request fields the bridge honours only with its caller: (field path, capability, neutral values, why). */
 export const HONOURED_BY_CALLER: readonly (readonly [string, string | null, readonly (string | number | boolean | null)[], string])[] = [

@@ -41,6 +41,7 @@ from .._tables import ItemKind, Role
 from .._tables import spec as _spec
 from .._types_base import SpecModel
 from ..encoding import HarmonyEncoding
+from ..models import Message as HarmonyMessage
 from ..stream import (
     ContentDelta,
     Event,
@@ -48,6 +49,7 @@ from ..stream import (
     HarmonyStreamParser,
     MessageEnd,
     MessageStart,
+    ParsedMessage,
     Recovered,
     Region,
 )
@@ -320,7 +322,8 @@ class ResponseBuilder:
     stop at `<|call|>`, up to the request's `max_tool_calls`, and one with `parallel_tool_calls: false`;
     a tool result the model wrote itself cut and reported; nothing after `<|return|>`), and
     `stop_at_turn_end=False` reads a whole transcript. `strict=True` fails the response on the first
-    deviation from the grammar instead of repairing it.
+    deviation from the grammar instead of repairing it. `stored=True` says the caller keeps the response
+    (echoed as `store: true`); `messages()` gives what the model wrote as Harmony messages, for a store.
     """
 
     def __init__(
@@ -340,6 +343,7 @@ class ResponseBuilder:
         strict: bool = False,
         tools: Iterable[str] | None = None,
         on_repair: RepairHook | None = None,
+        stored: bool = False,
     ) -> None:
         names = tools if tools is not None else [t.name for t in (request.tools or [])] if request else []
         self._schemas: dict[str, dict[str, Any]] = {
@@ -370,6 +374,8 @@ class ResponseBuilder:
         self._output: list[ItemField] = []  # finished items
         self._item: OpenItem | None = None
         self._repairs: list[Recovered] = []
+        self._messages: list[ParsedMessage] = []  # the messages ended so far, as parsed
+        self._stored = stored
         self._reasoning_tokens = 0  # of the reasoning items closed so far
         self._reasoning_from = 0  # the token that opened the reasoning item being read
         self._text: list[str] = []  # completion text, when it came as text (for usage)
@@ -412,6 +418,12 @@ class ResponseBuilder:
     def repairs(self) -> list[Recovered]:
         return list(self._repairs)
 
+    def messages(self) -> list[HarmonyMessage]:
+        """The Harmony messages of the completion that have ended, as parsed (analysis included): what a
+        store keeps so the next turn renders them. `finish` ends an open message (cut by the budget: its
+        text so far); after `fail`, a message the engine broke off is not among them."""
+        return [m.to_message() for m in self._messages]
+
     def next_sequence_number(self) -> int:
         n = self._seq
         self._seq = n + 1
@@ -431,6 +443,7 @@ class ResponseBuilder:
             status=status.value,
             output=output,
             repairs=repairs,
+            stored=self._stored,
             **extra,
         )
 
@@ -579,6 +592,7 @@ class ResponseBuilder:
             elif isinstance(event, MessageStart):
                 opened = self._open(event)
             elif isinstance(event, MessageEnd):
+                self._messages.append(event.message)
                 ended_by_stream = event.terminator.value == _spec.PARSE_EOS_TERMINATOR
                 self._close(eos_status if ended_by_stream else Status.COMPLETED, event.message.content)
             else:

@@ -8,6 +8,11 @@ assistant messages, function calls, their outputs and reasoning items become mes
 Whatever the model cannot take raises `RequestError`, a 400-style error that names the offending
 parameter; nothing is dropped silently.
 
+`conversation_parts(body, history=..., call_names=...)` is the same mapping for a request that continues
+earlier turns (`previous_response_id`): the request's system and developer messages, the stored turns'
+Harmony messages, then the new input. Compaction items render through the caller's `CompactionReader`
+(only the server that made an item can open it).
+
 `parse_request(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`:
 
 1. the JSON limits of `json_input` (at most `MAX_JSON_DEPTH` levels, no lone surrogate in any string
@@ -23,7 +28,7 @@ parameter; nothing is dropped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
@@ -342,8 +347,6 @@ def _text_parts(content: str | Sequence[Any], where: str, accepted: tuple[str, .
 
 
 def _input_items(body: CreateResponseBody) -> list[ItemParam]:
-    if body.previous_response_id is not None:
-        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
     if body.input is None:
         return []
     if isinstance(body.input, str):
@@ -416,11 +419,59 @@ def _assistant(text: str, channel: str) -> Message:
     return Message.from_role_and_content(Role.ASSISTANT, text).with_channel(channel)
 
 
-def request_to_conversation(body: CreateResponseBody, system: SystemContent | None = None) -> Conversation:
+CompactionReader = Callable[[CompactionSummaryItemParam, str], Sequence[Message]]
+"""Opens a compaction item found at request path `where`: the Harmony messages it stands for, or a
+`RequestError`. Only the server that made the item can read it (its content is that server's, signed or
+stored), so the bridge asks its caller; without a reader, compaction items are refused."""
+
+
+@dataclass(frozen=True)
+class ConversationParts:
+    """A request's conversation in its three parts.
+
+    `head` is the system message and, when the request has instructions, tools or a response format, the
+    developer message: each request renders them afresh. `history` holds the earlier turns as given;
+    `turn` the messages of this request's input, in order.
+    """
+
+    head: list[Message]
+    history: list[Message]
+    turn: list[Message]
+
+    def conversation(self) -> Conversation:
+        return Conversation.from_messages([*self.head, *self.history, *self.turn])
+
+
+def request_to_conversation(
+    body: CreateResponseBody, system: SystemContent | None = None, *, compaction: CompactionReader | None = None
+) -> Conversation:
     """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
 
     `system` replaces the default system content (identity, dates); a reasoning effort the request
-    names is applied to it.
+    names is applied to it. `compaction` opens compaction items (refused without it). A request that
+    continues a stored response (`previous_response_id`) needs its history: see `conversation_parts`.
+    """
+    if body.previous_response_id is not None:
+        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
+    return conversation_parts(body, system=system, compaction=compaction).conversation()
+
+
+def conversation_parts(
+    body: CreateResponseBody,
+    *,
+    history: Sequence[Message] = (),
+    call_names: Mapping[str, str] | None = None,
+    compaction: CompactionReader | None = None,
+    system: SystemContent | None = None,
+) -> ConversationParts:
+    """The conversation for `body` after `history`, the Harmony messages of earlier turns, oldest first (what
+    a store keeps for `previous_response_id`): the request's system and developer messages, the history,
+    then the request's input.
+
+    `call_names` maps the call ids of the function calls in the history to their function names, so a
+    `function_call_output` in the input names its function (Harmony messages carry no call ids). When
+    `history` is what the earlier turns' items render to, the result renders token for token as the same
+    request with those items sent as input: the chain-of-thought rule applies to the whole conversation.
     """
     _check_schemas(body)  # a body built in Python skipped `parse_request`
     sys_content = _system(body)
@@ -430,50 +481,20 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
         )
     instructions: list[str] = [body.instructions] if body.instructions else []
-    turns: list[Message] = []
-    call_names: dict[str, str] = {}
+    turn: list[Message] = []
+    calls: dict[str, str] = dict(call_names or {})
     for i, item in enumerate(_input_items(body)):
         where = f"input[{i}]"
         if isinstance(item, (SystemMessageItemParam, DeveloperMessageItemParam)):
             instructions.append("".join(_text_parts(item.content, where, ("input_text",))))
-        elif isinstance(item, UserMessageItemParam):
-            texts = _text_parts(item.content, where, ("input_text",))
-            turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
-        elif isinstance(item, AssistantMessageItemParam):
-            texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
-            channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
-            turns.append(_assistant("".join(texts), channel))
-        elif isinstance(item, FunctionCallItemParam):
-            call_names[item.call_id] = item.name
-            turns.append(
-                _assistant(item.arguments, _spec.CHANNEL_TOOL_CALLS)
-                .with_recipient(_FUNCTIONS_PREFIX + item.name)
-                .with_content_type(_JSON_CONTENT_TYPE)
-            )
-        elif isinstance(item, FunctionCallOutputItemParam):
-            name = call_names.get(item.call_id)
-            if name is None:
-                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
-            output = _text_parts(item.output, where, ("input_text",), key="output")
-            turns.append(
-                Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
-                .with_recipient(Role.ASSISTANT.value)
-                .with_channel(_spec.CHANNEL_TOOL_CALLS)
-            )
-        elif isinstance(item, ReasoningItemParam):
-            if item.encrypted_content is not None:
-                raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
-            text = "".join(part.text for part in item.summary)
-            if text:
-                turns.append(_assistant(text, _spec.CHANNEL_REASONING))
-        elif isinstance(item, ItemReferenceParam):
-            raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
         elif isinstance(item, CompactionSummaryItemParam):
-            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
-        elif isinstance(item, ExtensionItem):
-            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
-        else:  # pragma: no cover - the union is closed
-            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
+            if compaction is None:
+                raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+            turn.extend(compaction(item, where))
+        else:
+            message = _item_message(item, where, calls)
+            if message is not None:
+                turn.append(message)
     tools, _policy = _tools(body)
     developer = DeveloperContent.new()
     if instructions:
@@ -495,7 +516,46 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
         # The section follows whatever the developer content renders (instructions, then tools).
         separator = _spec.SYS_SECTION_SEPARATOR if contents else ""
         contents.append(TextContent(text=separator + _response_format_section(fmt)))
-    messages = [Message.from_role_and_content(Role.SYSTEM, sys_content)]
+    head = [Message.from_role_and_content(Role.SYSTEM, sys_content)]
     if contents:
-        messages.append(Message.from_role_and_contents(Role.DEVELOPER, contents))
-    return Conversation.from_messages(messages + turns)
+        head.append(Message.from_role_and_contents(Role.DEVELOPER, contents))
+    return ConversationParts(head, list(history), turn)
+
+
+def _item_message(item: ItemParam, where: str, call_names: dict[str, str]) -> Message | None:
+    """The Harmony message of one input item (not a system, developer or compaction item; None for reasoning
+    without text); records the names of function calls in `call_names` for the outputs that follow."""
+    if isinstance(item, UserMessageItemParam):
+        texts = _text_parts(item.content, where, ("input_text",))
+        return Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts])
+    if isinstance(item, AssistantMessageItemParam):
+        texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
+        channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
+        return _assistant("".join(texts), channel)
+    if isinstance(item, FunctionCallItemParam):
+        call_names[item.call_id] = item.name
+        return (
+            _assistant(item.arguments, _spec.CHANNEL_TOOL_CALLS)
+            .with_recipient(_FUNCTIONS_PREFIX + item.name)
+            .with_content_type(_JSON_CONTENT_TYPE)
+        )
+    if isinstance(item, FunctionCallOutputItemParam):
+        name = call_names.get(item.call_id)
+        if name is None:
+            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
+        output = _text_parts(item.output, where, ("input_text",), key="output")
+        return (
+            Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
+            .with_recipient(Role.ASSISTANT.value)
+            .with_channel(_spec.CHANNEL_TOOL_CALLS)
+        )
+    if isinstance(item, ReasoningItemParam):
+        if item.encrypted_content is not None:
+            raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
+        text = "".join(part.text for part in item.summary)
+        return _assistant(text, _spec.CHANNEL_REASONING) if text else None
+    if isinstance(item, ItemReferenceParam):
+        raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
+    if isinstance(item, ExtensionItem):
+        raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)  # pragma: no cover

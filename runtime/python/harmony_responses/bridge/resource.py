@@ -78,8 +78,10 @@ def response_snapshot(
     incomplete_reason: str | None = None,
     completed_at: int | None = None,
     repairs: list[dict[str, Any]] | None = None,
+    stored: bool = False,
 ) -> ResponseResource:
-    """A full `ResponseResource` (all 31 keys) echoing the request's settings.
+    """A full `ResponseResource` (all 31 keys) echoing the request's settings; `store` is `stored` (whether
+    the caller keeps the response), `previous_response_id` the request's.
 
     `repairs`, when there are any, go into a vendor-prefixed field (`RESPONSE_REPAIRS_FIELD` of the
     spec): what lenient parsing changed in the model's output, so that no repair is silent.
@@ -103,7 +105,7 @@ def response_snapshot(
         status=status,
         incomplete_details=IncompleteDetails(reason=incomplete_reason) if incomplete_reason else None,
         model=b.model or model,
-        previous_response_id=None,
+        previous_response_id=b.previous_response_id,
         instructions=b.instructions,
         output=output,
         error=error,
@@ -121,7 +123,7 @@ def response_snapshot(
         usage=usage,
         max_output_tokens=b.max_output_tokens,
         max_tool_calls=b.max_tool_calls,
-        store=False,
+        store=stored,
         background=False,
         service_tier="default",
         metadata=dict(b.metadata) if b.metadata is not None else {},

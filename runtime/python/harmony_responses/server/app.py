@@ -1,10 +1,16 @@
 """The ASGI application: routes, auth, limits, and the spec's error body for every failure.
 
-    POST /v1/responses          Open Responses (stream true or false)
+    POST /v1/responses          Open Responses (stream true or false), stored unless `store: false`
+    WS   /v1/responses          WebSocket mode: `response.create` messages, events as JSON frames
+    GET/DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/compact
     POST /v1/chat/completions   Chat Completions (stream true or false), on the same Harmony path
     GET  /v1/models             the served model; GET /v1/models/{id} one model or 404
     GET  /health                liveness and the engine's name (no key needed)
     GET  /metrics               Prometheus metrics (no key needed)
+
+The response store is opened (and migrated) when the app is made, swept for responses of dead
+processes every `--store-recover-interval` seconds, and closed at shutdown (this process's unfinished
+responses are then marked failed).
 
 Starlette, not FastAPI: the request and response models already exist (the generated Open Responses
 types, validated by the bridge), the streaming path is a hand-written ASGI response, and errors must
@@ -13,12 +19,12 @@ use the spec's body, so FastAPI's validation layer and OpenAPI generation would 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,56 +37,27 @@ from starlette.types import Receive, Scope, Send
 from .._tables import spec as _spec
 from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
+from ..store import AsyncStore, Store, StoreError, open_store
 from .auth import KeyCheck
 from .body import read_json
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
+from .compaction import SECRET_NAME, CompactionSeal
+from .endpoints import compact, delete_response, get_response, list_input_items
 from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
-from .metrics import Metrics
 from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
+from .state import ServerState
+from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
+from .websocket import serve_socket
 
 log = logging.getLogger("harmony_responses.server")
 
 _RESPONSES = "/v1/responses"
 _CHAT = "/v1/chat/completions"
 _OWNER = "harmony-responses"
-
-
-@dataclass
-class ServerState:
-    """What the handlers share: settings, the encoding, the engine, metrics and the in-flight count."""
-
-    settings: Settings
-    encoding: HarmonyEncoding
-    engine: Engine
-    keys: KeyCheck
-    metrics: Metrics = field(default_factory=Metrics)
-    in_flight: int = 0
-    started_at: int = field(default_factory=lambda: int(time.time()))
-
-    def acquire(self) -> None:
-        """Take a slot for an engine call, or 429."""
-        limit = self.settings.max_concurrency
-        if self.in_flight >= limit:
-            raise ServerError(
-                ErrorKind.TOO_MANY_REQUESTS,
-                f"the server is at its limit of {limit} concurrent requests; retry shortly",
-                headers={"Retry-After": "1"},
-            )
-        self.in_flight += 1
-
-    def release(self) -> None:
-        self.in_flight -= 1
-
-    def response_finished(self, run: ResponseRun) -> None:
-        """Every engine-backed response passes here once, when it has ended (or its client left).
-
-        `run.response()` is the final `ResponseResource` (None if the client left first). Nothing is
-        stored yet: stored responses, `previous_response_id` and GET/DELETE plug in here.
-        """
 
 
 def _error_response(exc: ServerError | RequestError) -> JSONResponse:
@@ -104,10 +81,21 @@ async def _read(request: Request, state: ServerState) -> dict[str, Any]:
     )
 
 
-def _call(state: ServerState, plan: Plan, wire: Wire, *, stream: bool, endpoint: str, received_at: float) -> EngineCall:
+def _call(
+    state: ServerState,
+    plan: Plan,
+    wire: Wire,
+    *,
+    stream: bool,
+    endpoint: str,
+    received_at: float,
+    recorder: Recorder | None = None,
+) -> EngineCall:
     state.acquire()
     # A streamed run writes to the wire's sink; a whole one keeps no events (its response is the builder's).
-    run = ResponseRun(plan, state.encoding, wire.sink if stream else NullSink(), model=state.settings.model)
+    sink = wire.sink if stream else NullSink()
+    stored = recorder is not None and recorder.keeps
+    run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=stored)
     return EngineCall(
         engine=state.engine,
         run=run,
@@ -117,7 +105,7 @@ def _call(state: ServerState, plan: Plan, wire: Wire, *, stream: bool, endpoint:
         endpoint=endpoint,
         received_at=received_at,
         release=state.release,
-        finished=state.response_finished,
+        recorder=recorder,
     )
 
 
@@ -126,10 +114,30 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
     try:
         raw = await _read(request, state)
         body = parse_body(raw)
-        budget = body.max_output_tokens or state.settings.default_max_output_tokens
-        plan = plan_request(body, state.encoding, media=state.settings.media, budget=budget)
-        wire = ResponsesWire(state.settings.reasoning_events)
-        return _call(state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at)
+        settings = state.settings
+        owner = owner_of(request.headers)
+        body = await resolve_references(body, state.store, owner)
+        prior = NOTHING_BEFORE
+        if body.previous_response_id is not None:
+            prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
+        plan = plan_request(
+            body,
+            state.encoding,
+            media=settings.media,
+            budget=body.max_output_tokens or settings.default_max_output_tokens,
+            reserve=body.max_output_tokens,
+            history=prior.messages,
+            call_names=prior.call_names,
+            history_rendered=prior.rendered,
+            compaction=state.seal.reader(),
+            window=settings.context_window,
+        )
+        store = state.store if body.store is not False else None
+        recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
+        wire = ResponsesWire(settings.reasoning_events)
+        return _call(
+            state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at, recorder=recorder
+        )
     except (ServerError, RequestError) as exc:
         state.metrics.requests.labels(_RESPONSES, str(exc.status)).inc()
         return _error_response(exc)
@@ -144,7 +152,15 @@ async def chat_completions(request: Request, state: ServerState) -> Response | E
         try:
             body = parse_body(mapped)
             budget = chat.budget or state.settings.default_max_output_tokens
-            plan = plan_request(body, state.encoding, media=state.settings.media, budget=budget, seed=chat.seed)
+            plan = plan_request(
+                body,
+                state.encoding,
+                media=state.settings.media,
+                budget=budget,
+                seed=chat.seed,
+                reserve=chat.budget,
+                window=state.settings.context_window,
+            )
         except RequestError as exc:
             raise chat_request_error(exc, items) from exc
         wire = ChatWire(chat.include_usage)
@@ -219,6 +235,14 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 Handler = Callable[[Request, ServerState], Awaitable[Response | EngineCall]]
 _ENGINE_ROUTES: dict[str, Handler] = {_RESPONSES: responses, _CHAT: chat_completions}
+StateHandler = Callable[[Request, ServerState], Awaitable[Response]]
+
+
+def _with_state(handler: StateHandler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return await handler(request, _state(request))
+
+    return endpoint
 
 
 class App:
@@ -235,6 +259,9 @@ class App:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] == _RESPONSES:
+            await serve_socket(scope, receive, send, self.state)
+            return
         if scope["type"] == "http" and scope["method"] == "POST":
             handler = _ENGINE_ROUTES.get(scope["path"])
             if handler is not None:
@@ -255,8 +282,30 @@ class App:
             await JSONResponse(body, status_code=500)(scope, receive, send)
 
 
-def create_app(settings: Settings, engine: Engine | None = None, encoding: HarmonyEncoding | None = None) -> App:
-    """The application for `settings` (the engine is built from `settings.engine` unless given)."""
+async def _recover_now_and_then(store: AsyncStore, interval: float) -> None:
+    """Mark failed the unfinished responses of server processes that died (a sibling killed, a host lost)."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            failed = await store.recover()
+        except StoreError as exc:
+            log.warning("store recovery failed (will retry): %s", exc)
+            continue
+        if failed:
+            log.warning("marked %d responses of a stopped server process failed", failed)
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine | None = None,
+    encoding: HarmonyEncoding | None = None,
+    store: Store | None = None,
+) -> App:
+    """The application for `settings` (the engine and the store are made from `settings` unless given).
+
+    The store is opened here (`StoreError` for a bad URL or an unreachable database), so a worker that
+    cannot store never starts serving.
+    """
     enc = encoding or load_harmony_encoding(_spec.ENCODING_NAME)
     eng = engine or build_engine(
         settings.engine,
@@ -265,14 +314,32 @@ def create_app(settings: Settings, engine: Engine | None = None, encoding: Harmo
         timeout=settings.engine_timeout,
         max_connections=settings.max_concurrency,
     )
-    state = ServerState(settings=settings, encoding=enc, engine=eng, keys=KeyCheck(settings.api_keys))
+    opened = store or open_store(settings.store_url())
+    key = settings.compaction_key
+    seal = CompactionSeal.from_passphrase(key) if key else CompactionSeal(opened.secret(SECRET_NAME))
+    responses_store = AsyncStore(opened)
+    state = ServerState(
+        settings=settings,
+        encoding=enc,
+        engine=eng,
+        keys=KeyCheck(settings.api_keys),
+        store=responses_store,
+        seal=seal,
+        renderer=TurnRenderer(enc),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        sweeper = asyncio.ensure_future(_recover_now_and_then(responses_store, settings.store_recover_interval))
         try:
             yield
         finally:
-            await eng.aclose()
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+            try:
+                await eng.aclose()
+            finally:
+                await responses_store.close()
 
     async def unreachable(request: Request) -> Response:  # App dispatches these POSTs; Starlette answers 405s
         raise HTTPException(405)
@@ -281,6 +348,10 @@ def create_app(settings: Settings, engine: Engine | None = None, encoding: Harmo
         routes=[
             Route(_RESPONSES, unreachable, methods=["POST"]),
             Route(_CHAT, unreachable, methods=["POST"]),
+            Route(_RESPONSES + "/compact", _with_state(compact), methods=["POST"]),
+            Route(_RESPONSES + "/{response_id}", _with_state(get_response), methods=["GET"]),
+            Route(_RESPONSES + "/{response_id}", _with_state(delete_response), methods=["DELETE"]),
+            Route(_RESPONSES + "/{response_id}/input_items", _with_state(list_input_items), methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),

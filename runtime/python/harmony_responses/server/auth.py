@@ -16,6 +16,14 @@ from .errors import ErrorKind, ServerError
 _BEARER = "bearer "
 
 
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key a request presents (`Authorization: Bearer KEY`), or None: what its stored objects belong to."""
+    value = headers.get("authorization", "")
+    if value[: len(_BEARER)].lower() != _BEARER:
+        return None
+    return value[len(_BEARER) :].strip() or None
+
+
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 

@@ -58,23 +58,29 @@ async def read_json(
         if size > max_bytes:
             raise ServerError(ErrorKind.BODY_TOO_LARGE, f"the body is over the limit of {max_bytes} bytes")
         parts.append(chunk)
-    data = b"".join(parts)
+    return load_json_object(b"".join(parts), max_bytes=max_bytes, max_depth=max_depth)
+
+
+def load_json_object(data: bytes, *, max_bytes: int, max_depth: int, what: str = "the body") -> dict[str, Any]:
+    """`data` (a whole body, or a WebSocket message) as a JSON object, within the same limits as `read_json`."""
+    if len(data) > max_bytes:
+        raise ServerError(ErrorKind.BODY_TOO_LARGE, f"{what} is {len(data)} bytes; the limit is {max_bytes}")
     if not data.strip():
-        raise ServerError(ErrorKind.BAD_REQUEST, "the request has no body: send a JSON object")
+        raise ServerError(ErrorKind.BAD_REQUEST, f"no body: {what} is empty; send a JSON object")
     if nesting_exceeds(data, max_depth):
-        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON body nests deeper than {max_depth} levels")
+        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON of {what} nests deeper than {max_depth} levels")
     if too_many_values(data):
-        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON body holds more than {MAX_VALUES} values")
+        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON of {what} holds more than {MAX_VALUES} values")
     try:
         value = json.loads(data)
     except UnicodeDecodeError as exc:
-        raise ServerError(ErrorKind.BAD_REQUEST, f"the body is not UTF-8 (byte {exc.start})") from None
+        raise ServerError(ErrorKind.BAD_REQUEST, f"{what} is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ServerError(
-            ErrorKind.BAD_REQUEST, f"the body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ErrorKind.BAD_REQUEST, f"{what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:
-        raise ServerError(ErrorKind.BAD_REQUEST, "the JSON body nests too deeply") from None
+        raise ServerError(ErrorKind.BAD_REQUEST, f"the JSON of {what} nests too deeply") from None
     if not isinstance(value, dict):
-        raise ServerError(ErrorKind.BAD_REQUEST, f"the body must be a JSON object, not {type(value).__name__}")
+        raise ServerError(ErrorKind.BAD_REQUEST, f"{what} must be a JSON object, not {type(value).__name__}")
     return value

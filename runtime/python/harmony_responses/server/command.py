@@ -50,6 +50,18 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--engine-timeout", type=float, help="seconds to connect, start and continue (60)")
     p.add_argument("--default-max-output-tokens", type=int, help="engine budget when a request sets none (8192)")
     p.add_argument("--log-level", choices=_LOG_LEVELS, help="default info")
+    p.add_argument(
+        "--store",
+        help="where responses are kept: sqlite:///PATH, postgresql://USER@HOST/DB or memory "
+        "(default: a SQLite file under the user's data folder)",
+    )
+    p.add_argument("--context-window", type=int, help="the model's context window in tokens (131072, gpt-oss's)")
+    p.add_argument(
+        "--compaction-key", help="signs compaction items (default: a random key kept in the store, shared by its users)"
+    )
+    p.add_argument(
+        "--store-recover-interval", type=float, help="seconds between sweeps for responses of dead processes (30)"
+    )
     p.set_defaults(func=serve, file=None)
 
 
@@ -68,6 +80,10 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "engine_timeout": args.engine_timeout,
         "default_max_output_tokens": args.default_max_output_tokens,
         "log_level": args.log_level,
+        "store": args.store,
+        "context_window": args.context_window,
+        "compaction_key": args.compaction_key,
+        "store_recover_interval": args.store_recover_interval,
     }
     return Settings.from_env(environ, **overrides)
 
@@ -80,6 +96,22 @@ def startup_warnings(settings: Settings) -> list[str]:
             "(set --api-key or HARMONY_RESPONSES_API_KEYS)"
         ]
     return []
+
+
+def check_store(settings: Settings) -> str | None:
+    """Open the store once before any worker starts (creating and migrating it), or say why it cannot be used."""
+    from ..store import MemoryStore, StoreError, open_store
+
+    url = settings.store_url()
+    try:
+        store = open_store(url)
+    except StoreError as exc:
+        return f"cannot open the response store {url!r}: {exc}"
+    memory = isinstance(store, MemoryStore)
+    store.close()
+    if memory and settings.workers > 1:
+        return "--store memory keeps responses inside one process: with --workers N use sqlite:///PATH or postgresql://"
+    return None
 
 
 def _bind(settings: Settings) -> socket.socket:
@@ -115,6 +147,10 @@ def serve(args: argparse.Namespace) -> int:
         parse_engine_spec(settings.engine)
     except EngineSpecError as exc:
         print(f"harmony-responses serve: {exc}", file=sys.stderr)
+        return 2
+    problem = check_store(settings)
+    if problem is not None:
+        print(f"harmony-responses serve: {problem}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
     for warning in startup_warnings(settings):

@@ -27,6 +27,8 @@ class ErrorKind(Enum):
     ENGINE_TIMEOUT = auto()
     TOOL_CHOICE_VIOLATED = auto()
     MODEL_OUTPUT_INVALID = auto()
+    CLIENT_DISCONNECTED = auto()
+    STORE_FAILED = auto()
     INTERNAL = auto()
 
 
@@ -43,6 +45,9 @@ SERVER_ERRORS: dict[ErrorKind, tuple[int, str, str]] = {
     ErrorKind.ENGINE_TIMEOUT: (504, "server_error", "engine_timeout"),
     ErrorKind.TOOL_CHOICE_VIOLATED: (502, "server_error", "tool_choice_violated"),
     ErrorKind.MODEL_OUTPUT_INVALID: (502, "server_error", _spec.ERROR_MODEL_OUTPUT_INVALID),
+    # Never sent as an HTTP status: the error a stored response carries when its client left mid-stream.
+    ErrorKind.CLIENT_DISCONNECTED: (499, "server_error", "client_disconnected"),
+    ErrorKind.STORE_FAILED: (503, "server_error", "store_unavailable"),
     ErrorKind.INTERNAL: (500, "server_error", "internal_error"),
 }
 

@@ -6,6 +6,11 @@ the answer is 200; streamed, every engine output's events are written (and flush
 engine failure mid-stream ends the stream with an `error` event and `response.failed`, then `[DONE]`.
 A client that disconnects cancels the call at once: a watcher waits on the ASGI `http.disconnect`
 message and cancels the task that iterates the engine, which closes the engine's connection.
+
+A stored response (`Recorder`) is begun before the status is chosen (a continuation whose previous
+response went meanwhile is still a 400), and finished before the bytes holding its terminal event are
+sent; a store that cannot finish it cuts the stream there (a whole response: 503), so no client is told
+of an end the store does not hold.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from ..bridge import DONE_FRAME, ChatChunks, EventSink, SSESink
+from ..bridge import DONE_FRAME, ChatChunks, EventSink, RequestError, SSESink
 from ..bridge.items import Sink
 from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
-from .errors import SERVER_ERRORS, ErrorKind, error_payload
+from .errors import SERVER_ERRORS, ErrorKind, ServerError, error_payload
 from .metrics import Metrics
 from .respond import Plan, ResponseRun, chat_completion
 from .settings import ReasoningEvents
+from .stored import NotRecorded, Recorder
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -125,6 +131,36 @@ class ChatWire(Wire):
 _DONE_FRAME = DONE_FRAME.encode()
 
 
+async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
+    """Run the engine for `run` to its end with no client attached (compaction): `ServerError` when the engine
+    fails before its first output (502, 504, or 400 when it refused); a later failure fails the run."""
+    outputs = engine.generate(run.plan.engine_request)
+    try:
+        try:
+            first = await outputs.__anext__()
+        except EngineError as exc:
+            metrics.engine_errors.labels(error_kind(exc).name.lower()).inc()
+            raise ServerError(error_kind(exc), exc.message) from None
+        except StopAsyncIteration:
+            raise ServerError(ErrorKind.ENGINE_FAILED, "the engine ended the stream without any output") from None
+        metrics.input_tokens.inc(run.plan.input_tokens)
+        run.start()
+        run.finish(first) if isinstance(first, Finished) else run.feed(first)
+        try:
+            async for output in outputs:
+                if run.ended:
+                    break
+                run.finish(output) if isinstance(output, Finished) else run.feed(output)
+        except EngineError as exc:
+            metrics.engine_errors.labels(error_kind(exc).name.lower()).inc()
+            run.fail(error_kind(exc), exc.message)
+        if not run.ended:
+            run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing")
+    finally:
+        metrics.output_tokens.inc(run.output_tokens)
+        await outputs.aclose()
+
+
 class ClientGone(Exception):
     """The client disconnected (seen by the watcher, or by a failed send)."""
 
@@ -150,7 +186,7 @@ class EngineCall:
         endpoint: str,
         received_at: float,
         release: Callable[[], None],
-        finished: Callable[[ResponseRun], None] = lambda run: None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.engine = engine
         self.run = run
@@ -160,7 +196,7 @@ class EngineCall:
         self.endpoint = endpoint
         self.received_at = received_at
         self.release = release
-        self.finished = finished
+        self.recorder = recorder
         self.status: int | None = None
 
     @property
@@ -185,13 +221,27 @@ class EngineCall:
             await asyncio.gather(work, watch, return_exceptions=True)
             self.metrics.in_flight.dec()
             self.release()
-            self.finished(self.run)
+            if self.recorder is not None and not self.run.ended:
+                await self.recorder.abandoned(self.run)
             if self.status is not None:
                 self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
 
     async def _error(self, send: Send, kind: ErrorKind, message: str) -> None:
         self.status = SERVER_ERRORS[kind][0]
         await send_json(send, self.status, {"error": error_payload(kind, message)})
+
+    async def _refused(self, send: Send, exc: RequestError | ServerError) -> None:
+        """An error found once the engine had started (the store refused to begin the response)."""
+        self.status = exc.status
+        if isinstance(exc, RequestError):
+            await send_json(send, exc.status, exc.to_body())
+        else:
+            await send_json(send, exc.status, exc.body(), [(k.encode(), v.encode()) for k, v in exc.headers.items()])
+
+    async def _recorded(self, run: ResponseRun) -> None:
+        """The run ended: store its end before its terminal event is sent."""
+        if self.recorder is not None:
+            await self.recorder.ended(run)
 
     async def _serve(self, send: Send) -> None:
         run = self.run
@@ -209,6 +259,13 @@ class EngineCall:
                 return
             self.metrics.ttft.observe(time.monotonic() - self.received_at)
             self.metrics.input_tokens.inc(self.plan.input_tokens)
+            run.start()
+            if self.recorder is not None:
+                try:
+                    await self.recorder.started(run)
+                except (RequestError, ServerError) as exc:
+                    await self._refused(send, exc)
+                    return
             if self.stream:
                 await self._stream(send, run, first, outputs)
             else:
@@ -239,21 +296,25 @@ class EngineCall:
                     finish(output)
                 else:
                     feed(output)
+                if run.ended:
+                    await self._recorded(run)
+                    await self._write(send)
+                    return
                 if send is not None:
                     body = take()
                     if body:
                         await send({"type": "http.response.body", "body": body, "more_body": True})
-                if run.ended:
-                    return
         except EngineError as exc:
             kind = error_kind(exc)
             self.metrics.engine_errors.labels(kind.name.lower()).inc()
             log.warning("engine failed mid-stream: %s", exc.message)
             run.fail(kind, exc.message)
+            await self._recorded(run)
             await self._write(send)
             return
         if not run.ended:
             run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing")
+            await self._recorded(run)
             await self._write(send)
 
     async def _stream(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
@@ -262,16 +323,19 @@ class EngineCall:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             try:
-                run.start()
                 self._feed(run, first)
+                if run.ended:
+                    await self._recorded(run)
                 await self._write(send)
                 if not run.ended:
                     await self._drain(run, outputs, send)
-            except (OSError, asyncio.CancelledError):
+            except (OSError, asyncio.CancelledError, NotRecorded):
                 raise
             except Exception:  # a bug here: the stream still ends, with `error` and `response.failed`
                 log.exception("internal error while streaming")
-                run.fail(ErrorKind.INTERNAL, "internal server error while streaming")
+                if not run.ended:
+                    run.fail(ErrorKind.INTERNAL, "internal server error while streaming")
+                    await self._recorded(run)
                 await self._write(send)
             await send({"type": "http.response.body", "body": self.wire.tail(), "more_body": False})
         except OSError as exc:  # a server that raises once the client is gone (uvicorn returns quietly)
@@ -280,10 +344,15 @@ class EngineCall:
             self.metrics.active_streams.dec()
 
     async def _whole(self, send: Send, run: ResponseRun, first: Any, outputs: Any) -> None:
-        run.start()
         self._feed(run, first)
-        if not run.ended:
-            await self._drain(run, outputs, None)
+        try:
+            if run.ended:
+                await self._recorded(run)
+            else:
+                await self._drain(run, outputs, None)
+        except NotRecorded as exc:
+            await self._error(send, ErrorKind.STORE_FAILED, f"the response could not be stored: {exc}")
+            return
         if run.failure is not None:
             response = run.response()
             error = response.error if response is not None else None

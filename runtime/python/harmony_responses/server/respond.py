@@ -1,7 +1,8 @@
 """Every call the server makes into the bridge, in one place: request → plan → events → wire.
 
-`plan_request` turns a validated `CreateResponseBody` into a `Plan`: the prompt token ids, what the
-engine is asked for (budget, sampling, stop tokens, a JSON constraint) and the tool policy.
+`plan_request` turns a validated `CreateResponseBody` into a `Plan`: the prompt token ids (after the
+stored turns it continues, fitted to the context window), what the engine is asked for (budget,
+sampling, stop tokens, a JSON constraint) and the tool policy.
 `ResponseRun` feeds the engine's outputs to the bridge's `ResponseStreamer` and adds what the server
 knows and the streamer cannot: a stop the engine reported without its token (llama.cpp's and Ollama's
 silent `<|call|>`), a budget that ran out between messages, a tool choice the model did not follow,
@@ -23,31 +24,38 @@ from typing import Any
 from .._tables import spec as _spec
 from ..bridge import (
     Capabilities,
+    CompactionReader,
+    ConversationParts,
     RequestError,
     ResponseBuilder,
     Status,
     ToolPolicy,
+    conversation_parts,
     parse_request,
-    request_to_conversation,
     to_chat_completion,
     tool_policy,
 )
 from ..bridge.items import Sink
 from ..encoding import HarmonyEncoding
-from ..models import Role
+from ..models import Message
 from ..types import (
     CreateResponseBody,
     FunctionCall,
     ResponseResource,
 )
 from .calls import call_header
+from .context import fit
 from .engines.base import EngineRequest, Finished, FinishReason, Sampling, Text, Tokens, ToolSpec
 from .errors import ErrorKind, error_payload
 from .media import with_media_placeholders
 from .settings import MediaPolicy
 
 # What this server honours beyond the prompt (the rest of a request that asks for more is refused).
-SERVER_CAPABILITIES = Capabilities(sampling=True, max_output_tokens=True, extra_fields=frozenset())
+SERVER_CAPABILITIES = Capabilities(
+    store=True, sampling=True, max_output_tokens=True, truncation=True, extra_fields=frozenset()
+)
+DEFAULT_CONTEXT_WINDOW = 131072  # gpt-oss's (`--context-window`)
+_TRUNCATION_AUTO = "auto"  # the `truncation` value that lets the oldest turns go (the schema's TruncationEnum)
 
 
 def parse_body(raw: Mapping[str, Any], capabilities: Capabilities = SERVER_CAPABILITIES) -> CreateResponseBody:
@@ -64,6 +72,8 @@ class Plan:
     prefill: list[int]  # forced start of the completion: a named function's call header, or nothing
     policy: ToolPolicy
     engine_request: EngineRequest
+    parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
+    dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
 
 
 def plan_request(
@@ -73,13 +83,24 @@ def plan_request(
     media: MediaPolicy,
     budget: int,
     seed: int | None = None,
+    reserve: int | None = None,
+    history: Sequence[Message] = (),
+    call_names: Mapping[str, str] | None = None,
+    history_rendered: Sequence[Sequence[int] | None] | None = None,
+    compaction: CompactionReader | None = None,
+    window: int = DEFAULT_CONTEXT_WINDOW,
 ) -> Plan:
-    """The plan for a request; `RequestError` for what the model cannot take."""
+    """The plan for a request; `RequestError` for what the model cannot take.
+
+    `history` and `call_names` are the stored turns a `previous_response_id` continues, and beside them
+    `history_rendered` the token ids of those already rendered; `compaction` opens compaction items.
+    The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
+    it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
+    """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
-    conversation = request_to_conversation(body)
+    parts = conversation_parts(body, history=history, call_names=call_names, compaction=compaction)
     policy = tool_policy(body)
-    prompt = encoding.render_conversation_for_completion(conversation, Role.ASSISTANT)
     schemas = {
         t.name: (t.parameters.model_dump(mode="json") if t.parameters is not None else None) for t in body.tools or []
     }
@@ -92,6 +113,16 @@ def plan_request(
         json_schema = schemas.get(forced) or {"type": "object"}
     if budget <= len(prefill):
         raise RequestError.of(_spec.REQUEST_ERROR_BUDGET_TOO_SMALL, "max_output_tokens", budget=budget)
+    auto = body.truncation == _TRUNCATION_AUTO
+    fitted = fit(
+        parts,
+        encoding,
+        window=window,
+        reserve=len(prefill) + (reserve or 1),
+        auto=auto,
+        history_rendered=history_rendered,
+    )
+    prompt = fitted.prompt
     sampling = Sampling(
         temperature=1.0 if body.temperature is None else body.temperature,
         top_p=1.0 if body.top_p is None else body.top_p,
@@ -101,13 +132,21 @@ def plan_request(
     )
     request = EngineRequest(
         prompt=prompt + prefill,
-        max_tokens=budget - len(prefill),
+        max_tokens=min(budget, window - len(prompt)) - len(prefill),
         stop_token_ids=tuple(encoding.stop_tokens_for_assistant_actions()),
         sampling=sampling,
         json_schema=json_schema,
         tools=tools,
     )
-    return Plan(body=body, input_tokens=len(prompt), prefill=prefill, policy=policy, engine_request=request)
+    return Plan(
+        body=body,
+        input_tokens=len(prompt),
+        prefill=prefill,
+        policy=policy,
+        engine_request=request,
+        parts=parts,
+        dropped_turns=fitted.dropped_turns,
+    )
 
 
 class ResponseRun:
@@ -119,10 +158,12 @@ class ResponseRun:
     error codes.
     """
 
-    def __init__(self, plan: Plan, encoding: HarmonyEncoding, sink: Sink, *, model: str) -> None:
+    def __init__(self, plan: Plan, encoding: HarmonyEncoding, sink: Sink, *, model: str, stored: bool = False) -> None:
         self.plan = plan
         self.sink = sink
-        self.builder = ResponseBuilder(encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens)
+        self.builder = ResponseBuilder(
+            encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens, stored=stored
+        )
         self.failure: ErrorKind | None = None
         self._feed_token = self.builder.feed_token
         self._keep = sink.keep

@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
+from ..store import default_store_url
+
 ENV_PREFIX = "HARMONY_RESPONSES_"
 
 
@@ -54,10 +56,21 @@ class Settings:
     engine_timeout: float = 60.0  # seconds: to connect, for the first output, and between outputs
     default_max_output_tokens: int = 8192  # the engine budget when a request sets none
     log_level: str = "info"
+    store: str = ""  # the response store's URL; "" is the embedded default (a SQLite file, see `store_url`)
+    context_window: int = 131072  # the served model's context window in tokens (gpt-oss's)
+    compaction_key: str = ""  # signs compaction items; "" uses a random key kept in the store
+    store_recover_interval: float = 30.0  # seconds between sweeps for responses whose server process died
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
-        positive = ("workers", "max_concurrency", "max_body_bytes", "max_json_depth", "default_max_output_tokens")
+        positive = (
+            "workers",
+            "max_concurrency",
+            "max_body_bytes",
+            "max_json_depth",
+            "default_max_output_tokens",
+            "context_window",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -65,9 +78,15 @@ class Settings:
             raise SettingsError(f"port must be 0..65535, got {self.port}")
         if self.engine_timeout <= 0:
             raise SettingsError(f"engine_timeout must be positive, got {self.engine_timeout}")
+        if self.store_recover_interval <= 0:
+            raise SettingsError(f"store_recover_interval must be positive, got {self.store_recover_interval}")
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self
+
+    def store_url(self) -> str:
+        """The response store's URL: `store`, or the embedded default SQLite file under the user's data folder."""
+        return self.store or default_store_url()
 
     def listens_beyond_loopback(self) -> bool:
         """True unless `host` is a loopback address or `localhost`."""

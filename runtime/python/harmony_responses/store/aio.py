@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ..models import Message
 from .base import Store
-from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner
+from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner, Rendering
 
 T = TypeVar("T")
 
@@ -40,6 +40,8 @@ class AsyncStore:
         input_items: Sequence[Mapping[str, Any]],
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
+        calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         await self._run(
             self.store.begin,
@@ -49,6 +51,8 @@ class AsyncStore:
             input_items=input_items,
             input_messages=input_messages,
             previous_response_id=previous_response_id,
+            calls=calls,
+            rendered=rendered,
         )
 
     async def finish(
@@ -58,6 +62,8 @@ class AsyncStore:
         resource: Mapping[str, Any],
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
+        calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         await self._run(
             self.store.finish,
@@ -65,6 +71,8 @@ class AsyncStore:
             resource=resource,
             output_items=output_items,
             output_messages=output_messages,
+            calls=calls,
+            rendered=rendered,
         )
 
     async def get(self, response_id: str, owner: Owner) -> dict[str, Any]:
@@ -89,6 +97,9 @@ class AsyncStore:
 
     async def load_history(self, response_id: str, owner: Owner) -> History:
         return await self._run(self.store.load_history, response_id, owner)
+
+    async def secret(self, name: str) -> bytes:
+        return await self._run(self.store.secret, name)
 
     async def recover(self) -> int:
         return await self._run(self.store.recover)

@@ -29,13 +29,21 @@ from .model import (
     ItemPage,
     Order,
     Owner,
+    Rendering,
     ResponseStatus,
+    check_calls,
     check_items,
     check_page_args,
+    check_rendering,
     check_resource,
     message_dicts,
+    pack_tokens,
     status_of,
 )
+
+
+def _packed(rendering: Rendering | None) -> tuple[str, bytes] | None:
+    return None if rendering is None else (rendering.key, pack_tokens(rendering.tokens))
 
 
 class Store(ABC):
@@ -53,14 +61,18 @@ class Store(ABC):
         input_items: Sequence[Mapping[str, Any]],
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
+        calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         """Store a response that starts now, `in_progress`, with its input.
 
         `resource` is its ResponseResource JSON at start (status `in_progress` or `queued`); `input_items`
         the input items as given, each with an `id`; `input_messages` the Harmony messages this turn adds
         before the model speaks (without the system and developer messages, which each request renders
-        afresh). Raises `ResponseNotFound` when `previous_response_id` is not this owner's,
-        `ResponseInProgress` when it has not finished, `DuplicateResponse` for a reused id.
+        afresh); `calls` the function calls among the input items (call_id → name); `rendered` the input
+        messages' token ids, kept for the prompts that continue this response. Raises
+        `ResponseNotFound` when `previous_response_id` is not this owner's, `ResponseInProgress` when it
+        has not finished, `DuplicateResponse` for a reused id.
         """
         status = status_of(resource)
         if status in TERMINAL_STATUSES:
@@ -72,6 +84,8 @@ class Store(ABC):
             check_items(input_items, "input_items"),
             message_dicts(input_messages),
             previous_response_id,
+            check_calls(calls, "calls"),
+            _packed(check_rendering(rendered, input_messages, "rendered")),
         )
 
     def finish(
@@ -81,10 +95,14 @@ class Store(ABC):
         resource: Mapping[str, Any],
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
+        calls: Mapping[str, str] | None = None,
+        rendered: Rendering | None = None,
     ) -> None:
         """Store a response's end in one transaction: its final resource (status `completed`,
-        `incomplete` or `failed`), its output items and the Harmony messages the model wrote (analysis
-        included). Raises `ResponseNotInProgress` when it was finished, recovered or deleted meanwhile.
+        `incomplete` or `failed`), its output items, the Harmony messages the model wrote (analysis
+        included), the function calls among the output items (call_id → name) and the output messages'
+        token ids (used only when rendered under the key `begin` was given). Raises
+        `ResponseNotInProgress` when it was finished, recovered or deleted meanwhile.
         """
         status = status_of(resource)
         if status not in TERMINAL_STATUSES:
@@ -97,6 +115,8 @@ class Store(ABC):
             check_resource(resource, response_id, status),
             check_items(output_items, "output_items"),
             message_dicts(output_messages),
+            check_calls(calls, "calls"),
+            _packed(check_rendering(rendered, output_messages, "rendered")),
         )
 
     @abstractmethod
@@ -133,6 +153,11 @@ class Store(ABC):
         earlier one is missing, and `ResponseInProgress` when it has not finished."""
 
     @abstractmethod
+    def secret(self, name: str) -> bytes:
+        """The random key `name` (32 bytes), made on first use and the same for every process on this store
+        from then on (the compaction signing key). A `memory` store's keys last as long as the process."""
+
+    @abstractmethod
     def recover(self) -> int:
         """Mark `failed` every `in_progress` response whose writer has died; return how many.
 
@@ -161,6 +186,8 @@ class Store(ABC):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None: ...
 
     @abstractmethod
@@ -171,6 +198,8 @@ class Store(ABC):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None: ...
 
     @abstractmethod

@@ -8,12 +8,14 @@ do, since no other process can write here.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Store
 from .model import (
+    SECRET_BYTES,
     TERMINAL_STATUSES,
     DuplicateResponse,
     History,
@@ -29,6 +31,7 @@ from .model import (
     interrupted,
     messages_from,
     paginate,
+    unpack_tokens,
 )
 
 
@@ -44,8 +47,18 @@ class _Row:
     resource: str
     input_items: list[tuple[str, str]]
     input_messages: str
+    input_calls: dict[str, str] = field(default_factory=dict)
     output_items: list[tuple[str, str]] = field(default_factory=list)
     output_messages: str = "[]"
+    output_calls: dict[str, str] = field(default_factory=dict)
+    rendered_by: str | None = None
+    input_rendered: bytes | None = None
+    output_rendered: bytes | None = None
+
+
+def _both(input_rendered: bytes | None, output_rendered: bytes | None) -> tuple[list[int], ...] | None:
+    first, second = unpack_tokens(input_rendered), unpack_tokens(output_rendered)
+    return None if first is None or second is None else first + second
 
 
 class MemoryStore(Store):
@@ -54,6 +67,7 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: dict[str, _Row] = {}  # insertion order is creation order
+        self._secrets: dict[str, bytes] = {}
 
     def _insert(
         self,
@@ -63,6 +77,8 @@ class MemoryStore(Store):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         row = _Row(
             owner,
@@ -71,6 +87,9 @@ class MemoryStore(Store):
             _dump(resource),
             [(item_id, _dump(item)) for item_id, item in input_items],
             _dump(input_messages),
+            dict(calls),
+            rendered_by=rendered[0] if rendered else None,
+            input_rendered=rendered[1] if rendered else None,
         )
         with self._lock:
             if response_id in self._rows:
@@ -94,6 +113,8 @@ class MemoryStore(Store):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         items = [(item_id, _dump(item)) for item_id, item in output_items]
         text, messages = _dump(resource), _dump(output_messages)
@@ -102,6 +123,10 @@ class MemoryStore(Store):
             if row is None or row.status in TERMINAL_STATUSES:
                 raise ResponseNotInProgress(response_id)
             row.status, row.resource, row.output_items, row.output_messages = status, text, items, messages
+            row.output_calls = dict(calls)
+            row.output_rendered = rendered[1] if rendered else None
+            if rendered is None or rendered[0] != row.rendered_by:
+                row.rendered_by = None
 
     def _owned(self, response_id: str, owner: Owner) -> _Row:
         row = self._rows.get(response_id)
@@ -155,10 +180,17 @@ class MemoryStore(Store):
                     row.status,
                     messages_from(json.loads(row.input_messages)),
                     messages_from(json.loads(row.output_messages)),
+                    {**row.input_calls, **row.output_calls},
+                    row.rendered_by,
+                    _both(row.input_rendered, row.output_rendered),
                 )
                 for rid, row in reversed(chain)
             )
         )
+
+    def secret(self, name: str) -> bytes:
+        with self._lock:
+            return self._secrets.setdefault(name, secrets.token_bytes(SECRET_BYTES))
 
     def recover(self) -> int:
         return 0

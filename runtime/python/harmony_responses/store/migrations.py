@@ -42,6 +42,14 @@ class Migration:
 #   `previous_response_id` has no foreign key on purpose: deleting a response must not delete or rewrite
 #   the responses that continued it; their history then stops at a missing response.
 # - response_items: input (direction 0) and output (direction 1) items, in order, with their ids.
+# Version 2 adds:
+# - responses.input_calls / output_calls: the function calls among the turn's input and output items, as a
+#   JSON object call_id → function name. Harmony messages carry no call ids, so a later turn's
+#   `function_call_output` finds the function it answers here.
+# - responses.rendered_by / input_rendered / output_rendered: each turn message's token ids as the server
+#   rendered it (a blob of little-endian uint32: per message its length, then its ids), and the key of
+#   that rendering (the encoding and its rules): the next prompt is assembled from them, not re-encoded.
+# - store_secrets: named random keys shared by every process on the database (the compaction signing key).
 
 _SQLITE_V1 = (
     """CREATE TABLE store_writers (
@@ -105,8 +113,40 @@ _POSTGRES_V1 = (
     "CREATE INDEX response_items_by_id ON response_items (item_id)",
 )
 
-SQLITE_MIGRATIONS: tuple[Migration, ...] = (Migration(1, "responses, items and writers", _SQLITE_V1),)
-POSTGRES_MIGRATIONS: tuple[Migration, ...] = (Migration(1, "responses, items and writers", _POSTGRES_V1),)
+_SQLITE_V2 = (
+    "ALTER TABLE responses ADD COLUMN input_calls TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE responses ADD COLUMN output_calls TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE responses ADD COLUMN rendered_by TEXT",
+    "ALTER TABLE responses ADD COLUMN input_rendered BLOB",
+    "ALTER TABLE responses ADD COLUMN output_rendered BLOB",
+    """CREATE TABLE store_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_at REAL NOT NULL
+    )""",
+)
+
+_POSTGRES_V2 = (
+    "ALTER TABLE responses ADD COLUMN input_calls TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE responses ADD COLUMN output_calls TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE responses ADD COLUMN rendered_by TEXT",
+    "ALTER TABLE responses ADD COLUMN input_rendered BYTEA",
+    "ALTER TABLE responses ADD COLUMN output_rendered BYTEA",
+    """CREATE TABLE store_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    )""",
+)
+
+SQLITE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "responses, items and writers", _SQLITE_V1),
+    Migration(2, "function calls and token ids per turn, shared secrets", _SQLITE_V2),
+)
+POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "responses, items and writers", _POSTGRES_V1),
+    Migration(2, "function calls and token ids per turn, shared secrets", _POSTGRES_V2),
+)
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,

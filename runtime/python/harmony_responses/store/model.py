@@ -8,8 +8,10 @@ form); Harmony messages as `harmony_responses.Message`, stored in their referenc
 from __future__ import annotations
 
 import hashlib
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -40,6 +42,7 @@ LIST_OBJECT = "list"
 LIST_LIMIT_DEFAULT = 20
 LIST_LIMIT_MAX = 100
 LIST_ORDER_DEFAULT = "desc"
+SECRET_BYTES = 32
 TERMINAL_STATUSES = frozenset({ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE, ResponseStatus.FAILED})
 
 
@@ -72,16 +75,36 @@ class Owner:
 
 
 @dataclass(frozen=True, slots=True)
+class Rendering:
+    """Each message's token ids as an encoding rendered it alone (`HarmonyEncoding.render`), and `key`, which
+    names that encoding and its rules: tokens rendered under another key are never used."""
+
+    key: str
+    tokens: Sequence[Sequence[int]]
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
-    """One stored response as history: the messages its input added and the messages it produced."""
+    """One stored response as history: the messages its input added and the messages it produced, the
+    function calls among its input and output items (call_id → function name), and, when both halves
+    were rendered under one key, every message's token ids."""
 
     response_id: str
     status: ResponseStatus
     input_messages: tuple[Message, ...]
     output_messages: tuple[Message, ...]
+    calls: Mapping[str, str] = field(default_factory=dict)
+    rendered_by: str | None = None
+    rendered: tuple[list[int], ...] | None = None  # input then output messages' token ids
 
     def messages(self) -> list[Message]:
         return [*self.input_messages, *self.output_messages]
+
+    def rendering(self, key: str) -> list[list[int] | None]:
+        """Each message's token ids if they were rendered under `key`, else None for each."""
+        if self.rendered_by == key and self.rendered is not None:
+            return list(self.rendered)
+        return [None] * (len(self.input_messages) + len(self.output_messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +116,18 @@ class History:
     def messages(self) -> list[Message]:
         """Every turn's messages in order: what the next prompt renders before the new input."""
         return [m for turn in self.turns for m in turn.messages()]
+
+    def rendering(self, key: str) -> list[list[int] | None]:
+        """Beside `messages()`: each message's token ids when rendered under `key` (None where unknown)."""
+        return [tokens for turn in self.turns for tokens in turn.rendering(key)]
+
+    def call_names(self) -> dict[str, str]:
+        """call_id → function name of every function call in the chain (a later turn wins a reused id):
+        what a new `function_call_output` needs to name the function it answers."""
+        names: dict[str, str] = {}
+        for turn in self.turns:
+            names.update(turn.calls)
+        return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +240,50 @@ def check_items(items: Sequence[Mapping[str, Any]], param: str) -> list[tuple[st
             raise InvalidArgument(f"{param}[{i}]", "every stored item needs a string `id`; assign one before storing")
         out.append((item_id, dict(item)))
     return out
+
+
+def check_calls(calls: Mapping[str, str] | None, param: str) -> dict[str, str]:
+    """The function calls of a turn as a plain dict; every key (a call id) and value (a name) a string."""
+    out = dict(calls or {})
+    for call_id, name in out.items():
+        if not isinstance(call_id, str) or not isinstance(name, str) or not call_id or not name:
+            raise InvalidArgument(param, f"maps call ids to function names, both non-empty strings; got {call_id!r}")
+    return out
+
+
+def check_rendering(rendering: Rendering | None, messages: Sequence[Message], param: str) -> Rendering | None:
+    """`rendering`, when it has one list of token ids for each of `messages`."""
+    if rendering is None:
+        return None
+    if len(rendering.tokens) != len(messages) or not rendering.key:
+        raise InvalidArgument(param, f"needs a key and one token list per message ({len(messages)})")
+    return rendering
+
+
+def pack_tokens(lists: Sequence[Sequence[int]]) -> bytes:
+    """Token lists as one blob: little-endian uint32, each list's length then its ids."""
+    flat = array("I")
+    for tokens in lists:
+        flat.append(len(tokens))
+        flat.extend(tokens)
+    if sys.byteorder == "big":  # pragma: no cover - the format is little-endian everywhere
+        flat.byteswap()
+    return flat.tobytes()
+
+
+def unpack_tokens(blob: bytes | memoryview | None) -> tuple[list[int], ...] | None:
+    if blob is None:
+        return None
+    flat = array("I")
+    flat.frombytes(bytes(blob))
+    if sys.byteorder == "big":  # pragma: no cover
+        flat.byteswap()
+    out, i, values = [], 0, flat.tolist()
+    while i < len(values):
+        n = values[i]
+        out.append(values[i + 1 : i + 1 + n])
+        i += 1 + n
+    return tuple(out)
 
 
 def status_of(resource: Mapping[str, Any]) -> ResponseStatus:

@@ -8,6 +8,7 @@ response asked for back to the first turn, so loading a 50-turn conversation is 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from .base import Store
 from .database import Database, Tx
 from .migrations import migrate
 from .model import (
+    SECRET_BYTES,
     TERMINAL_STATUSES,
     DuplicateResponse,
     History,
@@ -30,6 +32,7 @@ from .model import (
     Turn,
     interrupted,
     messages_from,
+    unpack_tokens,
 )
 
 INPUT, OUTPUT = 0, 1
@@ -40,16 +43,50 @@ MAX_CHAIN = 100_000
 """A guard for the history walk; chains cannot loop (a response continues only an older one)."""
 
 _HISTORY = """
-WITH RECURSIVE chain (id, previous_response_id, status, input_messages, output_messages, depth) AS (
-    SELECT id, previous_response_id, status, input_messages, output_messages, 0
+WITH RECURSIVE chain (id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls,
+                       rendered_by, input_rendered, output_rendered, depth) AS (
+    SELECT id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls,
+           rendered_by, input_rendered, output_rendered, 0
     FROM responses WHERE id = ? AND owner = ?
     UNION ALL
-    SELECT r.id, r.previous_response_id, r.status, r.input_messages, r.output_messages, c.depth + 1
+    SELECT r.id, r.previous_response_id, r.status, r.input_messages, r.output_messages, r.input_calls,
+           r.output_calls, r.rendered_by, r.input_rendered, r.output_rendered, c.depth + 1
     FROM responses r JOIN chain c ON r.id = c.previous_response_id
     WHERE r.owner = ? AND c.depth < ?
 )
-SELECT id, previous_response_id, status, input_messages, output_messages FROM chain ORDER BY depth DESC
+SELECT id, previous_response_id, status, input_messages, output_messages, input_calls, output_calls,
+       rendered_by, input_rendered, output_rendered
+FROM chain ORDER BY depth DESC
 """
+
+
+def _both(input_rendered: bytes | None, output_rendered: bytes | None) -> tuple[list[int], ...] | None:
+    first, second = unpack_tokens(input_rendered), unpack_tokens(output_rendered)
+    return None if first is None or second is None else first + second
+
+
+def _turn(
+    rid: str,
+    _previous: str | None,
+    status: str,
+    ins: str,
+    outs: str,
+    in_calls: str,
+    out_calls: str,
+    rendered_by: str | None,
+    in_rendered: bytes | None,
+    out_rendered: bytes | None,
+) -> Turn:
+    """A row of the history query as a turn."""
+    return Turn(
+        rid,
+        ResponseStatus(status),
+        messages_from(json.loads(ins)),
+        messages_from(json.loads(outs)),
+        {**json.loads(in_calls), **json.loads(out_calls)},
+        rendered_by,
+        _both(in_rendered, out_rendered) if rendered_by is not None else None,
+    )
 
 
 def _dump(value: Any) -> str:
@@ -79,6 +116,8 @@ class SQLStore(Store):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         now = time.time()
         row = (response_id, owner.digest, previous_response_id, resource["status"], self.writer_id, now, now)
@@ -88,9 +127,9 @@ class SQLStore(Store):
                 self._check_continuable(tx, previous_response_id, owner)
             inserted = tx.execute(
                 "INSERT INTO responses (id, owner, previous_response_id, status, writer_id, created_at, updated_at,"
-                " resource, input_messages, output_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')"
-                " ON CONFLICT (id) DO NOTHING",
-                (*row, _dump(resource), _dump(input_messages)),
+                " resource, input_messages, output_messages, input_calls, rendered_by, input_rendered)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (*row, _dump(resource), _dump(input_messages), _dump(calls), *(rendered or (None, None))),
             )
             if inserted != 1:
                 raise DuplicateResponse(response_id)
@@ -114,13 +153,18 @@ class SQLStore(Store):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
+        calls: dict[str, str],
+        rendered: tuple[str, bytes] | None,
     ) -> None:
         items = [(response_id, OUTPUT, i, item_id, _dump(item)) for i, (item_id, item) in enumerate(output_items)]
+        key, blob = rendered or (None, None)
+        values = (status.value, _dump(resource), _dump(output_messages), _dump(calls), blob, key, time.time())
         with self._db.write() as tx:
             updated = tx.execute(
-                "UPDATE responses SET status = ?, resource = ?, output_messages = ?, writer_id = NULL, updated_at = ?"
-                f" WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
-                (status.value, _dump(resource), _dump(output_messages), time.time(), response_id, *UNFINISHED),
+                "UPDATE responses SET status = ?, resource = ?, output_messages = ?, output_calls = ?,"
+                " output_rendered = ?, rendered_by = CASE WHEN rendered_by = ? THEN rendered_by END,"
+                f" writer_id = NULL, updated_at = ? WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
+                (*values, response_id, *UNFINISHED),
             )
             if updated != 1:
                 raise ResponseNotInProgress(response_id)
@@ -191,12 +235,16 @@ class SQLStore(Store):
             raise ResponseNotFound(oldest_previous, requested=response_id)
         if rows[-1][2] in UNFINISHED:
             raise ResponseInProgress(response_id)
-        return History(
-            tuple(
-                Turn(rid, ResponseStatus(status), messages_from(json.loads(ins)), messages_from(json.loads(outs)))
-                for rid, _previous, status, ins, outs in rows
+        return History(tuple(_turn(*row) for row in rows))
+
+    def secret(self, name: str) -> bytes:
+        with self._db.write() as tx:
+            tx.execute(
+                "INSERT INTO store_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, secrets.token_hex(SECRET_BYTES), time.time()),
             )
-        )
+            (value,) = tx.rows("SELECT value FROM store_secrets WHERE name = ?", (name,))[0]
+        return bytes.fromhex(value)
 
     # -- recovery ----------------------------------------------------------------------------------
 
