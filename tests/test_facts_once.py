@@ -56,6 +56,7 @@ JSON_FIELDS = {
     "code": "Open Responses and Chat Completions error objects",
     "reasoning": "the Open Responses request's `reasoning` object",
     "body": "ASGI messages (`http.response.body`)",
+    "engine_timeout": "the server's settings (`Settings.engine_timeout`, `--engine-timeout`)",
 }
 WIRE_TABLE = "WIRE"  # a module's table of another protocol's words
 _KEY_METHODS = {"get", "pop", "setdefault"}
@@ -115,6 +116,16 @@ def format_facts(ir: dict[str, Any]) -> dict[str, str]:
     for error in ir["requests"]["errors"]:
         add(error["code"], "a request error code")
     add(mapping["sse"]["done"], "the SSE end marker")
+    server = ir["server"]
+    for error in server["errors"]:
+        add(error["code"], "a server error code")
+    add(server["interrupted"]["message"], "the interrupted response's error message")
+    add(server["objects"]["deleted"], "an object name")
+    for kind, prefix in server["input_item_id_prefixes"].items():
+        if kind != "other":  # `item` is also a plain word and a field name
+            add(prefix, "an input item id prefix")
+    for text in server["compaction"].values():
+        add(text, "the compaction prompt's words or seal")
     return facts
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from harmonygen import __version__, check, generate, write
 from harmonygen.config import load_config
-from harmonygen.loader import SpecError
+from harmonygen.loader import SpecError, load_project
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,6 +112,24 @@ def test_spec_errors_name_file_and_path(project: Path) -> None:
     tokens.write_text("{not json")
     with pytest.raises(SpecError, match=r"spec/harmony/tokens.json:1:2: invalid JSON"):
         generate(load_config(project))
+
+
+def test_a_server_error_borrowing_an_unknown_request_error_is_refused(project: Path) -> None:
+    server = project / "spec/mapping/server.json"
+    data = json.loads(server.read_text())
+    data["errors"]["bad_request"]["request_error"] = "no_such_error"
+    server.write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=r"spec/mapping/server.json: .*request_error.* names 'no_such_error'"):
+        generate(load_config(project))
+
+
+def test_server_errors_resolve_borrowed_codes(project: Path) -> None:
+    ir = load_project(load_config(project))
+    errors = {e.handle: e for e in ir.server.errors}
+    invalid = next(e for e in ir.requests.errors if e.handle == "invalid")
+    assert (errors["bad_request"].type, errors["bad_request"].code) == (ir.requests.error_type, invalid.code)
+    mapped = next(e for e in ir.mapping.errors if e.code == "model_output_invalid")
+    assert (errors["model_output_invalid"].type, errors["model_output_invalid"].code) == (mapped.type, mapped.code)
 
 
 def _digest_in_subprocess(project: Path, seed: str) -> str:

@@ -120,6 +120,7 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("parse_err", p.errors.items())
     out += _mapping_facts(ir)
     out += _request_facts(ir)
+    out += _server_facts(ir)
     tool = ("record", (("name", "str"), ("description", "str"), ("parameters", "json")))
     namespace = ("record", (("name", "str"), ("description", ("opt", "str")), ("tools", ("seq", tool))))
     out.append(
@@ -214,6 +215,25 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
             "INCLUDES", r.includes, "`include` values → the capability that honours it.", ("map", "str", ("opt", "str"))
         ),
     ]
+    return out
+
+
+def _server_facts(ir: ProjectIR) -> list[Fact]:
+    sv = ir.server
+    error = ("record", (("status", ("opt", "int")), ("type", "str"), ("code", "str")))
+    out = [
+        Fact(
+            "SERVER_ERRORS",
+            {e.handle: {"status": e.status, "type": e.type, "code": e.code} for e in sv.errors},
+            "The server's own errors by handle → HTTP status (null: only a stored response's error), type, code.",
+            ("map", "str", error),
+        ),
+        Fact("INTERRUPTED_ERROR", sv.interrupted, "The error of a response whose server stopped before it ended."),
+    ]
+    out += _group("server_object", sv.objects.items())
+    out += _group("input_items", sv.list_paging.items())
+    out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())
+    out += _group("compaction", sv.compaction.items())
     return out
 
 

@@ -216,6 +216,27 @@ class RequestsIR:
 
 
 @dataclass(frozen=True)
+class ServerErrorIR:
+    handle: str  # the runtime's name for the error
+    status: int | None  # the HTTP status; None: only ever the error a stored response carries
+    type: str
+    code: str
+    when: str  # when a client gets it, for the docs
+
+
+@dataclass(frozen=True)
+class ServerIR:
+    """The HTTP server's contract beyond the request bridge."""
+
+    errors: tuple[ServerErrorIR, ...]
+    interrupted: dict[str, str]  # the error (code, message) of a response its server never finished
+    objects: dict[str, str]  # `object` names of bodies the OpenAPI document leaves out
+    list_paging: dict[str, Any]  # `input_items` paging: limit_default, limit_max, order_default
+    input_item_id_prefixes: dict[str, str]
+    compaction: dict[str, str]  # prompt, summary_frame, seal
+
+
+@dataclass(frozen=True)
 class UnionVariantIR:
     type: str | None  # the `type` tag; None: the key may be absent or null
     role: str | None  # the `role` tag, when `type` alone does not pick the variant
@@ -252,6 +273,7 @@ class ProjectIR:
     parsing: ParsingIR
     mapping: MappingIR
     requests: RequestsIR
+    server: ServerIR
     responses: ResponsesIR
 
     def sources_of(self, *sections: str) -> tuple[str, ...]:

@@ -27,6 +27,8 @@ from .ir import (
     RequestErrorIR,
     RequestsIR,
     RoleIR,
+    ServerErrorIR,
+    ServerIR,
     SpecialToken,
     TokensIR,
     ToolIR,
@@ -42,6 +44,7 @@ PARSING = "harmony/parsing.json"
 BUILTINS = "harmony/builtin_tools.json"
 MAPPING = "mapping/harmony_responses.json"
 REQUESTS = "mapping/requests.json"
+SERVER = "mapping/server.json"
 GRAMMAR_FILE = "harmony.lark"
 # What the runtime relies on a channel or a content type being there for.
 CHANNEL_PURPOSES = ("reasoning", "preamble", "tool_calls", "answer")
@@ -400,6 +403,37 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
     )
 
 
+def _server(sv: _Doc, requests: RequestsIR, mapping: MappingIR) -> ServerIR:
+    """The server's errors, resolving those the bridge or the mapping already names to their type and code."""
+    bridge = {e.handle: e for e in requests.errors}
+    named = {e.code: e for e in mapping.errors}
+    errors = []
+    for handle in sv.table("errors"):
+        path = ("errors", handle)
+        status = sv.get(*path, "status", kind=(int, type(None)))
+        request_error = sv.opt(*path, "request_error", kind=str)
+        mapping_error = sv.opt(*path, "mapping_error", kind=str)
+        if request_error is not None:
+            if request_error not in bridge:
+                raise sv.fail((*path, "request_error"), f"names {request_error!r}, which {REQUESTS} has no error for")
+            type_, code = requests.error_type, bridge[request_error].code
+        elif mapping_error is not None:
+            if mapping_error not in named:
+                raise sv.fail((*path, "mapping_error"), f"names {mapping_error!r}, which {MAPPING} has no error for")
+            type_, code = named[mapping_error].type, named[mapping_error].code
+        else:
+            type_, code = sv.get(*path, "type", kind=str), sv.get(*path, "code", kind=str)
+        errors.append(ServerErrorIR(handle, status, type_, code, sv.get(*path, "when", kind=str)))
+    return ServerIR(
+        errors=tuple(errors),
+        interrupted=sv.strings("interrupted"),
+        objects=sv.strings("objects"),
+        list_paging=sv.table("list"),
+        input_item_id_prefixes=sv.strings("input_item_id_prefixes"),
+        compaction=sv.strings("compaction"),
+    )
+
+
 def _output_item_types(responses: Any) -> set[str]:
     from .responses_ir import _enum_of, schema
 
@@ -413,7 +447,7 @@ def _output_item_types(responses: Any) -> set[str]:
 def load_project(config: Config) -> ProjectIR:
     tok, fmt_doc = _Doc(config, TOKENS), _Doc(config, FORMAT)
     par, bi, mp = _Doc(config, PARSING), _Doc(config, BUILTINS), _Doc(config, MAPPING)
-    rq = _Doc(config, REQUESTS)
+    rq, sv = _Doc(config, REQUESTS), _Doc(config, SERVER)
     encoding, tokens = _tokens(tok)
     fmt = _format(fmt_doc)
     parsing = _parsing(par, _facts(tokens, fmt))
@@ -437,6 +471,7 @@ def load_project(config: Config) -> ProjectIR:
         raise fmt_doc.fail(("header", "render_order"), f"names {unknown}, which are not rules of {grammar_rel}")
     responses, responses_sources = load_responses(config)
     mapping = _mapping(mp, fmt, responses.streaming_event_types, _output_item_types(responses))
+    requests = _requests(rq, responses)
     return ProjectIR(
         format_version=FORMAT_VERSION,
         generator_version=__version__,
@@ -450,6 +485,7 @@ def load_project(config: Config) -> ProjectIR:
             "parsing": (par.rel,),
             "mapping": (mp.rel, *responses_sources),
             "requests": (rq.rel, *responses_sources),
+            "server": (sv.rel, rq.rel, mp.rel),
             "responses": responses_sources,
         },
         encoding=encoding,
@@ -459,6 +495,7 @@ def load_project(config: Config) -> ProjectIR:
         grammar=grammar,
         parsing=parsing,
         mapping=mapping,
-        requests=_requests(rq, responses),
+        requests=requests,
+        server=_server(sv, requests, mapping),
         responses=responses,
     )

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harmony_responses import load_harmony_encoding, parse_tokens
+from harmony_responses._tables import spec
 from harmony_responses.bridge import ChatChunks, EventSink, RequestError, SSESink
 from harmony_responses.cli import build_parser
 from harmony_responses.server.auth import KeyCheck
@@ -719,3 +720,12 @@ def test_an_end_the_store_cannot_record_is_never_announced() -> None:
     assert "event: response.created" in streamed and "response.completed" not in streamed and "[DONE]" not in streamed
     status, body = asgi_post(app, "/v1/responses", {"input": "hi", "store": False})
     assert status == 200 and json.loads(body)["status"] == "completed"  # not stored, so nothing to record
+
+
+def test_every_server_error_of_the_spec_has_a_kind_and_a_status() -> None:
+    assert {kind.name.lower() for kind in ErrorKind} == set(spec.SERVER_ERRORS)
+    for kind in ErrorKind:
+        row = spec.SERVER_ERRORS[kind.name.lower()]
+        error = ServerError(kind, "m")
+        assert error.body()["error"]["code"] == row["code"] and error.body()["error"]["type"] == row["type"]
+        assert error.status == (row["status"] or spec.SERVER_ERRORS["internal"]["status"])

@@ -138,6 +138,7 @@ PAGES = {
     "format.md": ("tokens", "format", "builtin_namespaces"),
     "parsing.md": ("grammar", "parsing", "tokens"),
     "responses.md": ("mapping", "format", "tokens"),
+    "errors.md": ("requests", "server", "mapping"),
     "api.md": (),
     "types.md": (),
 }

@@ -869,6 +869,52 @@ EXTRA_FIELDS: dict[str, tuple[str | None, str]] = {
 INCLUDES: dict[str, str | None] = {"message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": None}
 """`include` values → the capability that honours it."""
 
+SERVER_ERRORS: dict[str, dict[str, Any]] = {
+    "bad_request": {"status": 400, "type": "invalid_request_error", "code": "invalid_request"},
+    "unauthorized": {"status": 401, "type": "authentication_error", "code": "invalid_api_key"},
+    "not_found": {"status": 404, "type": "not_found_error", "code": "not_found"},
+    "method_not_allowed": {"status": 405, "type": "invalid_request_error", "code": "method_not_allowed"},
+    "body_too_large": {"status": 413, "type": "invalid_request_error", "code": "request_too_large"},
+    "too_many_requests": {"status": 429, "type": "rate_limit_error", "code": "concurrency_limit_reached"},
+    "engine_rejected": {"status": 400, "type": "invalid_request_error", "code": "engine_rejected_request"},
+    "engine_failed": {"status": 502, "type": "server_error", "code": "engine_failed"},
+    "engine_timeout": {"status": 504, "type": "server_error", "code": "engine_timeout"},
+    "tool_choice_violated": {"status": 502, "type": "server_error", "code": "tool_choice_violated"},
+    "model_output_invalid": {"status": 502, "type": "server_error", "code": "model_output_invalid"},
+    "client_disconnected": {"status": None, "type": "server_error", "code": "client_disconnected"},
+    "store_failed": {"status": 503, "type": "server_error", "code": "store_unavailable"},
+    "internal": {"status": 500, "type": "server_error", "code": "internal_error"},
+}
+"""The server's own errors by handle → HTTP status (null: only a stored response's error), type, code."""
+
+INTERRUPTED_ERROR: dict[str, str] = {
+    "code": "server_error",
+    "message": "the server stopped before this response finished; it was marked failed when the store reopened",
+}
+"""The error of a response whose server stopped before it ended."""
+
+SERVER_OBJECT_DELETED: str = "response.deleted"
+
+SERVER_OBJECT_LIST: str = "list"
+
+INPUT_ITEMS_LIMIT_DEFAULT: int = 20
+
+INPUT_ITEMS_LIMIT_MAX: int = 100
+
+INPUT_ITEMS_ORDER_DEFAULT: str = "desc"
+
+INPUT_ITEM_ID_PREFIX_FUNCTION_CALL_OUTPUT: str = "fco"
+
+INPUT_ITEM_ID_PREFIX_COMPACTION: str = "cmp"
+
+INPUT_ITEM_ID_PREFIX_OTHER: str = "item"
+
+COMPACTION_PROMPT: str = "Summarize the conversation so far so that it can go on from your summary alone: the summary will replace every earlier message except the user's own. Keep what the user asked for and decided, the facts, names and numbers found, what the tools returned, what was done and what is still open. Write only the summary, in the language of the conversation."
+
+COMPACTION_SUMMARY_FRAME: str = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n"
+
+COMPACTION_SEAL: str = "hrc1"
+
 BUILTIN_NAMESPACES: dict[str, dict[str, Any]] = {
     "browser": {
         "name": "browser",

@@ -833,6 +833,52 @@ export const EXTRA_FIELDS: Readonly<Record<string, readonly [string | null, stri
 /** `include` values → the capability that honours it. */
 export const INCLUDES: Readonly<Record<string, string | null>> = { "message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": null };
 
+/** The server's own errors by handle → HTTP status (null: only a stored response's error), type, code. */
+export const SERVER_ERRORS: Readonly<Record<string, { readonly status: number | null; readonly type: string; readonly code: string }>> = {
+  "bad_request": { "status": 400, "type": "invalid_request_error", "code": "invalid_request" },
+  "unauthorized": { "status": 401, "type": "authentication_error", "code": "invalid_api_key" },
+  "not_found": { "status": 404, "type": "not_found_error", "code": "not_found" },
+  "method_not_allowed": { "status": 405, "type": "invalid_request_error", "code": "method_not_allowed" },
+  "body_too_large": { "status": 413, "type": "invalid_request_error", "code": "request_too_large" },
+  "too_many_requests": { "status": 429, "type": "rate_limit_error", "code": "concurrency_limit_reached" },
+  "engine_rejected": { "status": 400, "type": "invalid_request_error", "code": "engine_rejected_request" },
+  "engine_failed": { "status": 502, "type": "server_error", "code": "engine_failed" },
+  "engine_timeout": { "status": 504, "type": "server_error", "code": "engine_timeout" },
+  "tool_choice_violated": { "status": 502, "type": "server_error", "code": "tool_choice_violated" },
+  "model_output_invalid": { "status": 502, "type": "server_error", "code": "model_output_invalid" },
+  "client_disconnected": { "status": null, "type": "server_error", "code": "client_disconnected" },
+  "store_failed": { "status": 503, "type": "server_error", "code": "store_unavailable" },
+  "internal": { "status": 500, "type": "server_error", "code": "internal_error" },
+};
+
+/** The error of a response whose server stopped before it ended. */
+export const INTERRUPTED_ERROR: Readonly<Record<string, string>> = {
+  "code": "server_error",
+  "message": "the server stopped before this response finished; it was marked failed when the store reopened",
+};
+
+export const SERVER_OBJECT_DELETED: string = "response.deleted";
+
+export const SERVER_OBJECT_LIST: string = "list";
+
+export const INPUT_ITEMS_LIMIT_DEFAULT: number = 20;
+
+export const INPUT_ITEMS_LIMIT_MAX: number = 100;
+
+export const INPUT_ITEMS_ORDER_DEFAULT: string = "desc";
+
+export const INPUT_ITEM_ID_PREFIX_FUNCTION_CALL_OUTPUT: string = "fco";
+
+export const INPUT_ITEM_ID_PREFIX_COMPACTION: string = "cmp";
+
+export const INPUT_ITEM_ID_PREFIX_OTHER: string = "item";
+
+export const COMPACTION_PROMPT: string = "Summarize the conversation so far so that it can go on from your summary alone: the summary will replace every earlier message except the user's own. Keep what the user asked for and decided, the facts, names and numbers found, what the tools returned, what was done and what is still open. Write only the summary, in the language of the conversation.";
+
+export const COMPACTION_SUMMARY_FRAME: string = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n";
+
+export const COMPACTION_SEAL: string = "hrc1";
+
 /** Built-in tool namespaces (browser, python) as ToolNamespaceConfig data. */
 export const BUILTIN_NAMESPACES: Readonly<Record<string, { readonly name: string; readonly description: string | null; readonly tools: readonly { readonly name: string; readonly description: string; readonly parameters: JsonValue }[] }>> = {
   "browser": {

@@ -33,16 +33,11 @@ from ..bridge import CompactionReader, RequestError
 from ..models import Message, Role, TextContent
 from ..types import CompactionSummaryItemParam, CompactResponseMethodPublicBody
 
-# The server's words (not Harmony facts): what the model is asked, and how its summary is put back.
-COMPACTION_PROMPT = (
-    "Summarize the conversation so far so that it can go on from your summary alone: the summary will "
-    "replace every earlier message except the user's own. Keep what the user asked for and decided, the "
-    "facts, names and numbers found, what the tools returned, what was done and what is still open. Write "
-    "only the summary, in the language of the conversation."
-)
-SUMMARY_FRAME = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n"
-SEAL_VERSION = "hrc1"
-COMPACTION_ID_PREFIX = "cmp"  # compaction items' ids (the spec's example: `cmp_123`)
+# The server's words (spec/mapping/server.json): what the model is asked, and how its summary is put back.
+COMPACTION_PROMPT = _spec.COMPACTION_PROMPT
+SUMMARY_FRAME = _spec.COMPACTION_SUMMARY_FRAME
+SEAL_VERSION = _spec.COMPACTION_SEAL
+COMPACTION_ID_PREFIX = _spec.INPUT_ITEM_ID_PREFIX_COMPACTION  # compaction items' ids (the spec's example: `cmp_123`)
 SECRET_NAME = "compaction"  # the store secret that signs compaction items when no key is configured
 
 

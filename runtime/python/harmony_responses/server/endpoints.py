@@ -40,7 +40,7 @@ from .respond import ResponseRun, parse_body, plan_request
 from .state import ServerState
 from .stored import NOTHING_BEFORE, load_previous, owner_of, resolve_references, store_failed
 
-DELETED_OBJECT = "response.deleted"  # the deletion's `object` (the hosted API's; the OpenAPI document has no DELETE)
+DELETED_OBJECT = _spec.SERVER_OBJECT_DELETED  # the deletion's `object` (the OpenAPI document has no DELETE)
 _MESSAGE_PREFIX = _spec.ITEM_KINDS[ItemKind.MESSAGE]["id_prefix"]
 _FINAL_PHASE = _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"]["answer"]
 _COMPLETED: Any = Status.COMPLETED.value  # typed as the models' status literal

@@ -32,24 +32,21 @@ class ErrorKind(Enum):
     INTERNAL = auto()
 
 
-# The server's error contract, kept in one table (not Harmony facts, so not in spec/): status, type, code.
-SERVER_ERRORS: dict[ErrorKind, tuple[int, str, str]] = {
-    ErrorKind.BAD_REQUEST: (400, _spec.REQUEST_ERROR_TYPE, _spec.REQUEST_ERRORS[_spec.REQUEST_ERROR_INVALID]["code"]),
-    ErrorKind.UNAUTHORIZED: (401, "authentication_error", "invalid_api_key"),
-    ErrorKind.NOT_FOUND: (404, "not_found_error", "not_found"),
-    ErrorKind.METHOD_NOT_ALLOWED: (405, "invalid_request_error", "method_not_allowed"),
-    ErrorKind.BODY_TOO_LARGE: (413, "invalid_request_error", "request_too_large"),
-    ErrorKind.TOO_MANY_REQUESTS: (429, "rate_limit_error", "concurrency_limit_reached"),
-    ErrorKind.ENGINE_REJECTED: (400, "invalid_request_error", "engine_rejected_request"),
-    ErrorKind.ENGINE_FAILED: (502, "server_error", "engine_failed"),
-    ErrorKind.ENGINE_TIMEOUT: (504, "server_error", "engine_timeout"),
-    ErrorKind.TOOL_CHOICE_VIOLATED: (502, "server_error", "tool_choice_violated"),
-    ErrorKind.MODEL_OUTPUT_INVALID: (502, "server_error", _spec.ERROR_MODEL_OUTPUT_INVALID),
-    # Never sent as an HTTP status: the error a stored response carries when its client left mid-stream.
-    ErrorKind.CLIENT_DISCONNECTED: (499, "server_error", "client_disconnected"),
-    ErrorKind.STORE_FAILED: (503, "server_error", "store_unavailable"),
-    ErrorKind.INTERNAL: (500, "server_error", "internal_error"),
+# The server's error contract (spec/mapping/server.json): status, type, code. None: never an HTTP status,
+# only the error a stored response carries (its client left mid-stream).
+SERVER_ERRORS: dict[ErrorKind, tuple[int | None, str, str]] = {
+    kind: (row["status"], row["type"], row["code"])
+    for kind, row in ((kind, _spec.SERVER_ERRORS[kind.name.lower()]) for kind in ErrorKind)
 }
+
+
+def http_status(kind: ErrorKind) -> int:
+    """The HTTP status of `kind`; an error that is never an HTTP status answers as an internal one, if ever sent."""
+    status = SERVER_ERRORS[kind][0]
+    if status is None:
+        status = SERVER_ERRORS[ErrorKind.INTERNAL][0]
+    assert status is not None, "the spec gives the internal error a status"
+    return status
 
 
 def error_payload(kind: ErrorKind, message: str, param: str | None = None) -> dict[str, Any]:
@@ -72,7 +69,7 @@ class ServerError(Exception):
 
     @property
     def status(self) -> int:
-        return SERVER_ERRORS[self.kind][0]
+        return http_status(self.kind)
 
     def body(self) -> dict[str, Any]:
         return {"error": error_payload(self.kind, self.message, self.param)}

@@ -29,7 +29,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ..bridge import DONE_FRAME, ChatChunks, EventSink, RequestError, SSESink
 from ..bridge.items import Sink
 from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
-from .errors import SERVER_ERRORS, ErrorKind, ServerError, error_payload
+from .errors import ErrorKind, ServerError, error_payload, http_status
 from .metrics import Metrics
 from .respond import Plan, ResponseRun, chat_completion
 from .settings import ReasoningEvents
@@ -227,7 +227,7 @@ class EngineCall:
                 self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
 
     async def _error(self, send: Send, kind: ErrorKind, message: str) -> None:
-        self.status = SERVER_ERRORS[kind][0]
+        self.status = http_status(kind)
         await send_json(send, self.status, {"error": error_payload(kind, message)})
 
     async def _refused(self, send: Send, exc: RequestError | ServerError) -> None:

@@ -70,10 +70,10 @@ INPUT_ID_PREFIXES: dict[type[Any], str] = {
     AssistantMessageItemParam: _MESSAGE_PREFIX,
     FunctionCallItemParam: _spec.ITEM_KINDS[ItemKind.FUNCTION_CALL]["id_prefix"],
     ReasoningItemParam: _spec.ITEM_KINDS[ItemKind.REASONING]["id_prefix"],
-    FunctionCallOutputItemParam: "fco",
+    FunctionCallOutputItemParam: _spec.INPUT_ITEM_ID_PREFIX_FUNCTION_CALL_OUTPUT,
     CompactionSummaryItemParam: COMPACTION_ID_PREFIX,
 }
-_OTHER_PREFIX = "item"
+_OTHER_PREFIX = _spec.INPUT_ITEM_ID_PREFIX_OTHER
 
 
 class TurnRenderer:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from .._tables import spec as _spec
 from ..models import Message
 
 # Open Responses facts this package needs that spec/ does not hold yet, in one place for the lead to move:
@@ -34,14 +35,11 @@ class ResponseStatus(str, Enum):
     FAILED = "failed"
 
 
-INTERRUPTED_ERROR: dict[str, str] = {
-    "code": "server_error",
-    "message": "the server stopped before this response finished; it was marked failed when the store reopened",
-}
-LIST_OBJECT = "list"
-LIST_LIMIT_DEFAULT = 20
-LIST_LIMIT_MAX = 100
-LIST_ORDER_DEFAULT = "desc"
+INTERRUPTED_ERROR: dict[str, str] = dict(_spec.INTERRUPTED_ERROR)
+LIST_OBJECT = _spec.SERVER_OBJECT_LIST
+LIST_LIMIT_DEFAULT = _spec.INPUT_ITEMS_LIMIT_DEFAULT
+LIST_LIMIT_MAX = _spec.INPUT_ITEMS_LIMIT_MAX
+LIST_ORDER_DEFAULT = _spec.INPUT_ITEMS_ORDER_DEFAULT
 SECRET_BYTES = 32
 TERMINAL_STATUSES = frozenset({ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE, ResponseStatus.FAILED})
 
