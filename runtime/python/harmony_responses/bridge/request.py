@@ -3,10 +3,27 @@
 `request_to_conversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
 `instructions` and `system`/`developer` input messages become the developer message's instructions,
 function tools its `functions` namespace, `reasoning.effort` the system message's reasoning line,
-`text.format` (json_schema) a `# Response Formats` section closing the developer message; user and
-assistant messages, function calls, their outputs and reasoning items become messages in order.
-Whatever the model cannot take raises `RequestError`, a 400-style error that names the offending
-parameter; nothing is dropped silently.
+`text.format` (json_schema) a `# Response Formats` section closing the developer message; the other
+items become messages in order (`items_to_messages`). Whatever the model cannot take raises
+`RequestError`, a 400-style error that names the offending parameter; nothing is dropped silently.
+
+Every item the bridge emits comes back as input and renders to the message the model wrote:
+
+- `reasoning` → an analysis message of its `content` (what the model wrote); only without content, of
+  its `summary` (an empty summary renders nothing);
+- an assistant `message` → its phase's channel (a preamble on commentary, the answer on final);
+- `function_call` → a message to the function, on the channel and with the content type the item's
+  vendor fields name (`harmony:channel`, `harmony:content_type`; null: none), by default the
+  tool-calls channel and the constrained function-arguments type; its `function_call_output` → a tool
+  message from the function to the assistant, on the call's channel;
+- the vendor-prefixed call items (`harmony:browser_call`, `harmony:python_call`, `harmony:container_call`,
+  `harmony:tool_call`) → a message to their `recipient`, with their `arguments`, `channel` and
+  `content_type`; a vendor-prefixed tool output item (`harmony:tool_output`) names its call by the call
+  item's `id` and renders as a tool message from the call's recipient to the assistant, on the call's channel.
+
+The chain-of-thought rule is the renderer's (`render_conversation_for_completion`, as the reference): when
+the last assistant message is a final answer, analysis messages before the first final answer are left
+out; next to a tool call they stay.
 
 `parse_request(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`:
 
@@ -22,13 +39,15 @@ parameter; nothing is dropped silently.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
+from .. import types as _types
 from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..json_input import MAX_SCHEMA_CHARS, JSONInputError, check_json_value, format_path
@@ -62,6 +81,7 @@ from ..types import (
     SpecificFunctionParam,
     SystemMessageItemParam,
     UserMessageItemParam,
+    is_vendor_type,
 )
 from .validation import ITEM_UNION, explain, found
 
@@ -74,6 +94,14 @@ _OUTPUT_TEXT = _spec.ITEM_KINDS[ItemKind.MESSAGE]["text"]["part"]
 _CHANNEL_OF_PHASE = {
     phase: _spec.CHANNEL_BY_PURPOSE[purpose] for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
 }
+# The vendor-prefixed call items the bridge emits, and the models that read them and their outputs as input.
+_CALL_TYPES = tuple(row["type"] for row in _spec.ITEM_KINDS.values() if is_vendor_type(row["type"]))
+_CALL_MODEL: Any = getattr(_types, _spec.INPUT_CALL_SCHEMA)
+_TOOL_OUTPUT_MODEL: Any = getattr(_types, _spec.INPUT_TOOL_OUTPUT_SCHEMA)
+# The fields of a function_call that carry its header, by their names on the model (they are vendor-prefixed).
+_FIELD_OF_KEY = {(f.alias or name): name for name, f in FunctionCallItemParam.model_fields.items()}
+_CALL_CHANNEL_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CHANNEL_FIELD]
+_CALL_CONTENT_TYPE_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]
 
 
 class RequestError(ValueError):
@@ -412,28 +440,106 @@ def _system(body: CreateResponseBody) -> SystemContent:
     return system
 
 
-def _assistant(text: str, channel: str) -> Message:
-    return Message.from_role_and_content(Role.ASSISTANT, text).with_channel(channel)
+def _assistant(text: str, channel: str | None) -> Message:
+    message = Message.from_role_and_content(Role.ASSISTANT, text)
+    return message.with_channel(channel) if channel is not None else message
 
 
-def request_to_conversation(body: CreateResponseBody, system: SystemContent | None = None) -> Conversation:
-    """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
+@dataclass(frozen=True)
+class ToolCall:
+    """A call read from the items, as the message answering it needs it: its author and its channel."""
 
-    `system` replaces the default system content (identity, dates); a reasoning effort the request
-    names is applied to it.
+    author: str  # the tool's name in the Harmony header (`functions.get_weather`, `browser.search`)
+    channel: str | None  # the call's channel, which its output takes too (None: none)
+
+
+@dataclass
+class KnownCalls:
+    """The calls read so far, for the outputs that answer them (shared across `items_to_messages` calls, so
+    a store can replay stored items and then read the new input with the same calls known)."""
+
+    functions: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a function_call's call_id → the call
+    tools: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a vendor-prefixed call item's id → the call
+
+
+@dataclass(frozen=True)
+class ItemMessages:
+    """What a list of input items says: instructions for the developer message, and the conversation's turns."""
+
+    instructions: list[str]  # the text of each system or developer message, in order
+    messages: list[Message]  # every other item as the Harmony message it stands for, in order
+
+
+def _validated(model: Any, item: ExtensionItem, where: str) -> Any:
+    """A vendor-prefixed item read with the model the spec names for it; a bad shape is a 400 at its field."""
+    raw = item.model_dump(mode="json")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problem = explain(exc, raw)
+        raise RequestError.of(problem.error, problem.path(where), reason=Verbatim(problem.message)) from None
+
+
+def _function_call(item: FunctionCallItemParam, calls: KnownCalls) -> Message:
+    given = item.model_fields_set
+    channel = getattr(item, _CALL_CHANNEL_FIELD) if _CALL_CHANNEL_FIELD in given else _spec.CHANNEL_TOOL_CALLS
+    content_type = getattr(item, _CALL_CONTENT_TYPE_FIELD) if _CALL_CONTENT_TYPE_FIELD in given else _JSON_CONTENT_TYPE
+    author = _FUNCTIONS_PREFIX + item.name
+    calls.functions[item.call_id] = ToolCall(author, channel)
+    message = _assistant(item.arguments, channel).with_recipient(author)
+    return message.with_content_type(content_type) if content_type is not None else message
+
+
+def _tool_message(call: ToolCall, text: str) -> Message:
+    message = Message.from_author_and_content(Author.new(Role.TOOL, call.author), text).with_recipient(
+        Role.ASSISTANT.value
+    )
+    return message.with_channel(call.channel) if call.channel is not None else message
+
+
+def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
+    if item.type in _CALL_TYPES:
+        call = _validated(_CALL_MODEL, item, where)
+        if call.id is not None:
+            calls.tools[call.id] = ToolCall(call.recipient, call.channel)
+        message = _assistant(call.arguments, call.channel).with_recipient(call.recipient)
+        return message.with_content_type(call.content_type) if call.content_type is not None else message
+    if item.type == _spec.INPUT_TOOL_OUTPUT_TYPE:
+        output = _validated(_TOOL_OUTPUT_MODEL, item, where)
+        known = calls.tools.get(output.call_id)
+        if known is None:
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL,
+                f"{where}.call_id",
+                types=Verbatim(_choices(_CALL_TYPES)),
+                call_id=output.call_id,
+            )
+        return _tool_message(known, "".join(_text_parts(output.output, where, ("input_text",), key="output")))
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+
+
+def _reasoning(item: ReasoningItemParam, where: str) -> Message | None:
+    """The analysis message of a reasoning item: its content (what the model wrote), else its summary."""
+    if item.encrypted_content is not None:
+        raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
+    if item.content:
+        return _assistant("".join(part.text for part in item.content), _spec.CHANNEL_REASONING)
+    text = "".join(part.text for part in item.summary)
+    return _assistant(text, _spec.CHANNEL_REASONING) if text else None
+
+
+def items_to_messages(items: Iterable[ItemParam], root: str = "input", calls: KnownCalls | None = None) -> ItemMessages:
+    """Input items → the developer instructions they give and the Harmony messages they stand for, in order.
+
+    An item's errors name it as `root[i]` (`input[3].call_id`). `calls` holds the calls read before these
+    items (a store replaying earlier turns passes the same `KnownCalls` to each batch); it is updated with the
+    calls these items make. Output items are input items too: `ItemParamAdapter.validate_python(item.model_dump())`.
     """
-    _check_schemas(body)  # a body built in Python skipped `parse_request`
-    sys_content = _system(body)
-    if system is not None:
-        requested = body.reasoning is not None and body.reasoning.effort is not None
-        sys_content = (
-            system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
-        )
-    instructions: list[str] = [body.instructions] if body.instructions else []
+    calls = KnownCalls() if calls is None else calls
+    instructions: list[str] = []
     turns: list[Message] = []
-    call_names: dict[str, str] = {}
-    for i, item in enumerate(_input_items(body)):
-        where = f"input[{i}]"
+    for i, item in enumerate(items):
+        where = f"{root}[{i}]"
         if isinstance(item, (SystemMessageItemParam, DeveloperMessageItemParam)):
             instructions.append("".join(_text_parts(item.content, where, ("input_text",))))
         elif isinstance(item, UserMessageItemParam):
@@ -444,36 +550,44 @@ def request_to_conversation(body: CreateResponseBody, system: SystemContent | No
             channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
             turns.append(_assistant("".join(texts), channel))
         elif isinstance(item, FunctionCallItemParam):
-            call_names[item.call_id] = item.name
-            turns.append(
-                _assistant(item.arguments, _spec.CHANNEL_TOOL_CALLS)
-                .with_recipient(_FUNCTIONS_PREFIX + item.name)
-                .with_content_type(_JSON_CONTENT_TYPE)
-            )
+            turns.append(_function_call(item, calls))
         elif isinstance(item, FunctionCallOutputItemParam):
-            name = call_names.get(item.call_id)
-            if name is None:
+            known = calls.functions.get(item.call_id)
+            if known is None:
                 raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
-            output = _text_parts(item.output, where, ("input_text",), key="output")
-            turns.append(
-                Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
-                .with_recipient(Role.ASSISTANT.value)
-                .with_channel(_spec.CHANNEL_TOOL_CALLS)
-            )
+            turns.append(_tool_message(known, "".join(_text_parts(item.output, where, ("input_text",), key="output"))))
         elif isinstance(item, ReasoningItemParam):
-            if item.encrypted_content is not None:
-                raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
-            text = "".join(part.text for part in item.summary)
-            if text:
-                turns.append(_assistant(text, _spec.CHANNEL_REASONING))
+            message = _reasoning(item, where)
+            if message is not None:
+                turns.append(message)
         elif isinstance(item, ItemReferenceParam):
             raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
         elif isinstance(item, CompactionSummaryItemParam):
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
         elif isinstance(item, ExtensionItem):
-            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+            turns.append(_extension(item, where, calls))
         else:  # pragma: no cover - the union is closed
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
+    return ItemMessages(instructions, turns)
+
+
+def request_to_conversation(body: CreateResponseBody, system: SystemContent | None = None) -> Conversation:
+    """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
+
+    `system` replaces the default system content (identity, dates); a reasoning effort the request
+    names is applied to it. The input items become messages as `items_to_messages` says.
+    """
+    _check_schemas(body)  # a body built in Python skipped `parse_request`
+    sys_content = _system(body)
+    if system is not None:
+        requested = body.reasoning is not None and body.reasoning.effort is not None
+        sys_content = (
+            system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
+        )
+    read = items_to_messages(_input_items(body))
+    instructions: list[str] = [body.instructions] if body.instructions else []
+    instructions += read.instructions
+    turns = read.messages
     tools, _policy = _tools(body)
     developer = DeveloperContent.new()
     if instructions:
