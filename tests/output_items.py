@@ -140,6 +140,11 @@ def answer(step: Step, item: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return out, tool_message(call.recipient, step.output, call.channel)
 
 
+def load_reference() -> Any:
+    """The oracle's encoding."""
+    return oracle.load_harmony_encoding(oracle.HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
 @dataclass(frozen=True)
 class Round:
     """One turn of a dialogue: the request, the model's completion, the response, and the next request."""
