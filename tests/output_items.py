@@ -98,7 +98,7 @@ def ending(draw: st.DrawFn) -> Step:
     """What ends a turn: a call to a declared function, a call to another tool, or the final answer."""
     kind = draw(st.sampled_from(["function", "tool", "final"]))
     if kind == "function":
-        name = draw(st.sampled_from([t["name"] for t in TOOLS]))
+        name: str = draw(st.sampled_from([str(t["name"]) for t in TOOLS]))
         message = assistant(draw(json_args), draw(CALL_CHANNELS), "functions." + name, draw(FUNCTION_CONTENT_TYPES))
         return Step(message, draw(text))
     if kind == "tool":

@@ -109,7 +109,7 @@ def _component_refs(node: Any) -> Any:
 @cache
 def request_document() -> dict[str, Any]:
     """The document with the spec's overrides applied: a property replaced or added, a schema added."""
-    data = json.loads(json.dumps(document()))
+    data: dict[str, Any] = json.loads(json.dumps(document()))
     schemas = data["components"]["schemas"]
     overrides = json.loads(OVERRIDES.read_text(encoding="utf-8"))
     for entry in overrides["properties"]:

@@ -80,7 +80,7 @@ def test_agrees_with_render_of_the_same_messages(
     encoding: HarmonyEncoding, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`render --next-role assistant` of the conversation the request stands for prints the same prompt."""
-    conversation = {
+    conversation: dict[str, Any] = {
         "messages": [
             {"role": "system", "content": [{"type": "system_content"}]},
             {"role": "developer", "content": [{"type": "developer_content", "instructions": "Be brief."}]},
