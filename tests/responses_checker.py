@@ -9,6 +9,12 @@ prefixed with its slug (`slug:type`): such extension items are validated by that
 (`assert_valid_extension_item`: a vendor-prefixed `type`, a string `id`, a known `status`, and here, for the
 items this project makes, the fields its spec/mapping names: `recipient`, `arguments`, `channel`,
 `content_type`), and everything around them (the event, the response) against the document.
+
+Requests (`request_errors`, `assert_valid_request`) are validated against the document with the departures
+spec/overrides/responses.json states applied to it (each a documented override: the items the bridge emits must
+come back as input, and the document forbids some of them). Vendor-prefixed input items are validated by the
+extension rule and by the schema spec/mapping/harmony_responses.json names for their type (`input`): the call
+items by `call_schema`, the tool output item by `tool_output_schema`; any other vendor type is no input here.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from conftest import SHARED, require
+from conftest import ROOT, SHARED, require
 
 OPENAPI = SHARED / "openresponses" / "openapi.json"
 TERMINAL = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}
@@ -82,6 +88,84 @@ def _strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
                 assert_valid_extension_item(item)
         out["output"] = [i for i in out["output"] if not is_extension(i)]
     return out
+
+
+OVERRIDES = ROOT / "spec" / "overrides" / "responses.json"
+MAPPING = ROOT / "spec" / "mapping" / "harmony_responses.json"
+
+
+def _component_refs(node: Any) -> Any:
+    """An override's schema with its `X.json` references pointed at the document's components."""
+    if isinstance(node, list):
+        return [_component_refs(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        k: "#/components/schemas/" + v.removesuffix(".json") if k == "$ref" else _component_refs(v)
+        for k, v in node.items()
+    }
+
+
+@cache
+def request_document() -> dict[str, Any]:
+    """The document with the spec's overrides applied: a property replaced or added, a schema added."""
+    data: dict[str, Any] = json.loads(json.dumps(document()))
+    schemas = data["components"]["schemas"]
+    overrides = json.loads(OVERRIDES.read_text(encoding="utf-8"))
+    for entry in overrides["properties"]:
+        schemas[entry["schema"]].setdefault("properties", {})[entry["property"]] = _component_refs(entry["replacement"])
+    for entry in overrides["schemas"]:
+        assert entry["schema"] not in schemas, f"the override adds {entry['schema']}, which the document has"
+        schemas[entry["schema"]] = _component_refs(entry["definition"])
+    return data
+
+
+@cache
+def request_validator(name: str = "CreateResponseBody") -> Draft202012Validator:
+    return Draft202012Validator({**request_document(), "$ref": f"#/components/schemas/{name}"})
+
+
+@cache
+def input_extension_schemas() -> dict[str, str]:
+    """Vendor-prefixed input item type → the schema that reads it (from spec/mapping)."""
+    mapping = json.loads(MAPPING.read_text(encoding="utf-8"))
+    inputs = mapping["input"]
+    out = {item["type"]: inputs["call_schema"] for item in mapping["items"].values() if ":" in item["type"]}
+    out[inputs["tool_output_type"]] = inputs["tool_output_schema"]
+    return out
+
+
+def request_errors(body: Any) -> list[str]:
+    """What is wrong with a request body: the document's complaints (overrides applied), extension items checked
+    by the extension rule and their schema."""
+    if not isinstance(body, dict):
+        return ["$: not an object"]
+    errors: list[str] = []
+    rest = dict(body)
+    items = body.get("input")
+    if isinstance(items, list):
+        rest["input"] = [item for item in items if not is_extension(item)]
+        for i, item in enumerate(items):
+            if not is_extension(item):
+                continue
+            kind = item["type"]
+            if not VENDOR_TYPE.match(kind):
+                errors.append(f"input[{i}].type: {kind!r} is not vendor-prefixed")
+                continue
+            name = input_extension_schemas().get(kind)
+            if name is None:
+                errors.append(f"input[{i}].type: {kind!r} is no input item this project reads")
+                continue
+            errors += [
+                f"input[{i}]{list(e.absolute_path)}: {e.message}" for e in request_validator(name).iter_errors(item)
+            ]
+    errors += [f"{list(e.absolute_path)}: {e.message}" for e in request_validator().iter_errors(rest)]
+    return errors
+
+
+def assert_valid_request(body: Any) -> None:
+    errors = request_errors(body)
+    assert not errors, errors[:3]
 
 
 def assert_valid_event(event: dict[str, Any]) -> None:

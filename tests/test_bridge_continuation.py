@@ -13,6 +13,7 @@ from harmony_responses import Conversation, HarmonyEncoding, Message, Role, pars
 from harmony_responses.bridge import (
     Capabilities,
     EventSink,
+    KnownCalls,
     RequestError,
     ResponseBuilder,
     Status,
@@ -40,9 +41,10 @@ def test_a_continuation_renders_as_the_whole_history_sent_as_input(encoding: Har
     for cut in range(1, len(turns)):
         earlier = request_to_conversation(body(developer + turns[:cut])).messages
         history = earlier[2:]  # the stored turns: without the system and developer messages
-        calls = {i["call_id"]: i["name"] for i in turns[:cut] if i["type"] == "function_call"}
+        calls = KnownCalls.of_items(body(turns[:cut]).input or [])  # what a store keeps, as JSON and back
+        known = KnownCalls.from_json(json.loads(json.dumps(calls.to_json())))
         continued = body(developer + turns[cut:], previous_response_id="resp_1")
-        parts = conversation_parts(continued, history=history, call_names=calls)
+        parts = conversation_parts(continued, history=history, calls=known)
         assert [m.author.role for m in parts.head] == [Role.SYSTEM, Role.DEVELOPER] and parts.history == history
         prompt = encoding.render_conversation_for_completion(parts.conversation(), Role.ASSISTANT)
         assert prompt == whole, f"cut at {cut}"
@@ -51,7 +53,10 @@ def test_a_continuation_renders_as_the_whole_history_sent_as_input(encoding: Har
 def test_an_output_for_a_call_the_history_does_not_name_is_refused() -> None:
     later = [{"type": "function_call_output", "call_id": "call_nowhere", "output": "{}"}]
     with pytest.raises(RequestError) as exc:
-        conversation_parts(body(later, previous_response_id="resp_1"), history=[], call_names={"call_7Hq2": "x"})
+        known = KnownCalls.of_items(
+            body([{"type": "function_call", "call_id": "call_7Hq2", "name": "x", "arguments": "{}"}]).input or []
+        )
+        conversation_parts(body(later, previous_response_id="resp_1"), history=[], calls=known)
     assert exc.value.code == "unknown_call_id" and exc.value.param == "input[0].call_id"
 
 
@@ -137,3 +142,24 @@ def test_the_encoding_uses_token_ids_it_is_given_and_still_applies_the_chain_of_
     assert marked == [1, 2, 3] + encoding.render(messages[2]) + plain[-2:]
     with pytest.raises(ValueError):
         encoding.render_conversation_for_completion(conversation, Role.ASSISTANT, rendered=[None])
+
+
+def test_a_stored_built_in_tool_call_is_answered_after_a_json_round_trip(encoding: HarmonyEncoding) -> None:
+    """A store keeps `KnownCalls.to_json()`; a `harmony:tool_output` in the next request finds the call by it."""
+    call = {
+        "type": "harmony:browser_call", "id": "hbc_7", "status": "completed", "recipient": "browser.search",
+        "arguments": '{"query": "lyon"}', "channel": "analysis", "content_type": None,
+    }  # fmt: skip
+    first = [{"type": "message", "role": "user", "content": "Look it up."}, call]
+    output = [{"type": "harmony:tool_output", "call_id": "hbc_7", "output": "Lyon: 522 000 people"}]
+    whole = encoding.render_conversation_for_completion(request_to_conversation(body(first + output)), Role.ASSISTANT)
+    history = conversation_parts(body(first)).turn  # what a store keeps: the turn, not the head
+    stored = json.loads(json.dumps(KnownCalls.of_items(body(first).input or []).to_json()))
+    assert stored == {"hbc_7": ["browser.search", "analysis"]}
+    parts = conversation_parts(
+        body(output, previous_response_id="resp_1"), history=history, calls=KnownCalls.from_json(stored)
+    )
+    assert encoding.render_conversation_for_completion(parts.conversation(), Role.ASSISTANT) == whole
+    with pytest.raises(RequestError) as exc:
+        conversation_parts(body(output, previous_response_id="resp_1"), history=history, calls=KnownCalls())
+    assert exc.value.param == "input[0].call_id"

@@ -109,6 +109,7 @@ def format_facts(ir: dict[str, Any]) -> dict[str, str]:
                 add(event, "a content part type" if key == "part" else "an event name")
         for phase in (item["phases"] or {}).values():
             add(phase, "a message phase")
+    add(mapping["input"]["tool_output_type"], "an item type")
     for event in ir["responses"]["streaming_event_types"]:
         add(event, "an event name")
     for error in mapping["errors"]:

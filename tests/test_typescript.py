@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from output_items import Dialogue, dialogue, load_reference, play
 
 from harmony_responses import (
     Conversation,
@@ -99,6 +100,11 @@ class Node:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    return load_reference()
 
 
 @pytest.fixture(scope="module")
@@ -498,6 +504,43 @@ ITEMS = st.sampled_from(
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thought"}]},
         {"type": "reasoning", "summary": [], "encrypted_content": "e"},
         {"type": "reasoning", "summary": [], "content": 5},
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "raw"}]},
+        {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "s"}],
+            "content": [{"type": "reasoning_text", "text": "a"}, {"type": "reasoning_text", "text": ""}],
+        },
+        {"type": "reasoning", "summary": [], "content": [{"type": "summary_text", "text": "x"}]},
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text"}], "id": None},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "get_weather",
+            "arguments": "{}",
+            "harmony:channel": "analysis",
+            "harmony:content_type": None,
+        },
+        {"type": "function_call", "call_id": "c2", "name": "get_time", "arguments": "{}", "harmony:channel": 5},
+        {
+            "type": "harmony:browser_call",
+            "id": "hbc_1",
+            "status": "completed",
+            "recipient": "browser.search",
+            "arguments": '{"query":"q"}',
+            "channel": "analysis",
+            "content_type": "code",
+        },
+        {"type": "harmony:python_call", "recipient": "python", "arguments": "1+1"},
+        {"type": "harmony:tool_call", "id": "htc_1", "arguments": "x"},
+        {"type": "harmony:container_call", "id": "hcc_1", "recipient": "container.exec", "arguments": "", "channel": 3},
+        {"type": "harmony:tool_call", "id": "hbc_1", "recipient": "x.y", "arguments": "", "status": "done"},
+        {"type": "harmony:tool_output", "call_id": "hbc_1", "output": "found"},
+        {"type": "harmony:tool_output", "call_id": "hbc_1", "output": [{"type": "input_text", "text": "a"}]},
+        {"type": "harmony:tool_output", "call_id": "hbc_1", "output": [{"type": "input_image", "image_url": "u"}]},
+        {"type": "harmony:tool_output", "call_id": "hbc_1", "output": 5},
+        {"type": "harmony:tool_output", "call_id": "", "output": "x"},
+        {"type": "harmony:tool_output", "output": "x"},
+        {"type": "harmony:tool_output", "call_id": "c1", "output": "x"},
         {"type": "item_reference", "id": "msg_1"},
         {"id": "msg_2"},
         {"type": "compaction", "encrypted_content": "x"},
@@ -560,6 +603,36 @@ def test_requests_are_read_coerced_and_refused_alike(node: Node, encoding: Harmo
         assert theirs.get("error_type") == "TypeError", theirs
         return
     assert theirs == ours
+
+
+def _broken(item: Any, key: str, value: Any) -> Any:
+    """An output item with one field changed: a bad shape the two languages must refuse alike."""
+    return {**item, key: value} if isinstance(item, dict) else item
+
+
+BREAKS = st.tuples(
+    st.sampled_from(["recipient", "arguments", "channel", "content_type", "content", "call_id", "harmony:channel"]),
+    st.sampled_from([None, 5, [], {"a": 1}, "", [{"type": "reasoning_text"}]]),
+)
+
+
+@SETTINGS
+@given(data=dialogue, broken=st.one_of(st.none(), st.tuples(st.integers(0, 50), BREAKS)))
+def test_output_as_input_renders_alike(
+    node: Node, encoding: HarmonyEncoding, reference: Any, data: Dialogue, broken: Any
+) -> None:
+    """Requests built from the bridge's own output items (each turn's response sent back), and the same with one
+    output item broken: both languages read, render and refuse them alike, to the token."""
+    for turn in play(encoding, reference, data, counting_ids()):
+        raw = turn.after
+        if broken is not None:
+            index, (key, value) = broken
+            items = list(raw["input"])
+            where = index % len(items)
+            items[where] = _broken(items[where], key, value)
+            raw = {**raw, "input": items}
+        text = json.dumps(raw)
+        assert node.ask(op="request", request=text) == _py_request(encoding, text)
 
 
 @SETTINGS
@@ -741,6 +814,54 @@ def _cases(tmp: Path) -> list[list[str]]:
         path = tmp / f"tools_{name}.json"
         path.write_text(body, encoding="utf-8")
         argvs += [["tools", str(path)], ["tools", str(path), "--namespace", "x", "--description", "D"]]
+    return argvs + _prompt_cases(tmp)
+
+
+PROMPT_REQUESTS = {
+    "p_items": {
+        "instructions": "Be brief.",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+        "input": [
+            {"type": "message", "role": "user", "content": "Weather in Paris? é"},
+            {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Tool."}]},
+            {
+                "type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}",
+                "harmony:channel": "analysis", "harmony:content_type": None,
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+            {
+                "type": "harmony:python_call", "id": "hpc_1", "recipient": "python", "arguments": "1+1",
+                "channel": "analysis", "content_type": "code",
+            },
+            {"type": "harmony:tool_output", "call_id": "hpc_1", "output": "2"},
+            {"type": "message", "role": "assistant", "phase": "final_answer", "content": "Sunny."},
+            {"type": "message", "role": "user", "content": "Thanks"},
+        ],
+        "temperature": 0.5,
+        "max_output_tokens": 16,
+    },
+    "p_string": {"input": "hi", "reasoning": {"effort": "low"}},
+    "p_unknown_call": {"input": [{"type": "harmony:tool_output", "call_id": "x", "output": "y"}]},
+    "p_bad_item": {"input": [{"type": "harmony:browser_call", "recipient": 5, "arguments": ""}]},
+    "p_truncation": {"input": "hi", "truncation": "auto"},
+    "p_unknown_field": {"input": "hi", "user": "u"},
+    "p_list": [],
+}  # fmt: skip
+
+
+def _prompt_cases(tmp: Path) -> list[list[str]]:
+    argvs: list[list[str]] = [["prompt"], ["prompt", "-h"], ["prompt", "--request"]]
+    for name, raw in PROMPT_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        argvs += [["prompt", "--request", path], ["prompt", "--request", path, "--tokens"]]
+    argvs += [
+        ["prompt", "--request", str(tmp / "bad_json.json")],
+        ["prompt", "--request", str(tmp / "missing.json")],
+        ["prompt", "--request", str(tmp)],
+        ["prompt", "--req", str(tmp / "p_string.json"), "--tok"],
+        ["prompt", "--request", str(tmp / "p_string.json"), "extra"],
+    ]
     return argvs
 
 
@@ -886,4 +1007,4 @@ def test_cli_render_and_tools_agree(node: Node, tmp_path: Path, monkeypatch: pyt
             assert theirs["code"] == 1, argv
             continue
         assert theirs == ours, argv
-    assert len(argvs) > 80
+    assert len(argvs) > 100

@@ -165,6 +165,7 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
         ),
         Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
     ]
+    out += _group("input", m.input.items())
     out += _group("response", m.response.items())
     out += [
         Fact(symbol("stream", key), tuple(value) if isinstance(value, list) else value)

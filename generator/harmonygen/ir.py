@@ -176,6 +176,7 @@ class MappingIR:
     """Harmony → Open Responses: item kinds, the stream's opening and closing events, errors, SSE, Chat."""
 
     items: tuple[ItemKindIR, ...]
+    input: dict[str, str]  # how emitted items come back as input: the schemas of extension items, the output type
     response: dict[str, str]
     stream: dict[str, Any]
     errors: tuple[ErrorIR, ...]
@@ -252,12 +253,24 @@ class ItemUnionIR:
 
 
 @dataclass(frozen=True)
+class SchemaOverrideIR:
+    """One departure from the synced schemas (spec/overrides/responses.json), already applied to `schemas`."""
+
+    schema: str  # the schema it changes, or the one it adds
+    property: str | None  # the property replaced or added; None: `replacement` is a whole added schema
+    synced: Any  # the property as synced (None: the override adds it, or adds a whole schema)
+    replacement: Any  # the property's JSON Schema, or the added schema
+    reason: str
+
+
+@dataclass(frozen=True)
 class ResponsesIR:
     version: str
-    schemas: dict[str, Any]  # component name → the synced JSON Schema, key order kept
+    schemas: dict[str, Any]  # component name → the synced JSON Schema (overrides applied), key order kept
     named_unions: tuple[str, ...]
     item_unions: tuple[ItemUnionIR, ...]
     streaming_event_types: tuple[str, ...]  # every event `type` of the StreamingEvent union
+    overrides: tuple[SchemaOverrideIR, ...]  # where `schemas` departs from the synced copy, and why
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,8 @@ def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
     )
 
 
-def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: set[str]) -> MappingIR:
+def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
+    event_types, item_types = responses.streaming_event_types, _output_item_types(responses)
     purposes = {p for c in fmt.channels for p in c.purposes}
     known_events = set(event_types)
 
@@ -337,9 +338,12 @@ def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: 
         if item.arguments is not None:
             seq += [item.arguments["delta"] + "*", item.arguments["done"]]
         order[item.kind] = (*seq, stream["item_done"])
+    response = mp.strings("response")
+    _check_call_fields(mp, response, responses)
     return MappingIR(
         items=tuple(items),
-        response=mp.strings("response"),
+        input=_input(mp, items, responses),
+        response=response,
         stream=stream,
         errors=errors,
         openai_reasoning_events=mp.strings("openai_reasoning_events"),
@@ -347,6 +351,37 @@ def _mapping(mp: _Doc, fmt: FormatIR, event_types: tuple[str, ...], item_types: 
         chat=mp.table("chat"),
         event_order=order,
     )
+
+
+INPUT_KEYS = ("call_schema", "tool_output_type", "tool_output_schema")
+CALL_FIELDS = ("call_channel_field", "call_content_type_field")  # of `response`: function_call fields read back
+FUNCTION_CALL_INPUT = "FunctionCallItemParam"
+
+
+def _input(mp: _Doc, items: list[ItemKindIR], responses: Any) -> dict[str, str]:
+    """How the emitted items come back as input: the schemas named must exist, the output type be vendor-prefixed
+    and no output item's type."""
+    table = mp.strings("input")
+    if sorted(table) != sorted(INPUT_KEYS):
+        raise mp.fail(("input",), f"should have exactly the keys {sorted(INPUT_KEYS)}, found {sorted(table)}")
+    for key in ("call_schema", "tool_output_schema"):
+        if table[key] not in responses.schemas:
+            raise mp.fail(("input", key), f"names {table[key]!r}, which spec/responses and its overrides lack")
+    kind = table["tool_output_type"]
+    if ":" not in kind or kind in {item.type for item in items}:
+        raise mp.fail(("input", "tool_output_type"), f"{kind!r} should be vendor-prefixed and no output item's type")
+    return table
+
+
+def _check_call_fields(mp: _Doc, response: dict[str, str], responses: Any) -> None:
+    """The fields a `function_call` item carries its header in must be fields of the input item too (an override)."""
+    props = responses.schemas.get(FUNCTION_CALL_INPUT, {}).get("properties", {})
+    for key in CALL_FIELDS:
+        if key in response and response[key] not in props:
+            raise mp.fail(
+                ("response", key),
+                f"names {response[key]!r}, which {FUNCTION_CALL_INPUT} lacks: add it in spec/overrides/responses.json",
+            )
 
 
 def _requests(rq: _Doc, responses: Any) -> RequestsIR:
@@ -470,7 +505,7 @@ def load_project(config: Config) -> ProjectIR:
     if unknown:
         raise fmt_doc.fail(("header", "render_order"), f"names {unknown}, which are not rules of {grammar_rel}")
     responses, responses_sources = load_responses(config)
-    mapping = _mapping(mp, fmt, responses.streaming_event_types, _output_item_types(responses))
+    mapping = _mapping(mp, fmt, responses)
     requests = _requests(rq, responses)
     return ProjectIR(
         format_version=FORMAT_VERSION,

@@ -1,6 +1,9 @@
 """spec/responses/ → the Open Responses IR, and its lowering for datamodel-code-generator.
 
-The IR keeps the synced JSON Schemas as they are. `lower_bundle` turns them into one JSON Schema
+The IR keeps the synced JSON Schemas as they are, with the departures spec/overrides/responses.json
+states applied (each with its reason, kept in the IR for the docs): a property replaced or added, a
+schema added. An override of a synced property names the property as synced; when a re-sync changes
+that, generation fails instead of silently overriding new upstream text. `lower_bundle` turns them into one JSON Schema
 document (`$defs`, local `$ref`s) shaped for datamodel-code-generator, and `item_unions` describes
 the unions whose discriminator JSON Schema cannot express (the input items share `type: "message"` and
 differ by `role`; vendor-prefixed extension items need a fallback): the emitter writes those itself.
@@ -8,16 +11,18 @@ differ by `role`; vendor-prefixed extension items need a fallback): the emitter 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
 
 from .config import Config
 from .errors import SpecError
-from .ir import ItemUnionIR, ResponsesIR, UnionVariantIR
+from .ir import ItemUnionIR, ResponsesIR, SchemaOverrideIR, UnionVariantIR
 
 INDEX = "index.json"
 SCHEMAS = "schemas"
+OVERRIDES = "overrides/responses.json"  # under the spec folder, beside responses/ (which the sync owns)
 # Unions of items that accept a vendor-prefixed `slug:type` item as a fallback variant.
 EXTENSIBLE_UNIONS = ("ItemField", "ItemParam")
 EXTENSION_CLASS = "ExtensionItem"
@@ -44,12 +49,22 @@ def load_responses(config: Config) -> tuple[ResponsesIR, tuple[str, ...]]:
         if hashlib.sha256(data).hexdigest() != digest:
             raise SpecError(f"{rel}: differs from the synced copy ({index_rel}); re-run `harmonygen sync-openapi`")
         schemas[name] = json.loads(data)
+    overrides_rel = f"{config.spec.rstrip('/')}/{OVERRIDES}"
+    try:
+        overrides_doc = json.loads(config.path(overrides_rel).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecError(f"{overrides_rel}: file not found") from exc
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{overrides_rel}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    overrides = read_overrides(overrides_doc, overrides_rel)
+    schemas = apply_overrides(schemas, overrides, overrides_rel)
     partial = ResponsesIR(
         version=index["version"],
         schemas=schemas,
         named_unions=tuple(index["named_unions"]),
         item_unions=(),
         streaming_event_types=(),
+        overrides=overrides,
     )
     return (
         ResponsesIR(
@@ -58,9 +73,78 @@ def load_responses(config: Config) -> tuple[ResponsesIR, tuple[str, ...]]:
             named_unions=partial.named_unions,
             item_unions=item_unions(partial),
             streaming_event_types=_event_types(schemas),
+            overrides=overrides,
         ),
-        (index_rel,),
+        (index_rel, overrides_rel),
     )
+
+
+def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
+    """The entries of spec/overrides/responses.json, each checked for its keys and their kinds."""
+    if not isinstance(doc, dict):
+        raise SpecError(f"{rel}: $ should be an object")
+    out: list[SchemaOverrideIR] = []
+    for section, keys in (("properties", PROPERTY_KEYS), ("schemas", SCHEMA_KEYS)):
+        entries = doc.get(section, [])
+        if not isinstance(entries, list):
+            raise SpecError(f"{rel}: $[{section!r}] should be a list")
+        for i, entry in enumerate(entries):
+            where = f"{rel}: $[{section!r}][{i}]"
+            if not isinstance(entry, dict) or set(entry) != set(keys):
+                found = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+                raise SpecError(f"{where} should be an object with exactly the keys {sorted(keys)}, found {found}")
+            for key in ("schema", "reason", *(("property",) if section == "properties" else ())):
+                if not isinstance(entry[key], str) or not entry[key]:
+                    raise SpecError(f"{where}[{key!r}] should be a non-empty string")
+            body = entry["replacement"] if section == "properties" else entry["definition"]
+            if not isinstance(body, dict):
+                raise SpecError(f"{where}: the schema it gives should be an object")
+            if section == "properties":
+                out.append(SchemaOverrideIR(entry["schema"], entry["property"], entry["synced"], body, entry["reason"]))
+            else:
+                out.append(SchemaOverrideIR(entry["schema"], None, None, body, entry["reason"]))
+    return tuple(out)
+
+
+PROPERTY_KEYS = ("schema", "property", "synced", "replacement", "reason")
+SCHEMA_KEYS = ("schema", "definition", "reason")
+
+
+def apply_overrides(schemas: dict[str, Any], overrides: tuple[SchemaOverrideIR, ...], rel: str) -> dict[str, Any]:
+    """`schemas` with `overrides` applied (a new dict; the synced schemas are not changed in place)."""
+    out = dict(schemas)
+    for o in overrides:
+        if o.property is None:
+            if o.schema in out:
+                raise SpecError(f"{rel}: adds the schema {o.schema!r}, which spec/responses already has")
+            out[o.schema] = o.replacement
+            continue
+        if o.schema not in out:
+            raise SpecError(f"{rel}: overrides {o.schema}.{o.property}, but spec/responses has no schema {o.schema!r}")
+        target = copy.deepcopy(out[o.schema])
+        props = target.setdefault("properties", {})
+        current = props.get(o.property)
+        if current != o.synced:
+            raise SpecError(
+                f"{rel}: overrides {o.schema}.{o.property} as synced {json.dumps(o.synced)}, but spec/responses has "
+                f"{json.dumps(current)}: re-read the upstream schema and update or drop the override"
+            )
+        props[o.property] = o.replacement
+        out[o.schema] = target
+    for o in overrides:  # every reference an override makes must resolve
+        for ref in _refs(o.replacement):
+            if ref.removesuffix(".json") not in out:
+                raise SpecError(f"{rel}: the override of {o.schema} refers to {ref}, which is not a schema")
+    return out
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return own + [r for k, v in node.items() if k != "$ref" for r in _refs(v)]
 
 
 def _event_types(schemas: dict[str, Any]) -> tuple[str, ...]:

@@ -2,9 +2,8 @@
 
 Both prompts are read where they arrive: a fake vLLM process records the token-id prompt of every
 request the server makes. The conversation mixes answers (with their reasoning), function calls and
-their outputs. Output items go back as input as the server wrote them, except reasoning items: until
-the bridge accepts reasoning items with `content` as input (issue 8, item 10), the client sends the
-same text in `summary`, which renders to the same analysis message.
+their outputs. Output items go back as input exactly as the server wrote them (reasoning with its
+`content` included).
 """
 
 from __future__ import annotations
@@ -54,14 +53,6 @@ def last_prompt(fake: FakeEngine) -> list[int]:
     return prompt
 
 
-def as_input(item: dict[str, Any]) -> dict[str, Any]:
-    """An output item sent back as input (reasoning: its text as summary, see the module docstring)."""
-    if item["type"] == "reasoning":
-        text = "".join(part["text"] for part in item["content"])
-        return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]}
-    return item
-
-
 def test_a_continued_prompt_is_the_whole_history_token_for_token(setup: tuple[FakeEngine, Server]) -> None:
     fake, server = setup
     turns: list[list[dict[str, Any]]] = [
@@ -79,7 +70,7 @@ def test_a_continued_prompt_is_the_whole_history_token_for_token(setup: tuple[Fa
         made = post(server, {"input": given, "previous_response_id": previous})
         prompts.append(last_prompt(fake))
         assert made["usage"]["input_tokens"] == len(prompts[-1])
-        history += given + [as_input(item) for item in made["output"]]
+        history += given + made["output"]
         previous = made["id"]
     kinds = [item["type"] for item in history]
     assert {"reasoning", "message", "function_call", "function_call_output"} <= set(kinds)

@@ -172,10 +172,16 @@ def test_item_references_resolve_from_the_store(server: Server) -> None:
     assert (error["code"], error["param"]) == ("item_reference_not_found", "input[0].id")
     other = error_of(post(server, {"input": [{"type": "item_reference", "id": answer.id}]}, key="sk-bob"), 400)
     assert other["code"] == "item_reference_not_found"
+    # A stored reasoning item (with the content the model wrote) is input like any other item.
     reasoning = next(item for item in made.output if item.type == "reasoning")
-    # Reasoning with content is not accepted back as input yet (issue 8, item 10): a clear 400, not a 500.
-    refused = error_of(post(server, {"input": [{"type": "item_reference", "id": reasoning.id}]}), 400)
-    assert refused["param"] == "input[0]" and reasoning.id in refused["message"]
+    thought = post(
+        server,
+        {"input": [{"type": "item_reference", "id": reasoning.id},
+                   {"type": "message", "role": "user", "content": "Go on."}]},
+    )  # fmt: skip
+    assert thought.status_code == 200, thought.text
+    listed = client.responses.input_items.list(thought.json()["id"], order="asc").data
+    assert listed[0].type == "reasoning" and listed[0].id == reasoning.id
 
 
 def test_compaction_summarises_and_its_item_stands_in_for_the_turns(server: Server) -> None:

@@ -327,7 +327,7 @@ def test_the_function_calls_of_each_turn_come_back_with_the_history(store: Store
     history = store.load_history("resp_2", ALICE)
     assert history.turns[0].calls == {"call_given": "get_time", "call_made": "get_weather"}
     assert history.turns[1].calls == {}
-    assert history.call_names() == {"call_given": "get_time", "call_made": "get_weather"}
+    assert history.calls() == {"call_given": "get_time", "call_made": "get_weather"}
 
 
 @pytest.mark.parametrize("calls", [{"": "f"}, {"c": ""}, {"c": 3}])

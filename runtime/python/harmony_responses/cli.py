@@ -1,4 +1,5 @@
-"""`harmony-responses`: render conversations and tool namespaces from the command line."""
+"""`harmony-responses`: render conversations and tool namespaces, parse completions, answer requests and show
+their prompts from the command line."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .cli_input import CommandError, InputError, display_name, read_json, read_t
 from .encoding import HarmonyEncoding, load_harmony_encoding
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
+from .prompt import add_prompt_parser
 from .respond import add_respond_parser
 from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage, Recovered
 from .tool_namespace import render_tool_namespace
@@ -206,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--events", action="store_true", help="print the event stream instead of the messages")
     parse.set_defaults(func=_parse)
     add_respond_parser(sub)
+    add_prompt_parser(sub)
     from .server.command import add_serve_parser  # argparse only: uvicorn and the app load when `serve` runs
 
     add_serve_parser(sub)

@@ -1,7 +1,7 @@
 /**
- * `harmony-responses`: render conversations and tool namespaces, parse completions and answer Open Responses
- * requests from the command line, with the Python CLI's flags, output, one-line errors and exit codes (0 done,
- * 2 bad input, 1 a crash).
+ * `harmony-responses`: render conversations and tool namespaces, parse completions, answer Open Responses
+ * requests and show their prompts from the command line, with the Python CLI's flags, output, one-line errors and
+ * exit codes (0 done, 2 bad input, 1 a crash).
  */
 
 import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
@@ -19,6 +19,7 @@ import {
   RenderConversationConfig,
   ValidationError,
 } from "./models.js";
+import { prompt, promptCommand } from "./prompt.js";
 import { pyRepr, pyReprJson } from "./pyformat.js";
 import { respond, respondCommand } from "./respond.js";
 import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
@@ -75,6 +76,7 @@ function program(): ProgramSpec {
       ],
     },
     respondCommand(),
+    promptCommand(),
     // The server is Python's only (harmony_responses.server): listed so usage reads the same.
     { name: SERVE, help: "serve Open Responses and Chat Completions in front of an inference engine", positional: null, options: [] },
   ];
@@ -266,6 +268,7 @@ export function main(
   try {
     const { command, values } = parseArgs(program(), argv);
     if (command.name === "respond") return respond(values, out, err); // no file argument: its errors name the files
+    if (command.name === "prompt") return prompt(values, out, err);
     if (command.name === SERVE) {
       err(`${PROG}: ${SERVE}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
       return 2;

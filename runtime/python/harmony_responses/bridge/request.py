@@ -3,15 +3,32 @@
 `request_to_conversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
 `instructions` and `system`/`developer` input messages become the developer message's instructions,
 function tools its `functions` namespace, `reasoning.effort` the system message's reasoning line,
-`text.format` (json_schema) a `# Response Formats` section closing the developer message; user and
-assistant messages, function calls, their outputs and reasoning items become messages in order.
-Whatever the model cannot take raises `RequestError`, a 400-style error that names the offending
-parameter; nothing is dropped silently.
+`text.format` (json_schema) a `# Response Formats` section closing the developer message; the other
+items become messages in order (`items_to_messages`). Whatever the model cannot take raises
+`RequestError`, a 400-style error that names the offending parameter; nothing is dropped silently.
 
-`conversation_parts(body, history=..., call_names=...)` is the same mapping for a request that continues
+Every item the bridge emits comes back as input and renders to the message the model wrote:
+
+- `reasoning` → an analysis message of its `content` (what the model wrote); only without content, of
+  its `summary` (an empty summary renders nothing);
+- an assistant `message` → its phase's channel (a preamble on commentary, the answer on final);
+- `function_call` → a message to the function, on the channel and with the content type the item's
+  vendor fields name (`harmony:channel`, `harmony:content_type`; null: none), by default the
+  tool-calls channel and the constrained function-arguments type; its `function_call_output` → a tool
+  message from the function to the assistant, on the call's channel;
+- the vendor-prefixed call items (`harmony:browser_call`, `harmony:python_call`, `harmony:container_call`,
+  `harmony:tool_call`) → a message to their `recipient`, with their `arguments`, `channel` and
+  `content_type`; a vendor-prefixed tool output item (`harmony:tool_output`) names its call by the call
+  item's `id` and renders as a tool message from the call's recipient to the assistant, on the call's channel.
+
+`conversation_parts(body, history=..., calls=...)` is the same mapping for a request that continues
 earlier turns (`previous_response_id`): the request's system and developer messages, the stored turns'
 Harmony messages, then the new input. Compaction items render through the caller's `CompactionReader`
 (only the server that made an item can open it).
+
+The chain-of-thought rule is the renderer's (`render_conversation_for_completion`, as the reference): when
+the last assistant message is a final answer, analysis messages before the first final answer are left
+out; next to a tool call they stay.
 
 `parse_request(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`:
 
@@ -27,13 +44,15 @@ Harmony messages, then the new input. Compaction items render through the caller
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
+from .. import types as _types
 from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..json_input import MAX_SCHEMA_CHARS, JSONInputError, check_json_value, format_path
@@ -57,6 +76,7 @@ from ..types import (
     DeveloperMessageItemParam,
     ErrorPayload,
     ExtensionItem,
+    FunctionCall,
     FunctionCallItemParam,
     FunctionCallOutputItemParam,
     FunctionToolParam,
@@ -67,6 +87,7 @@ from ..types import (
     SpecificFunctionParam,
     SystemMessageItemParam,
     UserMessageItemParam,
+    is_vendor_type,
 )
 from .validation import ITEM_UNION, explain, found
 
@@ -79,6 +100,14 @@ _OUTPUT_TEXT = _spec.ITEM_KINDS[ItemKind.MESSAGE]["text"]["part"]
 _CHANNEL_OF_PHASE = {
     phase: _spec.CHANNEL_BY_PURPOSE[purpose] for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
 }
+# The vendor-prefixed call items the bridge emits, and the models that read them and their outputs as input.
+_CALL_TYPES = tuple(row["type"] for row in _spec.ITEM_KINDS.values() if is_vendor_type(row["type"]))
+_CALL_MODEL: Any = getattr(_types, _spec.INPUT_CALL_SCHEMA)
+_TOOL_OUTPUT_MODEL: Any = getattr(_types, _spec.INPUT_TOOL_OUTPUT_SCHEMA)
+# The fields of a function_call that carry its header, by their names on the model (they are vendor-prefixed).
+_FIELD_OF_KEY = {(f.alias or name): name for name, f in FunctionCallItemParam.model_fields.items()}
+_CALL_CHANNEL_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CHANNEL_FIELD]
+_CALL_CONTENT_TYPE_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]
 
 
 class RequestError(ValueError):
@@ -415,8 +444,68 @@ def _system(body: CreateResponseBody) -> SystemContent:
     return system
 
 
-def _assistant(text: str, channel: str) -> Message:
-    return Message.from_role_and_content(Role.ASSISTANT, text).with_channel(channel)
+def _assistant(text: str, channel: str | None) -> Message:
+    message = Message.from_role_and_content(Role.ASSISTANT, text)
+    return message.with_channel(channel) if channel is not None else message
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call read from the items, as the message answering it needs it: its author and its channel."""
+
+    author: str  # the tool's name in the Harmony header (`functions.get_weather`, `browser.search`)
+    channel: str | None  # the call's channel, which its output takes too (None: none)
+
+
+@dataclass
+class KnownCalls:
+    """The calls read so far, for the outputs that answer them (shared across `items_to_messages` calls, so
+    a store can replay stored items and then read the new input with the same calls known)."""
+
+    functions: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a function_call's call_id → the call
+    tools: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a vendor-prefixed call item's id → the call
+
+    def to_json(self) -> dict[str, list[str | None]]:
+        """The calls as JSON, for a store: call id → [author, channel]. Function calls are told from the
+        vendor-prefixed ones by their author's function namespace, so one flat object holds both."""
+        return {i: [c.author, c.channel] for table in (self.functions, self.tools) for i, c in table.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KnownCalls:
+        """The calls `to_json` gave."""
+        calls = cls()
+        calls.add_json(data)
+        return calls
+
+    def add_json(self, data: Mapping[str, Any]) -> None:
+        """Add the calls `to_json` gave (a later call with the same id wins)."""
+        for call_id, (author, channel) in data.items():
+            table = self.functions if author.startswith(_FUNCTIONS_PREFIX) else self.tools
+            table[call_id] = ToolCall(author, channel)
+
+    @classmethod
+    def of_items(cls, items: Iterable[Any]) -> KnownCalls:
+        """The calls among input items or a response's output items (what later outputs answer)."""
+        calls = cls()
+        for item in items:
+            if isinstance(item, FunctionCallItemParam):
+                calls.functions[item.call_id] = _function_call_of(item)
+            elif isinstance(item, FunctionCall):
+                channel = (item.model_extra or {}).get(_spec.RESPONSE_CALL_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
+                calls.functions[item.call_id] = ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
+            elif isinstance(item, ExtensionItem) and item.type in _CALL_TYPES:
+                call = _CALL_MODEL.model_validate(item.model_dump(mode="json"))
+                if call.id is not None:
+                    calls.tools[call.id] = ToolCall(call.recipient, call.channel)
+        return calls
+
+
+@dataclass(frozen=True)
+class ItemMessages:
+    """What a list of input items says: instructions for the developer message, and the conversation's turns."""
+
+    instructions: list[str]  # the text of each system or developer message, in order
+    messages: list[Message]  # every other item as the Harmony message it stands for, in order
 
 
 CompactionReader = Callable[[CompactionSummaryItemParam, str], Sequence[Message]]
@@ -442,14 +531,128 @@ class ConversationParts:
         return Conversation.from_messages([*self.head, *self.history, *self.turn])
 
 
+def _validated(model: Any, item: ExtensionItem, where: str) -> Any:
+    """A vendor-prefixed item read with the model the spec names for it; a bad shape is a 400 at its field."""
+    raw = item.model_dump(mode="json")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problem = explain(exc, raw)
+        raise RequestError.of(problem.error, problem.path(where), reason=Verbatim(problem.message)) from None
+
+
+def _function_call_of(item: FunctionCallItemParam) -> ToolCall:
+    given = item.model_fields_set
+    channel = getattr(item, _CALL_CHANNEL_FIELD) if _CALL_CHANNEL_FIELD in given else _spec.CHANNEL_TOOL_CALLS
+    return ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
+
+
+def _function_call(item: FunctionCallItemParam, calls: KnownCalls) -> Message:
+    given = item.model_fields_set
+    content_type = getattr(item, _CALL_CONTENT_TYPE_FIELD) if _CALL_CONTENT_TYPE_FIELD in given else _JSON_CONTENT_TYPE
+    call = calls.functions[item.call_id] = _function_call_of(item)
+    message = _assistant(item.arguments, call.channel).with_recipient(call.author)
+    return message.with_content_type(content_type) if content_type is not None else message
+
+
+def _tool_message(call: ToolCall, text: str) -> Message:
+    message = Message.from_author_and_content(Author.new(Role.TOOL, call.author), text).with_recipient(
+        Role.ASSISTANT.value
+    )
+    return message.with_channel(call.channel) if call.channel is not None else message
+
+
+def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
+    if item.type in _CALL_TYPES:
+        call = _validated(_CALL_MODEL, item, where)
+        if call.id is not None:
+            calls.tools[call.id] = ToolCall(call.recipient, call.channel)
+        message = _assistant(call.arguments, call.channel).with_recipient(call.recipient)
+        return message.with_content_type(call.content_type) if call.content_type is not None else message
+    if item.type == _spec.INPUT_TOOL_OUTPUT_TYPE:
+        output = _validated(_TOOL_OUTPUT_MODEL, item, where)
+        known = calls.tools.get(output.call_id)
+        if known is None:
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL,
+                f"{where}.call_id",
+                types=Verbatim(_choices(_CALL_TYPES)),
+                call_id=output.call_id,
+            )
+        return _tool_message(known, "".join(_text_parts(output.output, where, ("input_text",), key="output")))
+    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+
+
+def _reasoning(item: ReasoningItemParam, where: str) -> Message | None:
+    """The analysis message of a reasoning item: its content (what the model wrote), else its summary."""
+    if item.encrypted_content is not None:
+        raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
+    if item.content:
+        return _assistant("".join(part.text for part in item.content), _spec.CHANNEL_REASONING)
+    text = "".join(part.text for part in item.summary)
+    return _assistant(text, _spec.CHANNEL_REASONING) if text else None
+
+
+def items_to_messages(
+    items: Iterable[ItemParam],
+    root: str = "input",
+    calls: KnownCalls | None = None,
+    compaction: CompactionReader | None = None,
+) -> ItemMessages:
+    """Input items → the developer instructions they give and the Harmony messages they stand for, in order.
+
+    An item's errors name it as `root[i]` (`input[3].call_id`). `calls` holds the calls read before these
+    items (a store replaying earlier turns passes the same `KnownCalls` to each batch); it is updated with the
+    calls these items make. `compaction` opens compaction items (refused without it). Output items are
+    input items too: `ItemParamAdapter.validate_python(item.model_dump())`.
+    """
+    calls = KnownCalls() if calls is None else calls
+    instructions: list[str] = []
+    turns: list[Message] = []
+    for i, item in enumerate(items):
+        where = f"{root}[{i}]"
+        if isinstance(item, (SystemMessageItemParam, DeveloperMessageItemParam)):
+            instructions.append("".join(_text_parts(item.content, where, ("input_text",))))
+        elif isinstance(item, UserMessageItemParam):
+            texts = _text_parts(item.content, where, ("input_text",))
+            turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
+        elif isinstance(item, AssistantMessageItemParam):
+            texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
+            channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
+            turns.append(_assistant("".join(texts), channel))
+        elif isinstance(item, FunctionCallItemParam):
+            turns.append(_function_call(item, calls))
+        elif isinstance(item, FunctionCallOutputItemParam):
+            known = calls.functions.get(item.call_id)
+            if known is None:
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
+            turns.append(_tool_message(known, "".join(_text_parts(item.output, where, ("input_text",), key="output"))))
+        elif isinstance(item, ReasoningItemParam):
+            message = _reasoning(item, where)
+            if message is not None:
+                turns.append(message)
+        elif isinstance(item, ItemReferenceParam):
+            raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
+        elif isinstance(item, CompactionSummaryItemParam):
+            if compaction is None:
+                raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
+            turns.extend(compaction(item, where))
+        elif isinstance(item, ExtensionItem):
+            turns.append(_extension(item, where, calls))
+        else:  # pragma: no cover - the union is closed
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
+    return ItemMessages(instructions, turns)
+
+
 def request_to_conversation(
     body: CreateResponseBody, system: SystemContent | None = None, *, compaction: CompactionReader | None = None
 ) -> Conversation:
     """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
 
     `system` replaces the default system content (identity, dates); a reasoning effort the request
-    names is applied to it. `compaction` opens compaction items (refused without it). A request that
-    continues a stored response (`previous_response_id`) needs its history: see `conversation_parts`.
+    names is applied to it. The input items become messages as `items_to_messages` says; `compaction`
+    opens compaction items (refused without it). A request that continues a stored response
+    (`previous_response_id`) needs its history: see `conversation_parts`.
     """
     if body.previous_response_id is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
@@ -460,7 +663,7 @@ def conversation_parts(
     body: CreateResponseBody,
     *,
     history: Sequence[Message] = (),
-    call_names: Mapping[str, str] | None = None,
+    calls: KnownCalls | None = None,
     compaction: CompactionReader | None = None,
     system: SystemContent | None = None,
 ) -> ConversationParts:
@@ -468,10 +671,10 @@ def conversation_parts(
     a store keeps for `previous_response_id`): the request's system and developer messages, the history,
     then the request's input.
 
-    `call_names` maps the call ids of the function calls in the history to their function names, so a
-    `function_call_output` in the input names its function (Harmony messages carry no call ids). When
-    `history` is what the earlier turns' items render to, the result renders token for token as the same
-    request with those items sent as input: the chain-of-thought rule applies to the whole conversation.
+    `calls` are the calls made in the history (Harmony messages carry no call ids), so an output in the
+    input finds the call it answers; it is updated with the calls the input makes. When `history` is what
+    the earlier turns' items render to, the result renders token for token as the same request with those
+    items sent as input: the chain-of-thought rule applies to the whole conversation.
     """
     _check_schemas(body)  # a body built in Python skipped `parse_request`
     sys_content = _system(body)
@@ -480,21 +683,9 @@ def conversation_parts(
         sys_content = (
             system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
         )
+    read = items_to_messages(_input_items(body), calls=calls, compaction=compaction)
     instructions: list[str] = [body.instructions] if body.instructions else []
-    turn: list[Message] = []
-    calls: dict[str, str] = dict(call_names or {})
-    for i, item in enumerate(_input_items(body)):
-        where = f"input[{i}]"
-        if isinstance(item, (SystemMessageItemParam, DeveloperMessageItemParam)):
-            instructions.append("".join(_text_parts(item.content, where, ("input_text",))))
-        elif isinstance(item, CompactionSummaryItemParam):
-            if compaction is None:
-                raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
-            turn.extend(compaction(item, where))
-        else:
-            message = _item_message(item, where, calls)
-            if message is not None:
-                turn.append(message)
+    instructions += read.instructions
     tools, _policy = _tools(body)
     developer = DeveloperContent.new()
     if instructions:
@@ -519,43 +710,4 @@ def conversation_parts(
     head = [Message.from_role_and_content(Role.SYSTEM, sys_content)]
     if contents:
         head.append(Message.from_role_and_contents(Role.DEVELOPER, contents))
-    return ConversationParts(head, list(history), turn)
-
-
-def _item_message(item: ItemParam, where: str, call_names: dict[str, str]) -> Message | None:
-    """The Harmony message of one input item (not a system, developer or compaction item; None for reasoning
-    without text); records the names of function calls in `call_names` for the outputs that follow."""
-    if isinstance(item, UserMessageItemParam):
-        texts = _text_parts(item.content, where, ("input_text",))
-        return Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts])
-    if isinstance(item, AssistantMessageItemParam):
-        texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
-        channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
-        return _assistant("".join(texts), channel)
-    if isinstance(item, FunctionCallItemParam):
-        call_names[item.call_id] = item.name
-        return (
-            _assistant(item.arguments, _spec.CHANNEL_TOOL_CALLS)
-            .with_recipient(_FUNCTIONS_PREFIX + item.name)
-            .with_content_type(_JSON_CONTENT_TYPE)
-        )
-    if isinstance(item, FunctionCallOutputItemParam):
-        name = call_names.get(item.call_id)
-        if name is None:
-            raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
-        output = _text_parts(item.output, where, ("input_text",), key="output")
-        return (
-            Message.from_author_and_content(Author.new(Role.TOOL, _FUNCTIONS_PREFIX + name), "".join(output))
-            .with_recipient(Role.ASSISTANT.value)
-            .with_channel(_spec.CHANNEL_TOOL_CALLS)
-        )
-    if isinstance(item, ReasoningItemParam):
-        if item.encrypted_content is not None:
-            raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
-        text = "".join(part.text for part in item.summary)
-        return _assistant(text, _spec.CHANNEL_REASONING) if text else None
-    if isinstance(item, ItemReferenceParam):
-        raise RequestError.of(_spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, f"{where}.id", id=item.id)
-    if isinstance(item, ExtensionItem):
-        raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
-    raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)  # pragma: no cover
+    return ConversationParts(head, list(history), read.messages)

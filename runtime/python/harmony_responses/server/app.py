@@ -127,7 +127,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             budget=body.max_output_tokens or settings.default_max_output_tokens,
             reserve=body.max_output_tokens,
             history=prior.messages,
-            call_names=prior.call_names,
+            calls=prior.calls,
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,

@@ -154,7 +154,7 @@ async def compact(request: Request, state: ServerState) -> Response:
             media=settings.media,
             budget=settings.default_max_output_tokens,
             history=prior.messages,
-            call_names=prior.call_names,
+            calls=prior.calls,
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,

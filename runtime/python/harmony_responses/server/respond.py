@@ -26,6 +26,7 @@ from ..bridge import (
     Capabilities,
     CompactionReader,
     ConversationParts,
+    KnownCalls,
     RequestError,
     ResponseBuilder,
     Status,
@@ -85,21 +86,22 @@ def plan_request(
     seed: int | None = None,
     reserve: int | None = None,
     history: Sequence[Message] = (),
-    call_names: Mapping[str, str] | None = None,
+    calls: Mapping[str, Any] | None = None,
     history_rendered: Sequence[Sequence[int] | None] | None = None,
     compaction: CompactionReader | None = None,
     window: int = DEFAULT_CONTEXT_WINDOW,
 ) -> Plan:
     """The plan for a request; `RequestError` for what the model cannot take.
 
-    `history` and `call_names` are the stored turns a `previous_response_id` continues, and beside them
-    `history_rendered` the token ids of those already rendered; `compaction` opens compaction items.
+    `history` and `calls` (`KnownCalls.to_json()`) are the stored turns a `previous_response_id` continues,
+    and beside them `history_rendered` the token ids of those already rendered; `compaction` opens compaction items.
     The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
     it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
     """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
-    parts = conversation_parts(body, history=history, call_names=call_names, compaction=compaction)
+    known = KnownCalls.from_json(calls or {})
+    parts = conversation_parts(body, history=history, calls=known, compaction=compaction)
     policy = tool_policy(body)
     schemas = {
         t.name: (t.parameters.model_dump(mode="json") if t.parameters is not None else None) for t in body.tools or []

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from .._tables import ItemKind
 from .._tables import spec as _spec
-from ..bridge import RequestError, Status, Verbatim, random_id
+from ..bridge import KnownCalls, RequestError, Status, Verbatim, random_id
 from ..encoding import HarmonyEncoding
 from ..models import Author, Message, Role
 from ..store import (
@@ -43,7 +43,6 @@ from ..types import (
     CompactionSummaryItemParam,
     CreateResponseBody,
     DeveloperMessageItemParam,
-    FunctionCall,
     FunctionCallItemParam,
     FunctionCallOutputItemParam,
     ItemParam,
@@ -121,11 +120,11 @@ def owner_of(headers: Mapping[str, str]) -> Owner:
 
 @dataclass(frozen=True)
 class Prior:
-    """The turns a request continues: their Harmony messages, oldest first, call_id → function name, and
+    """The turns a request continues: their Harmony messages, oldest first, their calls (`KnownCalls.to_json()`), and
     beside each message its token ids when they are known (None where the prompt must encode it)."""
 
     messages: list[Message] = field(default_factory=list)
-    call_names: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, Any] = field(default_factory=dict)  # `KnownCalls.to_json()` of the turns' calls
     rendered: Sequence[Sequence[int] | None] = field(default_factory=list)
 
 
@@ -156,7 +155,7 @@ async def load_previous(store: AsyncStore, response_id: str, owner: Owner, rende
         raise previous_error(exc, response_id) from None
     except StoreError as exc:
         raise store_failed(exc) from exc
-    return Prior(history.messages(), history.call_names(), history.rendering(rendering_key))
+    return Prior(history.messages(), history.calls(), history.rendering(rendering_key))
 
 
 def _as_input(stored: Mapping[str, Any], where: str) -> ItemParam:
@@ -209,18 +208,17 @@ def input_items(body: CreateResponseBody) -> list[dict[str, Any]]:
     return out
 
 
-def input_calls(body: CreateResponseBody) -> dict[str, str]:
-    """call_id → function name of the function calls a request sends as input."""
+def input_calls(body: CreateResponseBody) -> dict[str, Any]:
+    """The calls a request sends as input (function calls and vendor-prefixed calls), as `KnownCalls.to_json()`."""
     if body.input is None or isinstance(body.input, str):
         return {}
-    return {item.call_id: item.name for item in body.input if isinstance(item, FunctionCallItemParam)}
+    return KnownCalls.of_items(body.input).to_json()
 
 
-def output_calls(run: ResponseRun) -> dict[str, str]:
-    """call_id → function name of the function calls the model made."""
+def output_calls(run: ResponseRun) -> dict[str, Any]:
+    """The calls the model made, as `KnownCalls.to_json()`."""
     response = run.response()
-    output = response.output if response is not None else []
-    return {item.call_id: item.name for item in output if isinstance(item, FunctionCall)}
+    return KnownCalls.of_items(response.output if response is not None else []).to_json()
 
 
 class NotRecorded(Exception):

@@ -29,6 +29,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -80,7 +81,7 @@ class Cached:
 
     response_id: str
     messages: list[Message]
-    call_names: dict[str, str]
+    calls: dict[str, Any]  # `KnownCalls.to_json()` of every call in `messages`
     rendered: list[Sequence[int] | None]  # beside `messages`: their token ids
 
 
@@ -193,7 +194,7 @@ class Connection:
             return NOTHING_BEFORE
         cached = self.cache
         if cached is not None and cached.response_id == previous:
-            return Prior(cached.messages, cached.call_names, cached.rendered)
+            return Prior(cached.messages, cached.calls, cached.rendered)
         return await load_previous(self.state.store, previous, self.owner, self.state.renderer.key)
 
     def _evict(self, previous: str | None) -> None:
@@ -216,7 +217,7 @@ class Connection:
                 budget=body.max_output_tokens or settings.default_max_output_tokens,
                 reserve=body.max_output_tokens,
                 history=prior.messages,
-                call_names=prior.call_names,
+                calls=prior.calls,
                 history_rendered=prior.rendered,
                 compaction=state.seal.reader(),
                 window=settings.context_window,
@@ -224,7 +225,7 @@ class Connection:
 
             def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:
                 messages = [*prior.messages, *plan.parts.turn, *run.builder.messages()]
-                names = {**prior.call_names, **input_calls(plan.body), **output_calls(run)}
+                names = {**prior.calls, **input_calls(plan.body), **output_calls(run)}
                 self.cache = Cached(run.builder.response_id, messages, names, [*prior.rendered, *rendered])
 
             store = state.store if body.store is not False else None

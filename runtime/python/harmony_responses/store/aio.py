@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ..models import Message
 from .base import Store
-from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, History, ItemPage, Order, Owner, Rendering
+from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, CallRecord, History, ItemPage, Order, Owner, Rendering
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ class AsyncStore:
         input_items: Sequence[Mapping[str, Any]],
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
-        calls: Mapping[str, str] | None = None,
+        calls: Mapping[str, CallRecord] | None = None,
         rendered: Rendering | None = None,
     ) -> None:
         await self._run(
@@ -62,7 +62,7 @@ class AsyncStore:
         resource: Mapping[str, Any],
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
-        calls: Mapping[str, str] | None = None,
+        calls: Mapping[str, CallRecord] | None = None,
         rendered: Rendering | None = None,
     ) -> None:
         await self._run(

@@ -24,6 +24,7 @@ from .model import (
     LIST_LIMIT_DEFAULT,
     LIST_ORDER_DEFAULT,
     TERMINAL_STATUSES,
+    CallRecord,
     History,
     InvalidArgument,
     ItemPage,
@@ -61,7 +62,7 @@ class Store(ABC):
         input_items: Sequence[Mapping[str, Any]],
         input_messages: Sequence[Message],
         previous_response_id: str | None = None,
-        calls: Mapping[str, str] | None = None,
+        calls: Mapping[str, CallRecord] | None = None,
         rendered: Rendering | None = None,
     ) -> None:
         """Store a response that starts now, `in_progress`, with its input.
@@ -69,8 +70,8 @@ class Store(ABC):
         `resource` is its ResponseResource JSON at start (status `in_progress` or `queued`); `input_items`
         the input items as given, each with an `id`; `input_messages` the Harmony messages this turn adds
         before the model speaks (without the system and developer messages, which each request renders
-        afresh); `calls` the function calls among the input items (call_id → name); `rendered` the input
-        messages' token ids, kept for the prompts that continue this response. Raises
+        afresh); `calls` the calls among the input items (call id → the caller's record of it, kept as
+        JSON); `rendered` the input messages' token ids, kept for the prompts that continue this response. Raises
         `ResponseNotFound` when `previous_response_id` is not this owner's, `ResponseInProgress` when it
         has not finished, `DuplicateResponse` for a reused id.
         """
@@ -95,12 +96,12 @@ class Store(ABC):
         resource: Mapping[str, Any],
         output_items: Sequence[Mapping[str, Any]],
         output_messages: Sequence[Message],
-        calls: Mapping[str, str] | None = None,
+        calls: Mapping[str, CallRecord] | None = None,
         rendered: Rendering | None = None,
     ) -> None:
         """Store a response's end in one transaction: its final resource (status `completed`,
         `incomplete` or `failed`), its output items, the Harmony messages the model wrote (analysis
-        included), the function calls among the output items (call_id → name) and the output messages'
+        included), the calls among the output items (call id → record) and the output messages'
         token ids (used only when rendered under the key `begin` was given). Raises
         `ResponseNotInProgress` when it was finished, recovered or deleted meanwhile.
         """
@@ -186,7 +187,7 @@ class Store(ABC):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None: ...
 
@@ -198,7 +199,7 @@ class Store(ABC):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None: ...
 

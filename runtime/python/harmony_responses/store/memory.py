@@ -17,6 +17,7 @@ from .base import Store
 from .model import (
     SECRET_BYTES,
     TERMINAL_STATUSES,
+    CallRecord,
     DuplicateResponse,
     History,
     ItemNotFound,
@@ -47,10 +48,10 @@ class _Row:
     resource: str
     input_items: list[tuple[str, str]]
     input_messages: str
-    input_calls: dict[str, str] = field(default_factory=dict)
+    input_calls: dict[str, CallRecord] = field(default_factory=dict)
     output_items: list[tuple[str, str]] = field(default_factory=list)
     output_messages: str = "[]"
-    output_calls: dict[str, str] = field(default_factory=dict)
+    output_calls: dict[str, CallRecord] = field(default_factory=dict)
     rendered_by: str | None = None
     input_rendered: bytes | None = None
     output_rendered: bytes | None = None
@@ -77,7 +78,7 @@ class MemoryStore(Store):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None:
         row = _Row(
@@ -113,7 +114,7 @@ class MemoryStore(Store):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None:
         items = [(item_id, _dump(item)) for item_id, item in output_items]

@@ -43,9 +43,9 @@ class Migration:
 #   the responses that continued it; their history then stops at a missing response.
 # - response_items: input (direction 0) and output (direction 1) items, in order, with their ids.
 # Version 2 adds:
-# - responses.input_calls / output_calls: the function calls among the turn's input and output items, as a
-#   JSON object call_id → function name. Harmony messages carry no call ids, so a later turn's
-#   `function_call_output` finds the function it answers here.
+# - responses.input_calls / output_calls: the calls among the turn's input and output items, as a
+#   JSON object call id → the caller's record of the call (the server keeps [author, channel]). Harmony
+#   messages carry no call ids, so a later turn's output item finds the call it answers here.
 # - responses.rendered_by / input_rendered / output_rendered: each turn message's token ids as the server
 #   rendered it (a blob of little-endian uint32: per message its length, then its ids), and the key of
 #   that rendering (the encoding and its rules): the next prompt is assembled from them, not re-encoded.

@@ -35,6 +35,8 @@ class ResponseStatus(str, Enum):
     FAILED = "failed"
 
 
+CallRecord = str | Sequence[str | None]
+"""What the caller keeps of a call, under its call id (the server: `[author, channel]`); stored as JSON."""
 INTERRUPTED_ERROR: dict[str, str] = dict(_spec.INTERRUPTED_ERROR)
 LIST_OBJECT = _spec.SERVER_OBJECT_LIST
 LIST_LIMIT_DEFAULT = _spec.INPUT_ITEMS_LIMIT_DEFAULT
@@ -84,14 +86,14 @@ class Rendering:
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One stored response as history: the messages its input added and the messages it produced, the
-    function calls among its input and output items (call_id → function name), and, when both halves
+    calls among its input and output items (call id → the caller's record of the call), and, when both halves
     were rendered under one key, every message's token ids."""
 
     response_id: str
     status: ResponseStatus
     input_messages: tuple[Message, ...]
     output_messages: tuple[Message, ...]
-    calls: Mapping[str, str] = field(default_factory=dict)
+    calls: Mapping[str, CallRecord] = field(default_factory=dict)
     rendered_by: str | None = None
     rendered: tuple[list[int], ...] | None = None  # input then output messages' token ids
 
@@ -119,13 +121,13 @@ class History:
         """Beside `messages()`: each message's token ids when rendered under `key` (None where unknown)."""
         return [tokens for turn in self.turns for tokens in turn.rendering(key)]
 
-    def call_names(self) -> dict[str, str]:
-        """call_id → function name of every function call in the chain (a later turn wins a reused id):
-        what a new `function_call_output` needs to name the function it answers."""
-        names: dict[str, str] = {}
+    def calls(self) -> dict[str, CallRecord]:
+        """call id → record of every call in the chain (a later turn wins a reused id): what a new output
+        item needs to find the call it answers (Harmony messages carry no call ids)."""
+        records: dict[str, CallRecord] = {}
         for turn in self.turns:
-            names.update(turn.calls)
-        return names
+            records.update(turn.calls)
+        return records
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,12 +242,21 @@ def check_items(items: Sequence[Mapping[str, Any]], param: str) -> list[tuple[st
     return out
 
 
-def check_calls(calls: Mapping[str, str] | None, param: str) -> dict[str, str]:
-    """The function calls of a turn as a plain dict; every key (a call id) and value (a name) a string."""
+def _is_call_record(value: object) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    return isinstance(value, (list, tuple)) and bool(value) and all(v is None or isinstance(v, str) for v in value)
+
+
+def check_calls(calls: Mapping[str, CallRecord] | None, param: str) -> dict[str, CallRecord]:
+    """The calls of a turn as a plain dict: every key a call id (a non-empty string), every value the
+    caller's record of the call (a non-empty string, or a non-empty list of strings and nulls)."""
     out = dict(calls or {})
-    for call_id, name in out.items():
-        if not isinstance(call_id, str) or not isinstance(name, str) or not call_id or not name:
-            raise InvalidArgument(param, f"maps call ids to function names, both non-empty strings; got {call_id!r}")
+    for call_id, record in out.items():
+        if not isinstance(call_id, str) or not call_id or not _is_call_record(record):
+            raise InvalidArgument(
+                param, f"maps call ids to records (a string, or a list of strings and nulls); got {call_id!r}"
+            )
     return out
 
 

@@ -18,6 +18,7 @@ from .migrations import migrate
 from .model import (
     SECRET_BYTES,
     TERMINAL_STATUSES,
+    CallRecord,
     DuplicateResponse,
     History,
     InvalidArgument,
@@ -116,7 +117,7 @@ class SQLStore(Store):
         input_items: list[tuple[str, dict[str, Any]]],
         input_messages: list[dict[str, Any]],
         previous_response_id: str | None,
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None:
         now = time.time()
@@ -153,7 +154,7 @@ class SQLStore(Store):
         resource: dict[str, Any],
         output_items: list[tuple[str, dict[str, Any]]],
         output_messages: list[dict[str, Any]],
-        calls: dict[str, str],
+        calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None:
         items = [(response_id, OUTPUT, i, item_id, _dump(item)) for i, (item_id, item) in enumerate(output_items)]

@@ -34,11 +34,15 @@ export {
 export {
   type Capabilities,
   checkSupported,
+  type ItemMessages,
+  itemsToMessages,
+  KnownCalls,
   NOTHING_MORE,
   Verbatim,
   parseRequest,
   RequestError,
   requestToConversation,
+  type ToolCall,
   type ToolPolicy,
   toolPolicy,
 } from "./request.js";

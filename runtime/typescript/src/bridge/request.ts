@@ -4,9 +4,18 @@
  * `requestToConversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
  * `instructions` and `system`/`developer` input messages become the developer message's instructions, function
  * tools its `functions` namespace, `reasoning.effort` the system message's reasoning line, `text.format`
- * (json_schema) a `# Response Formats` section closing the developer message; user and assistant messages,
- * function calls, their outputs and reasoning items become messages in order. Whatever the model cannot take
- * throws `RequestError`, a 400-style error that names the offending parameter; nothing is dropped silently.
+ * (json_schema) a `# Response Formats` section closing the developer message; the other items become messages in
+ * order (`itemsToMessages`). Whatever the model cannot take throws `RequestError`, a 400-style error that names the
+ * offending parameter; nothing is dropped silently.
+ *
+ * Every item the bridge emits comes back as input and renders to the message the model wrote: `reasoning` → an
+ * analysis message of its `content` (only without content, of its `summary`); an assistant `message` → its phase's
+ * channel; `function_call` → a message to the function on the channel and with the content type its vendor fields
+ * name (`harmony:channel`, `harmony:content_type`; null: none; absent: the tool-calls channel and the constrained
+ * function-arguments type), its output → a tool message on the call's channel; the vendor-prefixed call items → a
+ * message to their `recipient`, and the vendor-prefixed tool output item (naming its call by the call item's `id`)
+ * → a tool message from that recipient to the assistant on the call's channel. The chain-of-thought rule is the
+ * renderer's, as the reference's.
  *
  * `parseRequest(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`: the JSON
  * limits of `jsonInput` (depth, lone surrogates, NaN), then every tool and response-format schema at most
@@ -37,6 +46,15 @@ const OUTPUT_TEXT = MESSAGE_KIND?.text?.["part"] ?? "";
 const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
 );
+/** A `slug:type` item type (the Python package's `is_vendor_type`). */
+function isVendorType(value: string): boolean {
+  const colon = value.indexOf(":");
+  return colon > 0 && colon < value.length - 1;
+}
+/** The vendor-prefixed call items the bridge emits; the schemas that read them and their outputs are the spec's. */
+const CALL_TYPES: readonly string[] = Object.values(spec.ITEM_KINDS)
+  .map((row) => row.type)
+  .filter(isVendorType);
 
 /** A value for `RequestError.of` to put in its message as it is, not shown as JSON (a reason, a list already shown). */
 export class Verbatim {
@@ -360,34 +378,118 @@ function systemOf(body: CreateResponseBody): SystemContent {
   return system;
 }
 
-function assistant(text: string, channel: string): Message {
-  return Message.fromRoleAndContent(Role.Assistant, text).withChannel(channel);
+function assistant(text: string, channel: string | null): Message {
+  const message = Message.fromRoleAndContent(Role.Assistant, text);
+  return channel !== null ? message.withChannel(channel) : message;
 }
 
 type AnyItem = JsonObject & { readonly type?: string | null };
 
-/**
- * The Harmony conversation for `body`, ready for `renderConversationForCompletion(..., Role.Assistant)`.
- * `system` replaces the default system content (identity, dates); a reasoning effort the request names is
- * applied to it.
- */
-export function requestToConversation(body: CreateResponseBody, system: SystemContent | null = null): Conversation {
-  checkSchemas(body); // a body built in code skipped `parseRequest`
-  let sysContent = systemOf(body);
-  if (system !== null) {
-    const requested = body.reasoning?.effort !== undefined && body.reasoning?.effort !== null;
-    if (requested) {
-      const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
-      copy.reasoningEffort = sysContent.reasoningEffort;
-      sysContent = copy;
-    } else sysContent = system;
+/** A call read from the items, as the message answering it needs it: its author and its channel. */
+export interface ToolCall {
+  readonly author: string; // the tool's name in the Harmony header (`functions.get_weather`, `browser.search`)
+  readonly channel: string | null; // the call's channel, which its output takes too (null: none)
+}
+
+/** The calls read so far, for the outputs that answer them (shared across `itemsToMessages` calls, so a store can
+ * replay stored items and then read the new input with the same calls known). */
+export class KnownCalls {
+  readonly functions = new Map<string, ToolCall>(); // a function_call's call_id → the call
+  readonly tools = new Map<string, ToolCall>(); // a vendor-prefixed call item's id → the call
+}
+
+/** What a list of input items says: instructions for the developer message, and the conversation's turns. */
+export interface ItemMessages {
+  readonly instructions: string[]; // the text of each system or developer message, in order
+  readonly messages: Message[]; // every other item as the Harmony message it stands for, in order
+}
+
+/** A vendor-prefixed item read with the schema the spec names for it; a bad shape is a 400 at its field. */
+function validated(schemaName: string, item: AnyItem, where: string): AnyItem {
+  try {
+    return validateAs<AnyItem>(schemaName, item);
+  } catch (e) {
+    if (!(e instanceof ModelValidationError)) throw e;
+    const problem = explain(e.issues, item);
+    throw RequestError.of(problem.error, problemPath(problem, where), { reason: new Verbatim(problem.message) });
   }
-  const instructions: string[] = body.instructions ? [body.instructions] : [];
+}
+
+function given(item: AnyItem, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(item, key);
+}
+
+function optionalText(value: unknown): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+function functionCall(item: AnyItem, calls: KnownCalls): Message {
+  const channelKey = spec.RESPONSE_CALL_CHANNEL_FIELD;
+  const typeKey = spec.RESPONSE_CALL_CONTENT_TYPE_FIELD;
+  const channel = given(item, channelKey) ? optionalText(item[channelKey]) : spec.CHANNEL_TOOL_CALLS;
+  const contentType = given(item, typeKey) ? optionalText(item[typeKey]) : JSON_CONTENT_TYPE;
+  const author = FUNCTIONS_PREFIX + String(item["name"] ?? "");
+  calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
+  const message = assistant(String(item["arguments"] ?? ""), channel).withRecipient(author);
+  return contentType !== null ? message.withContentType(contentType) : message;
+}
+
+function toolMessage(call: ToolCall, text: string): Message {
+  const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
+  return call.channel !== null ? message.withChannel(call.channel) : message;
+}
+
+function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
+  const kind = String(item["type"] ?? "");
+  if (CALL_TYPES.includes(kind)) {
+    const call = validated(spec.INPUT_CALL_SCHEMA, item, where);
+    const recipient = String(call["recipient"]);
+    const channel = optionalText(call["channel"]);
+    const contentType = optionalText(call["content_type"]);
+    const id = call["id"];
+    if (typeof id === "string") calls.tools.set(id, { author: recipient, channel });
+    const message = assistant(String(call["arguments"]), channel).withRecipient(recipient);
+    return contentType !== null ? message.withContentType(contentType) : message;
+  }
+  if (kind === spec.INPUT_TOOL_OUTPUT_TYPE) {
+    const output = validated(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
+    const callId = String(output["call_id"]);
+    const known = calls.tools.get(callId);
+    if (known === undefined) {
+      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, { types: new Verbatim(choices(CALL_TYPES)), call_id: callId });
+    }
+    return toolMessage(known, textParts(output["output"] as string | Part[], where, ["input_text"], "output").join(""));
+  }
+  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: kind });
+}
+
+/** The analysis message of a reasoning item: its content (what the model wrote), else its summary. */
+function reasoning(item: AnyItem, where: string): Message | null {
+  if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
+    throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
+  }
+  const content = item["content"];
+  if (Array.isArray(content) && content.length > 0) {
+    return assistant((content as Part[]).map((p) => p.text ?? "").join(""), spec.CHANNEL_REASONING);
+  }
+  const text = (item["summary"] as Part[]).map((p) => p.text ?? "").join("");
+  return text ? assistant(text, spec.CHANNEL_REASONING) : null;
+}
+
+/**
+ * Input items → the developer instructions they give and the Harmony messages they stand for, in order. An item's
+ * errors name it as `root[i]` (`input[3].call_id`). `calls` holds the calls read before these items (a store
+ * replaying earlier turns passes the same `KnownCalls` to each batch); it is updated with the calls these items
+ * make. Output items are input items too: validate their JSON as `ItemParam`.
+ */
+export function itemsToMessages(items: Iterable<ItemParamOrExtension>, root = "input", calls: KnownCalls = new KnownCalls()): ItemMessages {
+  const instructions: string[] = [];
   const turns: Message[] = [];
-  const callNames = new Map<string, string>();
-  inputItems(body).forEach((raw, i) => {
+  let i = 0;
+  for (const raw of items) {
     const item = raw as unknown as AnyItem;
-    const where = `input[${i}]`;
+    const where = `${root}[${i}]`;
+    i++;
     const str = (key: string): string => String(item[key] ?? "");
     const content = item["content"] as string | Part[];
     switch (modelOf(item)) {
@@ -406,32 +508,19 @@ export function requestToConversation(body: CreateResponseBody, system: SystemCo
         break;
       }
       case "FunctionCallItemParam":
-        callNames.set(str("call_id"), str("name"));
-        turns.push(
-          assistant(str("arguments"), spec.CHANNEL_TOOL_CALLS)
-            .withRecipient(FUNCTIONS_PREFIX + str("name"))
-            .withContentType(JSON_CONTENT_TYPE),
-        );
+        turns.push(functionCall(item, calls));
         break;
       case "FunctionCallOutputItemParam": {
-        const name = callNames.get(str("call_id"));
-        if (name === undefined) {
+        const known = calls.functions.get(str("call_id"));
+        if (known === undefined) {
           throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
         }
-        const output = textParts(item["output"] as string | Part[], where, ["input_text"], "output");
-        turns.push(
-          Message.fromAuthorAndContent(Author.new(Role.Tool, FUNCTIONS_PREFIX + name), output.join(""))
-            .withRecipient(Role.Assistant)
-            .withChannel(spec.CHANNEL_TOOL_CALLS),
-        );
+        turns.push(toolMessage(known, textParts(item["output"] as string | Part[], where, ["input_text"], "output").join("")));
         break;
       }
       case "ReasoningItemParam": {
-        if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
-          throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
-        }
-        const text = (item["summary"] as Part[]).map((p) => p.text ?? "").join("");
-        if (text) turns.push(assistant(text, spec.CHANNEL_REASONING));
+        const message = reasoning(item, where);
+        if (message !== null) turns.push(message);
         break;
       }
       case "ItemReferenceParam":
@@ -439,9 +528,32 @@ export function requestToConversation(body: CreateResponseBody, system: SystemCo
       case "CompactionSummaryItemParam":
         throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
       default:
-        throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
+        turns.push(extension(item, where, calls));
     }
-  });
+  }
+  return { instructions, messages: turns };
+}
+
+/**
+ * The Harmony conversation for `body`, ready for `renderConversationForCompletion(..., Role.Assistant)`.
+ * `system` replaces the default system content (identity, dates); a reasoning effort the request names is
+ * applied to it. The input items become messages as `itemsToMessages` says.
+ */
+export function requestToConversation(body: CreateResponseBody, system: SystemContent | null = null): Conversation {
+  checkSchemas(body); // a body built in code skipped `parseRequest`
+  let sysContent = systemOf(body);
+  if (system !== null) {
+    const requested = body.reasoning?.effort !== undefined && body.reasoning?.effort !== null;
+    if (requested) {
+      const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
+      copy.reasoningEffort = sysContent.reasoningEffort;
+      sysContent = copy;
+    } else sysContent = system;
+  }
+  const read = itemsToMessages(inputItems(body));
+  const instructions: string[] = body.instructions ? [body.instructions] : [];
+  instructions.push(...read.instructions);
+  const turns = read.messages;
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
   if (instructions.length > 0) developer.withInstructions(instructions.join(spec.SYS_SECTION_SEPARATOR));

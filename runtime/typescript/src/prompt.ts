@@ -1,0 +1,70 @@
+/**
+ * `harmony-responses prompt`: the Harmony prompt an Open Responses request renders to.
+ *
+ * Prints what the model gets for a request: the conversation `requestToConversation` builds, rendered by
+ * `renderConversationForCompletion` up to the `<|start|>assistant` the completion follows (the same rendering
+ * `respond` uses), as text or, with `--tokens`, as a JSON list of token ids. A request the model cannot take prints
+ * its 400 error body on standard error and exits 2. Fields that do not change the prompt (sampling, a token
+ * budget, `store`, `background`, log probabilities) are accepted (`PROMPT_CAPABILITIES`); `truncation: "auto"` would
+ * change it and is refused. Mirrors the Python package's `prompt.py`, output byte for byte.
+ */
+
+import type { CommandSpec, Value } from "./argparse.js";
+import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
+import { CommandError, displayName, readJsonFile } from "./cliio.js";
+import { type HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding } from "./encoding.js";
+import { HarmonyError } from "./errors.js";
+import { writeJson } from "./json.js";
+import { Role } from "./tables.js";
+
+/** What `prompt` accepts beyond the prompt's own fields: everything that leaves the prompt as it is. */
+export const PROMPT_CAPABILITIES: Capabilities = { store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false };
+const REQUEST_FLAG = "--request";
+
+/** The `prompt` subcommand's flags (the Python CLI's `add_prompt_parser`). */
+export function promptCommand(): CommandSpec {
+  return {
+    name: "prompt",
+    help: "print the Harmony prompt an Open Responses request renders to",
+    positional: null,
+    options: [
+      { flag: REQUEST_FLAG, dest: "request", kind: "value", required: true, help: "request JSON file (CreateResponseBody), or -" },
+      { flag: "--tokens", dest: "tokens", kind: "flag", help: "print token ids (JSON) instead of text" },
+    ],
+  };
+}
+
+function encodingOrFail(): HarmonyEncoding {
+  try {
+    return loadHarmonyEncoding(HarmonyEncodingName.HarmonyGptOss);
+  } catch (e) {
+    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
+    throw e;
+  }
+}
+
+/** The prompt's token ids for a request body given as JSON data; throws `RequestError` for a bad request. */
+export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] {
+  const body = parseRequest(raw, PROMPT_CAPABILITIES);
+  return encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
+}
+
+/** Run `prompt`; returns the exit code. */
+export function prompt(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
+  const requestFile = String(values["request"]);
+  const raw = readJsonFile(requestFile, REQUEST_FLAG);
+  const encoding = encodingOrFail();
+  let tokens: number[];
+  try {
+    tokens = promptTokens(raw, encoding);
+  } catch (e) {
+    if (e instanceof RequestError) {
+      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
+      return 2;
+    }
+    if (e instanceof HarmonyError) throw new CommandError(`${displayName(requestFile, REQUEST_FLAG)}: $: ${e.message}`);
+    throw e;
+  }
+  out(values["tokens"] === true ? writeJson(tokens) + "\n" : encoding.decodeUtf8(tokens) + "\n");
+  return 0;
+}
