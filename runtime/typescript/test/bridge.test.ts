@@ -152,7 +152,7 @@ test("a budget cut mid-item ends incomplete; strict fails where lenient repairs 
   checkStream(cut);
   assert.equal(final(cut).status, "incomplete");
   assert.equal((toChatCompletion(final(cut))["choices"] as Json[])[0]?.["finish_reason"], spec.CHAT_FINISH_REASONS["incomplete"]);
-  const text = `${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk before start`;
+  const text = `${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk before start${spec.SPELLING_START}assistant${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}!${spec.SPELLING_END_DONE_SAMPLING}`;
   const strict = eventsOf(tokens(text), null, true);
   checkStream(strict);
   assert.deepEqual(strict.slice(-2).map((e) => e.type), [spec.STREAM_ERROR, spec.STREAM_CLOSING["failed"]]);
@@ -160,6 +160,10 @@ test("a budget cut mid-item ends incomplete; strict fails where lenient repairs 
   const seen: Recovered[] = [];
   const lenient = [...streamResponse(tokens(text), encoding, null, { ids: countingIds(), onRepair: (r) => seen.push(r) })];
   checkStream(lenient);
+  assert.deepEqual(
+    (final(lenient).output as unknown as { content: { text: string }[] }[]).map((o) => o.content[0]?.text),
+    ["Hi", "!"],
+  );
   const repairs = plain(dumpAs("ResponseResource", final(lenient)))[spec.RESPONSE_REPAIRS_FIELD] as Json[];
   assert.deepEqual(repairs.map((r) => [r["rule"], r["text"]]), [["junk_between_messages", "junk before start"]]);
   assert.deepEqual(seen.map((r) => r.rule), ["junk_between_messages"]);
