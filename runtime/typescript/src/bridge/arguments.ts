@@ -61,6 +61,8 @@ interface AjvValidate {
 }
 interface AjvInstance {
   compile(schema: unknown): AjvValidate;
+  removeKeyword(keyword: string): AjvInstance;
+  addKeyword(definition: Record<string, unknown>): AjvInstance;
 }
 type AjvClass = new (options: Record<string, unknown>) => AjvInstance;
 
@@ -84,12 +86,37 @@ function ajvFor(schema: unknown): AjvInstance | null {
     try {
       const loaded = createRequire(import.meta.url)(module) as { default?: AjvClass } & AjvClass;
       instance = new (loaded.default ?? loaded)(OPTIONS);
+      // ajv's own `uniqueItems` skips items of another type than `items` declares; jsonschema compares them all
+      instance.removeKeyword(UNIQUE_ITEMS).addKeyword({ keyword: UNIQUE_ITEMS, type: "array", schemaType: "boolean", validate: uniqueItems });
     } catch (e) {
       if (!(e instanceof Error && (e as { code?: string }).code === "MODULE_NOT_FOUND")) throw e;
     }
     instances.set(module, instance);
   }
   return instances.get(module) ?? null;
+}
+
+const UNIQUE_ITEMS = "uniqueItems";
+
+/** jsonschema's equality: deep, with booleans apart from numbers. */
+function equal(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => equal(x, b[i]));
+  }
+  if (typeof a === "object" && a !== null && typeof b === "object" && b !== null) {
+    const keys = Object.keys(a);
+    const other = b as Record<string, unknown>;
+    return keys.length === Object.keys(other).length && keys.every((k) => k in other && equal((a as Record<string, unknown>)[k], other[k]));
+  }
+  return false;
+}
+
+/** `uniqueItems` as jsonschema checks it (the ajv keyword's validate function). */
+function uniqueItems(flag: boolean, data: unknown[]): boolean {
+  if (!flag) return true;
+  for (let i = 0; i < data.length; i++) for (let j = i + 1; j < data.length; j++) if (equal(data[i], data[j])) return false;
+  return true;
 }
 
 /** JSON data as plain JavaScript values for ajv (floats and big integers as numbers). */
