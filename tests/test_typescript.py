@@ -634,9 +634,7 @@ json_leaf = st.one_of(
 )  # fmt: skip
 json_value = st.recursive(
     json_leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
     max_leaves=12,
 )
 argument_texts = st.one_of(
@@ -964,7 +962,8 @@ COMPLETIONS = {
     "cut": "<|channel|>final<|message|>half",
     # issue 8's classes
     "junk_header": "Sure thing<|channel|>––final.<|message|>x<|end|>",
-    "glued_role": "<|channel|>analysis<|message|>a<|end|><|start|>assistantassistant<|channel|>final<|message|>b<|return|>",
+    "glued_role": "<|channel|>analysis<|message|>a<|end|>"
+    "<|start|>assistantassistant<|channel|>final<|message|>b<|return|>",
     "headerless": "The answer is 4.<|return|>",
     "after_end": "<|channel|>analysis<|message|>a<|end|>\nThe answer.",
     "stripped_call": 'analysisNeed it.assistantcommentary to=functions.get_weatherjson{"city":"Oslo"}',
@@ -1077,7 +1076,8 @@ def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
     for finish in ("stop", "length", "eos"):
         base = ["respond", "--request", request, "--completion", str(tmp / "open_call.txt"), "--fixed-ids"]
         argvs += [[*base, "--finish", finish], [*base, "--chat", "--stream", f"--finish={finish}"]]
-    argvs.append(["respond", "--request", request, "--completion", str(tmp / "tokens.json"), "--tokens", "--finish", "stop"])
+    tokens = ["--completion", str(tmp / "tokens.json"), "--tokens", "--finish", "stop", "--fixed-ids"]
+    argvs.append(["respond", "--request", request, *tokens])
     (tmp / "bad_utf8.txt").write_bytes(b"<|channel|>final<|message|>a\xe2\x28b<|end|>")
     (tmp / "bad_utf8.json").write_bytes(b'\xff{"messages": []}')
     argvs += [
