@@ -43,6 +43,22 @@ export function cpLength(text: string): number {
   return n;
 }
 
+/** `len(text[start:end])` for UTF-16 offsets `start` and `end`: the code points between them, without slicing. */
+export function cpCount(text: string, start: number, end: number): number {
+  let n = end - start;
+  for (let i = start; i < end - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
 /** `text[:count]`, `count` in code points. */
 export function cpPrefix(text: string, count: number): string {
   let i = 0;

@@ -28,7 +28,7 @@
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
 import { pyFormat } from "../pyformat.js";
-import { cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
 
@@ -158,6 +158,8 @@ export function channelOf(word: string): [string, boolean] {
 /** `assistantassistant` → (assistant, null, null); `assistantfinal` → (assistant, final, null);
  * `assistantto=functions.f` → (assistant, null, `to=functions.f`); null if the word names no role. */
 export function roleOf(word: string): [Role, string | null, string | null] | null {
+  const role = ROLES.get(word);
+  if (role !== undefined) return [role, null, null]; // the usual case, without the regular expression
   const match = GLUED_ROLE_RE.exec(word);
   if (match === null) return null;
   return [ROLES.get(match[1] ?? "") as Role, match[2] ?? null, match[3] ?? null];
@@ -314,10 +316,10 @@ export class HeaderReader {
     let total = 0;
     for (const piece of pieces) ends.push((total += piece.length));
     const position = (at: number): number => {
-      const index = bisectRight(ends, at);
+      const index = pieces.length === 1 ? 0 : bisectRight(ends, at);
       if (!byCharacter) return starts[index] as number;
       const pieceStart = index > 0 ? (ends[index - 1] as number) : 0;
-      return (starts[index] as number) + cpLength(joined.slice(pieceStart, at));
+      return (starts[index] as number) + cpCount(joined, pieceStart, at);
     };
     WORD_RE.lastIndex = 0;
     if (!this.lenient) {

@@ -68,8 +68,8 @@ const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const LEADING_SPACE = new RegExp(`^[${PY_WHITESPACE}]+`, "u");
 const WORDS = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
 const JSON_OPENERS = "{["; // what JSON arguments begin with
-const QUOTE = '"';
-const BACKSLASH = "\\";
+const QUOTE = 0x22; // `"`, as a UTF-16 unit (it and the backslash are never part of a surrogate pair)
+const BACKSLASH = 0x5c;
 
 /** `text.lstrip()`. */
 function lstrip(text: string): string {
@@ -302,10 +302,8 @@ export class HarmonyStreamParser {
     if (this.fresh) {
       this.fresh = false;
       if (this.lenient && text.startsWith(BOM)) {
-        this.report(spec.RECOVERY_BYTE_ORDER_MARK, spec.PARSE_DETAIL_BYTE_ORDER_MARK, BOM, position);
-        text = text.slice(BOM.length);
-        position += this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0;
-        if (!text) return;
+        this.byteOrderMark(text, position);
+        return;
       }
     }
     this.pos = position;
@@ -332,6 +330,13 @@ export class HarmonyStreamParser {
         if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
       }
     }
+  }
+
+  /** A byte order mark starts the input (lenient): it is set aside, the rest of the text is read. */
+  private byteOrderMark(text: string, position: number): void {
+    this.report(spec.RECOVERY_BYTE_ORDER_MARK, spec.PARSE_DETAIL_BYTE_ORDER_MARK, BOM, position);
+    const rest = text.slice(BOM.length);
+    if (rest) this.onText(rest, position + (this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0));
   }
 
   onControl(terminal: string, position: number): void {
@@ -521,11 +526,12 @@ export class HarmonyStreamParser {
       detail = pyFormat(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
       rule = spec.RECOVERY_OTHER_AUTHOR;
     } else {
+      if (!this.stopAtTurnEnd && !afterCall) return false;
       const recipient = afterCall && last !== null ? last.recipient : null;
       detail = pyFormat(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
       rule = spec.RECOVERY_INVENTED_TOOL_RESULT;
       if (!this.stopAtTurnEnd) {
-        if (afterCall) this.recover(rule, detail);
+        this.recover(rule, detail);
         return false;
       }
     }
@@ -583,10 +589,11 @@ export class HarmonyStreamParser {
     if (!text || !JSON_OPENERS.includes(text[0] as string)) return false;
     let inside = false;
     let escaped = false;
-    for (const char of text) {
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
       if (escaped) escaped = false;
-      else if (char === BACKSLASH) escaped = inside;
-      else if (char === QUOTE) inside = !inside;
+      else if (unit === BACKSLASH) escaped = inside;
+      else if (unit === QUOTE) inside = !inside;
     }
     return inside;
   }
