@@ -17,6 +17,23 @@ export function isSpace(ch: string): boolean {
   return SPACE.test(ch);
 }
 
+/** `ch.isspace()` for one UTF-16 unit (every character Python calls white space is in the BMP). */
+export function isSpaceUnit(unit: number): boolean {
+  return (
+    (unit >= 0x09 && unit <= 0x0d) ||
+    (unit >= 0x1c && unit <= 0x20) ||
+    unit === 0x85 ||
+    unit === 0xa0 ||
+    unit === 0x1680 ||
+    (unit >= 0x2000 && unit <= 0x200a) ||
+    unit === 0x2028 ||
+    unit === 0x2029 ||
+    unit === 0x202f ||
+    unit === 0x205f ||
+    unit === 0x3000
+  );
+}
+
 /** `text.isalnum()`: not empty, and every character a letter or a number. */
 export function isAlnum(text: string): boolean {
   return ALNUM.test(text);

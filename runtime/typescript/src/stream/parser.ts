@@ -26,7 +26,7 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { pyFormat, pyRepr } from "../pyformat.js";
-import { cpLength, cpPrefix, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered } from "./events.js";
 import {
@@ -581,19 +581,24 @@ export class HarmonyStreamParser {
   }
 
   /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
-   * token's spelling inside a string is indistinguishable from the token). */
+   * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
   private insideJsonString(): boolean {
     const header = this.current;
     if (header === null || header.recipient === null) return false;
-    const text = lstrip(this.body.join(""));
-    if (!text || !JSON_OPENERS.includes(text[0] as string)) return false;
+    let started = false; // past the white space before the JSON
     let inside = false;
     let escaped = false;
-    for (let i = 0; i < text.length; i++) {
-      const unit = text.charCodeAt(i);
-      if (escaped) escaped = false;
-      else if (unit === BACKSLASH) escaped = inside;
-      else if (unit === QUOTE) inside = !inside;
+    for (const piece of this.body) {
+      for (let i = 0; i < piece.length; i++) {
+        const unit = piece.charCodeAt(i);
+        if (!started) {
+          if (isSpaceUnit(unit)) continue;
+          if (!JSON_OPENERS.includes(piece[i] as string)) return false;
+          started = true;
+        } else if (escaped) escaped = false;
+        else if (unit === BACKSLASH) escaped = inside;
+        else if (unit === QUOTE) inside = !inside;
+      }
     }
     return inside;
   }
