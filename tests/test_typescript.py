@@ -370,6 +370,7 @@ ISSUE8_REQUESTS = [
     json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL]}),
     json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL], "parallel_tool_calls": False}),
     json.dumps({"model": "gpt-oss", "input": "hi", "tools": [{**WEATHER_TOOL, "strict": False}], "max_tool_calls": 2}),
+    json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL], "max_tool_calls": 10**20}),
 ]
 REQUESTS = [p / "request.json" for p in BRIDGE_CASES] + [ROOT / "examples" / "responses" / "request.json"]
 REQUEST_TEXTS = [p.read_text(encoding="utf-8") for p in REQUESTS]
@@ -632,11 +633,13 @@ json_leaf = st.one_of(
         ["", "a", "Ab", "Paris", "lowercase", "c", "f", "k", "fast", "xyz", "abcd", "é🙂"]
     )
 )  # fmt: skip
-json_value = st.recursive(
-    json_leaf,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
-    max_leaves=12,
-)
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4))
+
+
+json_value = st.recursive(json_leaf, _containers, max_leaves=12)
 argument_texts = st.one_of(
     st.dictionaries(st.sampled_from(KEYS), json_value, max_size=8).map(json.dumps),
     json_value.map(json.dumps),

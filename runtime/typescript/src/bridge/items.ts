@@ -257,7 +257,8 @@ export interface BuilderOptions {
 /** How many tool calls the request lets one response make (null: no limit). */
 function callsAllowed(request: CreateResponseBody | null): number | null {
   if (request === null) return null;
-  const limits = [request.parallel_tool_calls === false ? 1 : null, request.max_tool_calls ?? null].filter((n): n is number => !!n);
+  const most = request.max_tool_calls as number | bigint | null | undefined; // a big integer stays a bigint
+  const limits = [request.parallel_tool_calls === false ? 1 : null, most === null || most === undefined ? null : Number(most)].filter((n): n is number => !!n);
   return limits.length > 0 ? Math.min(...limits) : null;
 }
 
