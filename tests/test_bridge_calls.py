@@ -172,6 +172,20 @@ def test_a_strict_tools_invalid_arguments_are_reported_on_the_item_not_changed(e
     assert "harmony:validation" not in output(loose)[0]  # only strict tools are checked
 
 
+@pytest.mark.parametrize(
+    "schema", [{"type": 5}, {"$ref": "#/$defs/nowhere"}, {"properties": {"city": {"type": "nope"}}}]
+)
+def test_a_strict_tool_with_a_broken_schema_is_reported_not_checked(
+    encoding: HarmonyEncoding, schema: dict[str, Any]
+) -> None:
+    """The request's schema is at fault, not the model: the call is served, marked not checked, never a crash."""
+    _, response = serve(encoding, WEATHER % "Quito", request({**STRICT, "parameters": schema}))
+    assert response.status == "completed"
+    (call,) = output(response)
+    report = call["harmony:validation"]
+    assert report["valid"] is None and report["errors"][0]["message"].startswith("the tool's schema is invalid: ")
+
+
 def test_without_jsonschema_a_strict_call_says_it_was_not_checked(
     encoding: HarmonyEncoding, monkeypatch: pytest.MonkeyPatch
 ) -> None:

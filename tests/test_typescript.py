@@ -264,6 +264,7 @@ def _py_events(encoding: HarmonyEncoding, chunks: list[Any], options: dict[str, 
         options["tools"],
         stop_after_tool_call=options["stop_after_tool_call"],
         stop_at_turn_end=options["stop_at_turn_end"],
+        max_tool_calls=options.get("max_tool_calls"),
     )
     events: list[Event] = []
     try:
@@ -291,7 +292,31 @@ SPELLINGS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "
 HEADER_WORDS = (
     "assistant user tool analysis commentary final to=functions.f to=shell functions.f json shelljson x é 🙂 <|"
 )
-PIECES = [*SPELLINGS, *HEADER_WORDS.split(), " ", "  ", "\n", "\u3000", "<|constrain|>json"]
+# Issue 8's glitches: glued and doubled roles, punctuated channels, recipients out of place or misspelled, stripped
+# headers, a byte order mark, JSON strings holding stop-token spellings, built-in tools, prose.
+GLITCH_WORDS = (
+    "assistantassistant assistantfinal assistantcommentary assistantanalysis ––commentary final. Analysis commentary? "
+    "to=function.f to=functions.functions.f to=functions.f, to=assistant to=f to=python to=browser.search "
+    "to=container.exec to=functions.Web bash Sure, code <|constrain|>functions.f"
+)
+PIECES = [
+    *SPELLINGS,
+    *HEADER_WORDS.split(),
+    *GLITCH_WORDS.split(),
+    " ",
+    "  ",
+    "\n",
+    "\u3000",
+    "<|constrain|>json",
+    "\ufeff",
+    "{",
+    '"',
+    "\\",
+    "}",
+    '{"a": "',
+    "Search",
+    "Thinking.",
+]
 HARMONY_TEXT = st.lists(st.one_of(st.sampled_from(PIECES), assigned_text), max_size=25).map("".join)
 
 
@@ -314,9 +339,10 @@ def event_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any], 
     options = {
         "role": role,
         "mode": draw(st.sampled_from(["strict", "lenient"])),
-        "tools": draw(st.sampled_from([None, ["f"], ["shell", "f"], ["get_weather"]])),
+        "tools": draw(st.sampled_from([None, ["f"], ["shell", "f"], ["get_weather"], ["f", "Web Search"]])),
         "stop_after_tool_call": draw(st.booleans()),
-        "stop_at_turn_end": draw(st.booleans()),
+        "stop_at_turn_end": draw(st.sampled_from([None, True, False])),
+        "max_tool_calls": draw(st.sampled_from([None, 1, 2])),
     }
     return pieces, options
 
@@ -334,6 +360,24 @@ def test_event_parser_agrees(node: Node, encoding: HarmonyEncoding, data: st.Dat
 # -- the bridge ---------------------------------------------------------------------------------------------
 
 BRIDGE_CASES = sorted(p.parent for p in (ROOT / "tests" / "bridge").glob("*/request.json"))
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "strict": True,
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+# Requests issue 8 reads calls by: a strict tool (its arguments checked), one call only, at most two calls.
+ISSUE8_REQUESTS = [
+    json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL]}),
+    json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL], "parallel_tool_calls": False}),
+    json.dumps({"model": "gpt-oss", "input": "hi", "tools": [{**WEATHER_TOOL, "strict": False}], "max_tool_calls": 2}),
+    json.dumps({"model": "gpt-oss", "input": "hi", "tools": [WEATHER_TOOL], "max_tool_calls": 10**20}),
+]
 REQUESTS = [p / "request.json" for p in BRIDGE_CASES] + [ROOT / "examples" / "responses" / "request.json"]
 REQUEST_TEXTS = [p.read_text(encoding="utf-8") for p in REQUESTS]
 
@@ -367,17 +411,22 @@ def _py_bridge(
     names: Any,
     stopped: bool | None,
     include_usage: bool = False,
+    **reading: Any,
 ) -> dict[str, Any]:
+    """`reading`: the builder's `role` and `tools`, when given (the TypeScript side takes the same keys)."""
     body = parse_request(json.loads(request)) if request is not None else None
     try:
-        streamer = SSEStreamer(encoding, body, reasoning_names=names, **_fixed(strict))
+        streamer = SSEStreamer(encoding, body, reasoning_names=names, **_fixed(strict), **reading)
         sse = streamer.start()
         for piece in pieces:
             sse += streamer.feed_text(piece) if isinstance(piece, str) else streamer.feed(piece)
         sse += streamer.finish(stopped)
-        typed = "".join(to_sse(stream_response(pieces, encoding, body, **_fixed(strict)), reasoning_names=names))
-        response = build_response(pieces, encoding, body, **_fixed(strict))
-        chunks = chat_completion_chunks(stream_response(pieces, encoding, body, **_fixed(strict)), include_usage)
+        options = {**_fixed(strict), **reading, "stopped": stopped}
+        typed = "".join(to_sse(stream_response(pieces, encoding, body, **options), reasoning_names=names))
+        response = build_response(pieces, encoding, body, **{**_fixed(strict), **reading, "stopped": stopped})
+        chunks = chat_completion_chunks(
+            stream_response(pieces, encoding, body, **{**_fixed(strict), **reading, "stopped": stopped}), include_usage
+        )
         return {
             "sse": sse,
             "typed": typed,
@@ -410,6 +459,17 @@ MODEL_TEXT = st.lists(
                 "\n",
                 "é🙂",
                 '"\\\x00\x1f\u2028',
+                # issue 8: calls without arguments or with bad ones, built-in tools, stripped calls, glitches
+                "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|><|call|>",
+                '{"city": 5, "unit": "k"}',
+                '{"town": "x"',
+                "<|start|>assistant<|channel|>analysis to=python code<|message|>print(1)",
+                "<|start|>assistant to=container.exec<|channel|>commentary<|message|>",
+                "assistantcommentary to=functions.get_weatherjson",
+                "<|channel|>––final.<|message|>",
+                "\ufeff",
+                '"<|end|>"',
+                "Sure!",
             ]
         ),
     ),
@@ -430,7 +490,7 @@ def bridge_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any],
     else:
         pieces = [p for p in _split(draw, written) if p]
     options = {
-        "request": draw(st.sampled_from([None, *REQUEST_TEXTS])),
+        "request": draw(st.sampled_from([None, *REQUEST_TEXTS, *ISSUE8_REQUESTS])),
         "strict": draw(st.booleans()),
         "reasoning_names": draw(st.sampled_from(["spec", "openai"])),
         "stopped": draw(st.sampled_from([None, True, False])),
@@ -454,6 +514,154 @@ def test_bridge_sse_response_and_chat_agree(node: Node, encoding: HarmonyEncodin
     )
     theirs = node.ask(op="bridge", pieces=pieces, **options)
     assert theirs == ours
+
+
+# -- issue 8: real gpt-oss output, in both languages -------------------------------------------------------
+
+REALWORLD = [json.loads(line) for line in (ROOT / "tests" / "realworld" / "completions.jsonl").open(encoding="utf-8")]
+
+
+def _realworld_request(case: dict[str, Any]) -> str:
+    tools = [{"type": "function", **tool} for tool in case.get("tool_defs", [])]
+    return json.dumps({"model": "gpt-oss", "tools": tools} if tools else {"model": "gpt-oss"})
+
+
+@pytest.mark.parametrize("case", REALWORLD, ids=[c["id"] for c in REALWORLD])
+def test_realworld_completions_agree(node: Node, encoding: HarmonyEncoding, case: dict[str, Any]) -> None:
+    """Every real-world completion (tests/realworld): the same events (whole, in chunks of seven characters, as
+    token ids where the case gives them, with the bridge's reading and with the parser's defaults), and the same
+    SSE bytes, response, Chat Completions object and chunks, for the engine's finish reason and for an unknown one."""
+    text = case["completion"]
+    feedings: list[list[Any]] = [[text], [text[i : i + 7] for i in range(0, len(text), 7)] or [""]]
+    if "tokens" in case:
+        feedings.append([case["tokens"]])
+    role = Role(case["role"]) if case["role"] else None
+    for chunks in feedings:
+        for stop_at_turn_end in (True, None):
+            options = {"role": role, "mode": "lenient", "tools": case["tools"], "stop_after_tool_call": False,
+                       "stop_at_turn_end": stop_at_turn_end}  # fmt: skip
+            theirs = node.ask(op="events", chunks=chunks, **{**options, "role": case["role"]})
+            assert theirs == _py_events(encoding, chunks, options), (case["id"], chunks[:1])
+    request = _realworld_request(case)
+    reading = {"role": role, "tools": case["tools"]}
+    for pieces in ([text], [text[i : i + 7] for i in range(0, len(text), 7)], case.get("tokens")):
+        if pieces is None:
+            continue
+        for stopped in {case["engine_stop"], None}:
+            ours = _py_bridge(encoding, request, pieces, False, "spec", stopped, True, **reading)
+            theirs = node.ask(op="bridge", request=request, pieces=pieces, strict=False, reasoning_names="spec",
+                              stopped=stopped, include_usage=True, role=case["role"], tools=case["tools"])  # fmt: skip
+            assert theirs == ours, (case["id"], stopped)
+
+
+def _recovery_module() -> Any:
+    import test_recovery_properties  # noqa: PLC0415 (the corruption classes of tests/test_recovery_properties.py)
+
+    return test_recovery_properties
+
+
+RECOVERY = _recovery_module()
+
+
+@SETTINGS
+@given(
+    messages=RECOVERY.turn(),
+    corruption=st.sampled_from(RECOVERY.CORRUPTIONS),
+    pick=st.integers(0, 10),
+    cuts=st.lists(st.integers(1, 400), max_size=12),
+    tokens=st.booleans(),
+    stopped=st.sampled_from([None, True, False]),
+)
+def test_corrupted_turns_agree(
+    node: Node,
+    encoding: HarmonyEncoding,
+    messages: list[dict[str, str]],
+    corruption: str,
+    pick: int,
+    cuts: list[int],
+    tokens: bool,
+    stopped: bool | None,
+) -> None:
+    """Issue 8's corruption classes (tests/test_recovery_properties.py builds the turns): the same events and the
+    same SSE bytes, response and Chat Completions output from both languages, in random chunks or as token ids."""
+    completion, _, _ = RECOVERY.render(messages, corruption, pick)
+    names = sorted({m["name"] for m in messages if m["kind"] == "call"})
+    request = json.dumps({"model": "gpt-oss", "input": "hi", "tools": [{"type": "function", "name": n} for n in names]})
+    points = sorted({c for c in cuts if c < len(completion)})
+    pieces: list[Any] = [completion[a:b] for a, b in zip([0, *points], [*points, len(completion)], strict=True)]
+    if tokens:
+        pieces = encoding.encode(completion, allowed_special="all")
+    options = {"role": Role.ASSISTANT, "mode": "lenient", "tools": names, "stop_after_tool_call": False,
+               "stop_at_turn_end": None}  # fmt: skip
+    chunks = [pieces] if tokens else pieces
+    theirs = node.ask(op="events", chunks=chunks, **{**options, "role": "assistant"})
+    assert theirs == _py_events(encoding, chunks, options), (corruption, completion)
+    ours = _py_bridge(encoding, request, pieces, False, "spec", stopped, True)
+    theirs = node.ask(op="bridge", request=request, pieces=pieces, strict=False, reasoning_names="spec",
+                      stopped=stopped, include_usage=True)  # fmt: skip
+    assert theirs == ours, (corruption, completion)
+
+
+# Schemas for the strict-tool check: the bridge tests' tool, and one using most of JSON Schema's keywords.
+RICH_SCHEMA = {
+    "type": "object",
+    "$defs": {"unit": {"type": "string", "enum": ["c", "f"]}},
+    "properties": {
+        "city": {"type": "string", "minLength": 2, "maxLength": 8, "pattern": "^[A-Z]"},
+        "unit": {"$ref": "#/$defs/unit"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7, "multipleOf": 1},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1.5},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3, "uniqueItems": True},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+        "mode": {"const": "fast"},
+        "either": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 3}]},
+        "one": {"oneOf": [{"type": "integer"}, {"type": "number"}, {"minimum": 2}]},
+        "not_null": {"not": {"type": "null"}},
+        "when": {"if": {"type": "string"}, "then": {"minLength": 3}, "else": {"type": "integer"}},
+        "has": {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
+        "names": {"type": "object", "propertyNames": {"maxLength": 3}, "minProperties": 1, "maxProperties": 2},
+        "nested": {
+            "type": "object",
+            "properties": {"deep": {"type": ["string", "null"]}},
+            "required": ["deep"],
+            "additionalProperties": False,
+        },
+        "loose": {"patternProperties": {"^x": {}}, "additionalProperties": False},
+    },
+    "required": ["city", "days"],
+    "dependentRequired": {"ratio": ["tags"]},
+    "additionalProperties": False,
+}
+SCHEMAS = [WEATHER_TOOL["parameters"], RICH_SCHEMA, {}, {"type": "array", "items": {"type": "number"}, "maxItems": 0}]
+KEYS = [*RICH_SCHEMA["properties"], "town", "x1", "zz", "a/b", "t~"]  # type: ignore[misc]
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 12), st.sampled_from([0.5, 1.0, 2.5, -1.5]), st.sampled_from(
+        ["", "a", "Ab", "Paris", "lowercase", "c", "f", "k", "fast", "xyz", "abcd", "é🙂"]
+    )
+)  # fmt: skip
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4))
+
+
+json_value = st.recursive(json_leaf, _containers, max_leaves=12)
+argument_texts = st.one_of(
+    st.dictionaries(st.sampled_from(KEYS), json_value, max_size=8).map(json.dumps),
+    json_value.map(json.dumps),
+    st.sampled_from(["", "{", '{"city": "Paris"', "city=Paris", "[1, 2,]", '{"a": NaN}', "1e400", "{}x"]),
+)
+
+
+@SETTINGS
+@given(schema=st.sampled_from(SCHEMAS), arguments=argument_texts)
+def test_strict_tool_arguments_are_checked_alike(node: Node, schema: dict[str, Any], arguments: str) -> None:
+    """The `harmony:validation` report of a strict tool's call: jsonschema's in Python, ajv's in TypeScript, written
+    the same (messages, paths, order)."""
+    from harmony_responses.bridge.arguments import check_arguments  # noqa: PLC0415
+
+    ours = check_arguments(arguments, schema).to_dict()
+    assert node.ask(op="arguments", arguments=arguments, schema=json.dumps(schema)) == _jsonable(ours), arguments
 
 
 # Values a field of a request may be given: right, wrong, and the kinds pydantic coerces.
@@ -876,6 +1084,22 @@ COMPLETIONS = {
     "plain": "Just text 🙂",
     "empty": "",
     "cut": "<|channel|>final<|message|>half",
+    # issue 8's classes
+    "junk_header": "Sure thing<|channel|>––final.<|message|>x<|end|>",
+    "glued_role": "<|channel|>analysis<|message|>a<|end|>"
+    "<|start|>assistantassistant<|channel|>final<|message|>b<|return|>",
+    "headerless": "The answer is 4.<|return|>",
+    "after_end": "<|channel|>analysis<|message|>a<|end|>\nThe answer.",
+    "stripped_call": 'analysisNeed it.assistantcommentary to=functions.get_weatherjson{"city":"Oslo"}',
+    "bom": "\ufeff<|channel|>final<|message|>hi<|return|>",
+    "two_calls": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"A"}<|call|>'
+    '<|start|>assistant<|channel|>commentary to=get_weather json<|message|>{"town":"B"}<|call|>',
+    "invented": "<|channel|>commentary to=functions.get_weather json<|message|>{}<|call|>"
+    "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>",
+    "json_spelling": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"<|end|>"}<|call|>',
+    "empty_args": "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|><|call|>",
+    "builtin": '<|channel|>analysis to=browser.search code<|message|>{"query":"x"}<|call|>',
+    "open_call": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"Ber',
 }
 TOKEN_FILES = {
     "tokens": "[200005, 17196, 200008, 12194, 200007]",
@@ -910,6 +1134,7 @@ GOOD_REQUESTS = {
     "req_budget": {"input": "hi", "max_output_tokens": 16},
     "req_stream": {"input": "hi", "stream": True},
 }
+ISSUE8_CLI_REQUESTS = {f"req_issue8_{i}": json.loads(text) for i, text in enumerate(ISSUE8_REQUESTS)}
 
 
 def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
@@ -966,6 +1191,17 @@ def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
         for completion in ("good.txt", "long.txt", "cut.txt"):
             base = ["respond", "--request", path, "--completion", str(tmp / completion), "--fixed-ids"]
             argvs += [base, [*base, "--chat"]]
+    for name, raw in ISSUE8_CLI_REQUESTS.items():  # strict tool, one call only, at most two calls
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        for completion in ("two_calls", "invented", "empty_args", "stripped_call", "open_call", "glued_role"):
+            base = ["respond", "--request", path, "--completion", str(tmp / f"{completion}.txt"), "--fixed-ids"]
+            argvs += [base, [*base, "--chat"], [*base, "--stream", "--finish", "length"], [*base, "--finish", "stop"]]
+    for finish in ("stop", "length", "eos"):
+        base = ["respond", "--request", request, "--completion", str(tmp / "open_call.txt"), "--fixed-ids"]
+        argvs += [[*base, "--finish", finish], [*base, "--chat", "--stream", f"--finish={finish}"]]
+    tokens = ["--completion", str(tmp / "tokens.json"), "--tokens", "--finish", "stop", "--fixed-ids"]
+    argvs.append(["respond", "--request", request, *tokens])
     (tmp / "bad_utf8.txt").write_bytes(b"<|channel|>final<|message|>a\xe2\x28b<|end|>")
     (tmp / "bad_utf8.json").write_bytes(b'\xff{"messages": []}')
     argvs += [

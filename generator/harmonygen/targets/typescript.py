@@ -48,6 +48,9 @@ TYPES_ROOT_NAME = "OpenResponses"
 JSON_VALUE = "JsonValue"
 # The runtime's manifest fields the package keeps as they are; the rest of package.json is the layout's.
 MANIFEST_FIELDS = ("name", "version", "license", "type", "engines", "dependencies", "devDependencies")
+# Fields the package keeps when the runtime's manifest has them: optional peers (ajv, which checks strict tools'
+# arguments when the user installs it, as the Python package's `validate` extra does).
+OPTIONAL_MANIFEST_FIELDS = ("peerDependencies", "peerDependenciesMeta")
 DESCRIPTION = "OpenAI's Harmony format and the Open Responses protocol, generated from a spec by harmonygen"
 
 
@@ -336,6 +339,7 @@ def package_json(manifest: dict[str, Any], lay: Layout) -> dict[str, Any]:
         "files": [lay.runtime_out, lay.data_out, lay.types_out],
         "scripts": {"build": "tsc -p .", "test": f"node --test {OUT_DIR}/"},
         "dependencies": manifest["dependencies"],
+        **{field: manifest[field] for field in OPTIONAL_MANIFEST_FIELDS if field in manifest},
         "devDependencies": manifest["devDependencies"],
     }
 
@@ -387,7 +391,7 @@ def _lock(root: Path, runtime_dir: Path, manifest: dict[str, Any]) -> dict[str, 
     except FileNotFoundError:
         raise GenerationError(f"{lock_path.relative_to(root)} is missing: run `npm install` in that folder") from None
     top = lock.get("packages", {}).get("", {})
-    for field in ("name", "version", "dependencies", "devDependencies"):
+    for field in ("name", "version", "dependencies", "devDependencies", *OPTIONAL_MANIFEST_FIELDS):
         if top.get(field) != manifest.get(field):
             raise GenerationError(
                 f"{lock_path.relative_to(root)} is stale ({field} differs from package.json): "

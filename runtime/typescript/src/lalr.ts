@@ -65,6 +65,8 @@ export class IncrementalParser {
 
   /** Whether `terminal` would be shifted (after any reductions) without an error. */
   accepts(terminal: string): boolean {
+    const first = action(top(this.states), terminal);
+    if (first === undefined || first >= 0) return first !== undefined; // no action, or a shift: nothing to simulate
     const states = [...this.states];
     for (;;) {
       const act = action(top(states), terminal);

@@ -17,6 +17,23 @@ export function isSpace(ch: string): boolean {
   return SPACE.test(ch);
 }
 
+/** `ch.isspace()` for one UTF-16 unit (every character Python calls white space is in the BMP). */
+export function isSpaceUnit(unit: number): boolean {
+  return (
+    (unit >= 0x09 && unit <= 0x0d) ||
+    (unit >= 0x1c && unit <= 0x20) ||
+    unit === 0x85 ||
+    unit === 0xa0 ||
+    unit === 0x1680 ||
+    (unit >= 0x2000 && unit <= 0x200a) ||
+    unit === 0x2028 ||
+    unit === 0x2029 ||
+    unit === 0x202f ||
+    unit === 0x205f ||
+    unit === 0x3000
+  );
+}
+
 /** `text.isalnum()`: not empty, and every character a letter or a number. */
 export function isAlnum(text: string): boolean {
   return ALNUM.test(text);
@@ -31,6 +48,22 @@ export function strip(text: string): string {
 export function cpLength(text: string): number {
   let n = text.length;
   for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** `len(text[start:end])` for UTF-16 offsets `start` and `end`: the code points between them, without slicing. */
+export function cpCount(text: string, start: number, end: number): number {
+  let n = end - start;
+  for (let i = start; i < end - 1; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdbff) {
       const d = text.charCodeAt(i + 1);

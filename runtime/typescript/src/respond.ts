@@ -26,6 +26,8 @@ import { Role, spec } from "./tables.js";
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
 export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
 const REQUEST_FLAG = "--request";
+const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reasons, as Chat Completions names them
+const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
 
 function namesPattern(names: readonly string[]): string {
@@ -60,6 +62,15 @@ export function respondCommand(): CommandSpec {
         choices: ["spec", "openai"],
         default: "spec",
         help: `raw reasoning event names: ${ours} (spec) or ${openai} (openai)`,
+      },
+      {
+        flag: "--finish",
+        dest: "finish",
+        kind: "value",
+        choices: [STOP, LENGTH],
+        help:
+          "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
+          "unknown by default (text is taken as stopped, token ids as cut if they end mid-message)",
       },
       { flag: "--fixed-ids", dest: "fixed_ids", kind: "flag", help: "counting ids and created_at 0, for reproducible output" },
     ],
@@ -97,19 +108,26 @@ function turnCut(completion: readonly number[], budget: number, encoding: Harmon
 }
 
 /** The response's events; a turn the budget cut ends `incomplete` even between two messages. */
-function* events(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, cut: boolean, options: BuilderOptions): Generator<StreamingEvent> {
+function* events(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, stopped: boolean | null, options: BuilderOptions): Generator<StreamingEvent> {
   const streamer = new ResponseStreamer(encoding, body, options);
   yield* streamer.start();
   for (const batch of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* batch;
-  yield* streamer.finish(cut ? false : null);
+  yield* streamer.finish(stopped);
 }
 
 /** The response as SSE text, deltas written straight from their text (the same bytes as `toSse`). */
-function* sse(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, cut: boolean, names: ReasoningNames, options: BuilderOptions): Generator<string> {
+function* sse(
+  completion: Completion,
+  encoding: HarmonyEncoding,
+  body: CreateResponseBody,
+  stopped: boolean | null,
+  names: ReasoningNames,
+  options: BuilderOptions,
+): Generator<string> {
   const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: names });
   yield streamer.start();
   yield* feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c));
-  yield streamer.finish(cut ? false : null);
+  yield streamer.finish(stopped);
 }
 
 function requestBody(file: string, err: (text: string) => void): CreateResponseBody | null {
@@ -154,16 +172,19 @@ export function respond(values: Readonly<Record<string, Value>>, out: (text: str
     ids = ids.slice(0, Number(budget));
   }
   const completion: Completion = ids ?? [text ?? ""];
+  // A budget that cut the turn overrides the finish reason given; without either, the builder decides.
+  const finish = values["finish"];
+  const stopped = cut ? false : typeof finish === "string" ? finish === STOP : null;
   const fixed = values["fixed_ids"] === true;
   const options: BuilderOptions = fixed
     ? { inputTokens: prompt.length, ids: countingIds(), createdAt: 0, clock: () => 0 }
     : { inputTokens: prompt.length, ids: randomId };
   const streaming = values["stream"] === true || body.stream === true;
   if (streaming && values["chat"] !== true) {
-    for (const piece of sse(completion, encoding, body, cut, values["reasoning_events"] as ReasoningNames, options)) out(piece);
+    for (const piece of sse(completion, encoding, body, stopped, values["reasoning_events"] as ReasoningNames, options)) out(piece);
     return 0;
   }
-  const stream = events(completion, encoding, body, cut, options);
+  const stream = events(completion, encoding, body, stopped, options);
   if (streaming) {
     for (const chunk of chatCompletionChunks(stream)) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
     out(`data: ${DONE}\n\n`);

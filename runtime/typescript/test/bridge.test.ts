@@ -10,6 +10,7 @@ import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#type
 import {
   buildResponse,
   chatCompletionChunks,
+  checkArguments,
   countingIds,
   dumpAs,
   parseRequest,
@@ -152,7 +153,7 @@ test("a budget cut mid-item ends incomplete; strict fails where lenient repairs 
   checkStream(cut);
   assert.equal(final(cut).status, "incomplete");
   assert.equal((toChatCompletion(final(cut))["choices"] as Json[])[0]?.["finish_reason"], spec.CHAT_FINISH_REASONS["incomplete"]);
-  const text = `${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk before start`;
+  const text = `${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk before start${spec.SPELLING_START}assistant${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}!${spec.SPELLING_END_DONE_SAMPLING}`;
   const strict = eventsOf(tokens(text), null, true);
   checkStream(strict);
   assert.deepEqual(strict.slice(-2).map((e) => e.type), [spec.STREAM_ERROR, spec.STREAM_CLOSING["failed"]]);
@@ -160,6 +161,10 @@ test("a budget cut mid-item ends incomplete; strict fails where lenient repairs 
   const seen: Recovered[] = [];
   const lenient = [...streamResponse(tokens(text), encoding, null, { ids: countingIds(), onRepair: (r) => seen.push(r) })];
   checkStream(lenient);
+  assert.deepEqual(
+    (final(lenient).output as unknown as { content: { text: string }[] }[]).map((o) => o.content[0]?.text),
+    ["Hi", "!"],
+  );
   const repairs = plain(dumpAs("ResponseResource", final(lenient)))[spec.RESPONSE_REPAIRS_FIELD] as Json[];
   assert.deepEqual(repairs.map((r) => [r["rule"], r["text"]]), [["junk_between_messages", "junk before start"]]);
   assert.deepEqual(seen.map((r) => r.rule), ["junk_between_messages"]);
@@ -221,4 +226,174 @@ test("Chat Completions: the object and its chunks", () => {
   const failed = [...streamResponse(tokens(`${spec.SPELLING_CHANNEL}final${spec.SPELLING_MESSAGE}Hi${spec.SPELLING_END}junk`), encoding, null, { strict: true, ids: countingIds() })];
   const last = [...chatCompletionChunks(failed)].pop() as Json;
   assert.equal((last["error"] as Json)["code"], spec.ERROR_MODEL_OUTPUT_INVALID);
+});
+
+// -- issue 8: calls served right (tests/test_bridge_calls.py's tests of the same names) ---------------------------
+
+const A = "<|start|>assistant";
+const weather = (city: string): string => `<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"${city}"}<|call|>`;
+
+function toolsRequest(...tools: Json[]): CreateResponseBody {
+  return parseRequest({ model: "gpt-oss", input: "hi", tools: tools.map((t) => ({ type: "function", ...t })) });
+}
+
+/** The events of a completion given as text in chunks of five characters, and the final response as JSON. */
+function serve(text: string, body: CreateResponseBody | null = null, options: { onRepair?: (r: Recovered) => void } = {}): [StreamingEvent[], Json] {
+  const chunks = Array.from({ length: Math.ceil(text.length / 5) }, (_, i) => text.slice(i * 5, i * 5 + 5));
+  const events = [...streamResponse(chunks, encoding, body, { ids: countingIds(), createdAt: 1, ...options })];
+  checkStream(events);
+  return [events, plain(dumpAs("ResponseResource", final(events)))];
+}
+
+const outputOf = (response: Json): Json[] => response["output"] as Json[];
+const repairRules = (response: Json): string[] => ((response[spec.RESPONSE_REPAIRS_FIELD] as Json[] | undefined) ?? []).map((r) => r["rule"] as string);
+
+test("several calls in one turn are items in order", () => {
+  let text = "<|channel|>analysis<|message|>Two cities.<|end|>" + A + weather("Paris") + A + weather("Rome");
+  text += A + "<|channel|>final<|message|>Checking both.<|return|>" + A + "<|channel|>final<|message|>late<|end|>";
+  const [, response] = serve(text, toolsRequest({ name: "get_weather" }));
+  const items = outputOf(response);
+  assert.deepEqual(items.map((i) => i["type"]), ["reasoning", "function_call", "function_call", "message"]);
+  assert.deepEqual(items.filter((i) => i["type"] === "function_call").map((i) => (JSON.parse(i["arguments"] as string) as Json)["city"]), ["Paris", "Rome"]);
+  assert.ok(repairRules(response).includes("after_turn_end"));
+  const chat = (toChatCompletion(final(serve(text, toolsRequest({ name: "get_weather" }))[0]))["choices"] as Json[])[0] as Json;
+  const message = chat["message"] as Json;
+  assert.deepEqual((message["tool_calls"] as Json[]).map((c) => (c["function"] as Json)["name"]), ["get_weather", "get_weather"]);
+  assert.deepEqual([chat["finish_reason"], message["content"]], ["tool_calls", "Checking both."]);
+});
+
+test("a result the model invented is cut and flagged; text after a call is set aside; text after <|end|> is the answer", () => {
+  const invented = "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>";
+  const [, response] = serve(weather("Oslo") + invented + A + "<|channel|>final<|message|>It is sunny.<|return|>", toolsRequest({ name: "get_weather" }));
+  assert.deepEqual(outputOf(response).map((i) => i["type"]), ["function_call"]);
+  const cut = (response[spec.RESPONSE_REPAIRS_FIELD] as Json[]).find((r) => r["rule"] === "invented_tool_result");
+  assert.equal(cut?.["text"], invented + A + "<|channel|>final<|message|>It is sunny.<|return|>");
+  assert.ok(repairRules(serve(weather("Lima") + "It is sunny in Lima.", toolsRequest({ name: "get_weather" }))[1]).includes("text_after_call"));
+  const items = outputOf(serve("<|channel|>analysis<|message|>Easy.<|end|>\n\n2 + 2 = 4.")[1]);
+  assert.deepEqual(items.map((i) => i["type"]), ["reasoning", "message"]);
+  assert.deepEqual([((items[1]?.["content"] as Json[])[0] as Json)["text"], items[1]?.["phase"]], ["2 + 2 = 4.", "final_answer"]);
+});
+
+test("a control token spelled inside a JSON string does not end the call", () => {
+  const args = '{"content":"ends with <|end|> or <|call|>, starts with <|start|>"}';
+  const [, response] = serve(`<|channel|>commentary to=functions.write json<|message|>${args}<|call|>`, toolsRequest({ name: "write" }));
+  assert.equal(outputOf(response)[0]?.["arguments"], args);
+  assert.equal(repairRules(response).filter((r) => r === "json_string_control").length, 2);
+});
+
+test("empty arguments become an empty object, streamed as one more delta", () => {
+  for (const body of ["", "\n"]) {
+    const [events, response] = serve(`<|channel|>commentary to=functions.get_location <|constrain|>json<|message|>${body}<|call|>`, toolsRequest({ name: "get_location" }));
+    const [call] = outputOf(response);
+    assert.deepEqual([JSON.parse(call?.["arguments"] as string), call?.["status"]], [{}, "completed"]);
+    const deltas = events.filter((e) => e.type === "response.function_call_arguments.delta").map((e) => (e as unknown as { delta: string }).delta);
+    assert.equal(deltas.join(""), call?.["arguments"]);
+    assert.ok(repairRules(response).includes("empty_arguments"));
+  }
+  assert.equal(outputOf(serve("<|channel|>commentary to=functions.get_location<|call|>", toolsRequest({ name: "get_location" }))[1])[0]?.["arguments"], "{}");
+});
+
+test("arguments cut by the budget leave the item and the response incomplete", () => {
+  const text = '<|channel|>commentary to=functions.write json<|message|>{"path":"a.py","content":"def f';
+  const events = [...streamResponse([text], encoding, toolsRequest({ name: "write" }), { ids: countingIds(), createdAt: 1, stopped: false })];
+  checkStream(events);
+  const response = plain(dumpAs("ResponseResource", final(events)));
+  assert.deepEqual([response["status"], outputOf(response)[0]?.["status"], outputOf(response)[0]?.["arguments"]], ["incomplete", "incomplete", '{"path":"a.py","content":"def f']);
+});
+
+const STRICT: Json = {
+  name: "get_weather",
+  strict: true,
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" }, unit: { type: "string", enum: ["c", "f"] } },
+    required: ["city"],
+    additionalProperties: false,
+  },
+};
+
+test("a strict tool's arguments are checked: valid ones pass unannotated, others are reported on the item, never changed", () => {
+  const [, ok] = serve(weather("Quito"), toolsRequest(STRICT));
+  assert.ok(!(spec.RESPONSE_VALIDATION_FIELD in (outputOf(ok)[0] as Json)) && !repairRules(ok).includes("arguments_invalid"));
+  const seen: Recovered[] = [];
+  const text = '<|channel|>commentary to=functions.get_weather json<|message|>{"town":"Quito","unit":"k"}<|call|>';
+  const [, response] = serve(text, toolsRequest(STRICT), { onRepair: (r) => seen.push(r) });
+  const call = outputOf(response)[0] as Json;
+  assert.deepEqual([response["status"], call["arguments"]], ["completed", '{"town":"Quito","unit":"k"}']);
+  assert.deepEqual(call[spec.RESPONSE_VALIDATION_FIELD], {
+    valid: false,
+    errors: [
+      { path: "", message: "'city' is a required property" },
+      { path: "", message: "Additional properties are not allowed ('town' was unexpected)" },
+      { path: "/unit", message: "'k' is not one of ['c', 'f']" },
+    ],
+  });
+  assert.ok(repairRules(response).includes("arguments_invalid") && seen.some((r) => r.rule === "arguments_invalid"));
+  const notJson = outputOf(serve(weather("Quito").replace('{"city":"Quito"}', "city=Quito"), toolsRequest(STRICT))[1])[0] as Json;
+  assert.deepEqual(notJson[spec.RESPONSE_VALIDATION_FIELD], { valid: false, errors: [{ path: "", message: "not JSON: Expecting value: line 1 column 1 (char 0)" }] });
+  const loose = outputOf(serve(text, toolsRequest({ ...STRICT, strict: false }))[1])[0] as Json;
+  assert.ok(!(spec.RESPONSE_VALIDATION_FIELD in loose)); // only strict tools are checked
+});
+
+test("a schema ajv cannot compile is not checked, and says why", () => {
+  const found = checkArguments("{}", { type: 5 } as unknown as Json as never);
+  assert.equal(found.valid, null);
+  assert.match(found.errors[0]?.message ?? "", /^the tool's schema is invalid: /);
+});
+
+test("built-in tools' calls are vendor-prefixed items", () => {
+  const cases: [string, string][] = [
+    ["browser.search", "harmony:browser_call"],
+    ["browser.open", "harmony:browser_call"],
+    ["python", "harmony:python_call"],
+    ["container.exec", "harmony:container_call"],
+    ["repo_browser.open_file", "harmony:tool_call"],
+  ];
+  for (const [recipient, kind] of cases) {
+    const text = `<|channel|>analysis to=${recipient} code<|message|>{"query":"x"}<|call|>`;
+    const [events, response] = serve(text);
+    const item = outputOf(response)[0] as Json;
+    assert.deepEqual(item, { type: kind, id: item["id"], status: "completed", recipient, arguments: '{"query":"x"}', channel: "analysis", content_type: "code" });
+    const added = events.find((e) => e.type === spec.STREAM_ITEM_ADDED) as unknown as { item: Json };
+    assert.equal(added.item["status"], "in_progress");
+    const sse = [...streamSse([...text], encoding, null, { ids: countingIds(), createdAt: 1 })].join("");
+    assert.equal(sse, [...toSse(streamResponse([...text], encoding, null, { ids: countingIds(), createdAt: 1 }))].join(""));
+  }
+});
+
+test("a byte order mark is no tool call; a call with another header says so", () => {
+  const text = "\ufeff<|channel|>analysis<|message|>Greeting.<|end|>" + A + "<|channel|>final<|message|>Hello!<|return|>";
+  for (const input of [[text], tokens(text)]) {
+    const response = plain(dumpAs("ResponseResource", buildResponse(input as string[], encoding, null, { ids: countingIds(), createdAt: 1 })));
+    assert.deepEqual(outputOf(response).map((i) => i["type"]), ["reasoning", "message"]);
+    assert.ok((response[spec.RESPONSE_REPAIRS_FIELD] as Json[]).some((r) => r["rule"] === "byte_order_mark" && r["text"] === "\ufeff"));
+  }
+  const usual = outputOf(serve(weather("Oslo"), toolsRequest({ name: "get_weather" }))[1])[0] as Json;
+  assert.ok(!(spec.RESPONSE_CALL_CHANNEL_FIELD in usual) && !(spec.RESPONSE_CALL_CONTENT_TYPE_FIELD in usual));
+  const other = outputOf(serve('<|channel|>analysis to=functions.get_weather code<|message|>{"city":"Oslo"}<|call|>', toolsRequest({ name: "get_weather" }))[1])[0] as Json;
+  assert.deepEqual([other[spec.RESPONSE_CALL_CHANNEL_FIELD], other[spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]], ["analysis", "code"]);
+});
+
+test("an empty answer is no content in chat form", () => {
+  const [events] = serve("<|channel|>analysis<|message|>Nothing to say.<|end|>" + A + "<|channel|>final<|message|><|return|>");
+  const message = ((toChatCompletion(final(events))["choices"] as Json[])[0] as Json)["message"] as Json;
+  assert.deepEqual([message["content"], message["reasoning_content"]], [null, "Nothing to say."]);
+});
+
+test("text with an unknown finish is cut only where no stop token could end it", () => {
+  const cases: [string, string][] = [
+    ["<|channel|>analysis<|message|>Thinking it over", "completed"],
+    ["<|channel|>final<|message|>The answer", "completed"],
+    ["Plain text with no control token", "completed"],
+    ["", "completed"],
+    ['<|channel|>commentary to=functions.f json<|message|>{"a": 1}', "completed"],
+    ["<|channel|>commentary to=functions.f code<|message|>ls -la", "completed"],
+    ['<|channel|>commentary to=functions.f json<|message|>{"a": "cut he', "incomplete"],
+    ["<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>comm", "incomplete"],
+  ];
+  for (const [text, status] of cases) {
+    assert.equal(buildResponse([text], encoding, null, { ids: countingIds(), createdAt: 1 }).status, status, text);
+    const byIds = buildResponse(tokens(text), encoding, null, { ids: countingIds(), createdAt: 1 }).status;
+    assert.equal(byIds, text && !text.endsWith("<|end|>") ? "incomplete" : "completed", text); // ids keep their stop token
+  }
 });

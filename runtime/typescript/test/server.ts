@@ -7,12 +7,14 @@
  * - `stream`: {tokens, role, strict} → the parser's observable state after every token, then the messages
  * - `tools`: {name, tools (JSON text), description} → the namespace text
  * - `safety`: {text} → escape, unescape, JSON escape and leaks
- * - `events`: {chunks (strings, or lists of token ids), role, mode, tools, stop_after_tool_call, stop_at_turn_end}
+ * - `events`: {chunks (strings, or lists of token ids), role, mode, tools, stop_after_tool_call, stop_at_turn_end
+ *   (null: the parser's default), max_tool_calls}
  *   → the event parser's events as the CLI's `parse --events` writes them, or the error and the events before it
  * - `bridge`: {request (JSON text or null), pieces (text chunks and token ids), strict, reasoning_names, stopped,
- *   include_usage}
+ *   include_usage, and optionally role (default assistant) and tools (the declared names; default the request's)}
  *   → the SSE text from `SSEStreamer` fed piece by piece, the same from `toSse(streamResponse(...))`, the
- *   response JSON, the Chat Completions object and chunks (counting ids, created_at 0)
+ *   response JSON, the Chat Completions object and chunks (counting ids, created_at 0; `stopped` given to each)
+ * - `arguments`: {arguments (text), schema (JSON text)} → what checking a strict tool's arguments finds
  * - `request`: {request (JSON text)} → the rendered prompt, the tool policy and the echoing snapshot, or the error
  * - `models`: → every Open Responses model's fields (key, required, default) as the runtime reads the schemas
  * - `cli`: {argv} → exit code, stdout, stderr of the CLI
@@ -35,12 +37,15 @@ import {
   StreamableParser,
   unescapeControlTokens,
 } from "../src/index.js";
+import type { StreamingEvent } from "#types";
+
 import { isJsonObject, type JsonObject, readJson } from "../src/json.js";
 import { eventDict, type Event, HarmonyStreamParser, type Mode } from "../src/stream/index.js";
 import {
   type BuilderOptions,
   buildResponse,
   chatCompletionChunks,
+  checkArguments,
   countingIds,
   dumpAs,
   parseRequest,
@@ -119,7 +124,8 @@ function stream(req: Request): unknown {
 function events(req: Request): unknown {
   const parser = new HarmonyStreamParser(encoding, role(req["role"]), req["mode"] as Mode, (req["tools"] as string[] | null) ?? null, {
     stopAfterToolCall: req["stop_after_tool_call"] === true,
-    stopAtTurnEnd: req["stop_at_turn_end"] === true,
+    stopAtTurnEnd: (req["stop_at_turn_end"] ?? null) as boolean | null,
+    maxToolCalls: (req["max_tool_calls"] ?? null) as number | null,
   });
   const out: Event[] = [];
   try {
@@ -134,8 +140,12 @@ function events(req: Request): unknown {
   return { events: out.map(eventDict) };
 }
 
-function fixed(strict: boolean): BuilderOptions {
-  return { ids: countingIds(), createdAt: 0, clock: () => 0, strict, inputTokens: 7 };
+function fixed(strict: boolean, req: Request = {}): BuilderOptions {
+  const options: BuilderOptions = { ids: countingIds(), createdAt: 0, clock: () => 0, strict, inputTokens: 7 };
+  const extra: { role?: ReturnType<typeof role>; tools?: string[] | null } = {};
+  if ("role" in req) extra.role = role(req["role"]);
+  if (Array.isArray(req["tools"])) extra.tools = req["tools"] as string[];
+  return { ...options, ...extra };
 }
 
 function bridge(req: Request): unknown {
@@ -145,18 +155,19 @@ function bridge(req: Request): unknown {
   const strict = req["strict"] === true;
   const stopped = (req["stopped"] ?? null) as boolean | null;
   try {
-    const streamer = new SSEStreamer(encoding, body, { ...fixed(strict), reasoningNames: req["reasoning_names"] as ReasoningNames });
+    const streamer = new SSEStreamer(encoding, body, { ...fixed(strict, req), reasoningNames: req["reasoning_names"] as ReasoningNames });
     let sse = streamer.start();
     for (const piece of pieces) sse += typeof piece === "string" ? streamer.feedText(piece) : streamer.feed(piece);
     sse += streamer.finish(stopped);
-    const typed = [...toSse(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)), req["reasoning_names"] as ReasoningNames)].join("");
-    const response = buildResponse(pieces as Iterable<number>, encoding, body, fixed(strict));
+    const stream = (): Iterable<StreamingEvent> => streamResponse(pieces as Iterable<number>, encoding, body, { ...fixed(strict, req), stopped });
+    const typed = [...toSse(stream(), req["reasoning_names"] as ReasoningNames)].join("");
+    const response = buildResponse(pieces as Iterable<number>, encoding, body, { ...fixed(strict, req), stopped });
     return {
       sse,
       typed,
       response: writeJson(dumpAs("ResponseResource", response), { ensureAscii: false, indent: 2 }),
       chat: writeJson(toChatCompletion(response), { ensureAscii: false, indent: 2 }),
-      chunks: [...chatCompletionChunks(streamResponse(pieces as Iterable<number>, encoding, body, fixed(strict)), req["include_usage"] === true)].map((c) =>
+      chunks: [...chatCompletionChunks(stream(), req["include_usage"] === true)].map((c) =>
         writeJson(c, { ensureAscii: false }),
       ),
     };
@@ -243,6 +254,10 @@ function answer(req: Request): unknown {
       return request(req);
     case "models":
       return models();
+    case "arguments": {
+      const schema = readJson(String(req["schema"]));
+      return checkArguments(String(req["arguments"]), isJsonObject(schema) ? schema : {}).toDict();
+    }
     case "cli":
       return cli(req);
     default:

@@ -12,6 +12,7 @@ import {
   loadHarmonyEncoding,
   MessageEnd,
   MessageStart,
+  messagesOf,
   parseText,
   parseTokens,
   Recovered,
@@ -193,41 +194,56 @@ test("strict errors name what and where, in tokens or characters", () => {
 const A = `${spec.SPELLING_START}assistant`;
 const CH = spec.SPELLING_CHANNEL;
 const MSG = spec.SPELLING_MESSAGE;
-const END = spec.SPELLING_END;
 const CALL = spec.SPELLING_CALL;
-const VALID_IN_STRICT_MODE = new Set(["glued_content_type", "invented_tool_result", "missing_functions_prefix"]);
+const VALID_IN_STRICT_MODE = new Set(["channel_punctuation", "glued_content_type", "glued_role", "invented_tool_result", "missing_channel_marker", "missing_functions_prefix", "recipient_as_content_type", "recipient_punctuation", "recipient_to_self", "unknown_author", "wrong_namespace"]);
+const TESTED_ELSEWHERE = ["after_tool_call", "after_turn_end", "arguments_invalid", "empty_arguments", "invalid_token", "json_string_control", "other_author"];
 type Expected = [string | null, string | null, string][];
+// rule, role, tools, input, expected (channel, recipient, content) per message: tests/test_stream.py's LENIENT_CASES
 const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
-  ["text_before_start", null, [], `hello${A}${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["junk_between_messages", null, [], `${A}${CH}analysis${MSG}x${END}junk${A}${CH}final${MSG}y${END}`, [["analysis", null, "x"], ["final", null, "y"]]],
-  ["missing_functions_prefix", "assistant", ["lookup"], `${CH}commentary to=lookup json${MSG}{}${CALL}`, [["commentary", "functions.lookup", "{}"]]],
-  ["extra_stop", null, [], `${A}${CH}final${MSG}x${END}${END}`, [["final", null, "x"]]],
-  ["stray_control", null, [], `${MSG}${A}${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["missing_start", null, [], `${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["repeated_start", null, [], `${spec.SPELLING_START}${A}${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["repeated_start", "assistant", [], `${A}${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["doubled_role", "assistant", [], `assistant${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["missing_role", null, [], `${spec.SPELLING_START}${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["empty_channel", "assistant", [], `${CH}${MSG}x${END}`, [[null, null, "x"]]],
-  ["doubled_channel", "assistant", [], `${CH}final${CH}final${MSG}x${END}`, [["final", null, "x"]]],
-  ["doubled_recipient", "assistant", [], ` to=functions.f${CH}commentary to=functions.f${MSG}{}${CALL}`, [["commentary", "functions.f", "{}"]]],
-  ["stray_header_word", "assistant", [], `${CH}final json extra${MSG}x${END}`, [["final", null, "x"]]],
-  ["glued_content_type", "assistant", ["shell"], `${CH}commentary to=functions.shelljson${MSG}{}${CALL}`, [["commentary", "functions.shell", "{}"]]],
-  ["header_cut_by_stop", "assistant", [], `${CH}commentary to=functions.f${CALL}`, [["commentary", "functions.f", ""]]],
-  ["eof_in_header", "assistant", [], `${CH}commentary to=functions.f`, []],
+  ["text_before_start", null, [], "hello<|start|>assistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["junk_between_messages", null, [], "<|start|>assistant<|channel|>analysis<|message|>x<|end|>junk<|start|>assistant<|channel|>final<|message|>y<|end|>", [["analysis", null, "x"], ["final", null, "y"]]],
+  ["missing_functions_prefix", "assistant", ["lookup"], "<|channel|>commentary to=lookup json<|message|>{}<|call|>", [["commentary", "functions.lookup", "{}"]]],
+  ["extra_stop", null, [], "<|start|>assistant<|channel|>final<|message|>x<|end|><|end|>", [["final", null, "x"]]],
+  ["stray_control", null, [], "<|message|><|start|>assistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["missing_start", null, [], "<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["repeated_start", null, [], "<|start|><|start|>assistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["repeated_start", "assistant", [], "<|start|>assistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["doubled_role", "assistant", [], "assistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["missing_role", null, [], "<|start|><|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["empty_channel", "assistant", [], "<|channel|><|message|>x<|end|>", [[null, null, "x"]]],
+  ["doubled_channel", "assistant", [], "<|channel|>final<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["doubled_recipient", "assistant", [], " to=functions.f<|channel|>commentary to=functions.f<|message|>{}<|call|>", [["commentary", "functions.f", "{}"]]],
+  ["stray_header_word", "assistant", [], "<|channel|>final json extra<|message|>x<|end|>", [["final", null, "x"]]],
+  ["glued_content_type", "assistant", ["shell"], "<|channel|>commentary to=functions.shelljson<|message|>{}<|call|>", [["commentary", "functions.shell", "{}"]]],
+  ["header_cut_by_stop", "assistant", [], "<|channel|>commentary to=functions.f<|call|>", [["commentary", "functions.f", ""]]],
+  ["eof_in_header", "assistant", [], "<|channel|>commentary to=functions.f", []],
   ["stripped_special_tokens", "assistant", [], "analysisThinking.assistantfinalAnswer.", [["analysis", null, "Thinking."], ["final", null, "Answer."]]],
   ["unstructured_text", "assistant", [], "Just a plain answer, no markup.", [[null, null, "Just a plain answer, no markup."]]],
-  [
-    "invented_tool_result",
-    "assistant",
-    [],
-    `${CH}commentary to=functions.f${MSG}{}${CALL}${spec.SPELLING_START}functions.f to=assistant${CH}commentary${MSG}42${END}`,
-    [["commentary", "functions.f", "{}"], ["commentary", "assistant", "42"]],
-  ],
+  ["invented_tool_result", "assistant", [], "<|channel|>commentary to=functions.f<|message|>{}<|call|><|start|>functions.f to=assistant<|channel|>commentary<|message|>42<|end|>", [["commentary", "functions.f", "{}"]]],
+  ["byte_order_mark", "assistant", [], "﻿<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["channel_punctuation", "assistant", [], "<|channel|>––final.<|message|>x<|end|>", [["final", null, "x"]]],
+  ["missing_channel_marker", null, [], "<|start|>assistant final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["glued_role", null, [], "<|start|>assistantassistant<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["glued_role", null, [], "<|start|>assistantfinal<|message|>x<|end|>", [["final", null, "x"]]],
+  ["unknown_author", null, [], "<|start|>bash<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
+  ["recipient_out_of_place", "assistant", [], "<|channel|>commentary json to=functions.f<|message|>{}<|call|>", [["commentary", "functions.f", "{}"]]],
+  ["name_with_space", "assistant", ["Web Search"], "<|channel|>commentary to=functions.Web Search json<|message|>{}<|call|>", [["commentary", "functions.Web Search", "{}"]]],
+  ["recipient_to_self", "assistant", [], "<|channel|>commentary to=assistant<|message|>hi<|end|>", [["commentary", null, "hi"]]],
+  ["recipient_as_content_type", "assistant", [], "<|channel|>final <|constrain|>functions.f<|message|>{}<|return|>", [["final", "functions.f", "{}"]]],
+  ["recipient_punctuation", "assistant", ["get_weather"], "<|channel|>commentary to=functions.get_weather, json<|message|>{}<|call|>", [["commentary", "functions.get_weather", "{}"]]],
+  ["wrong_namespace", "assistant", ["get_weather"], "<|channel|>commentary to=function.get_weather json<|message|>{}<|call|>", [["commentary", "functions.get_weather", "{}"]]],
+  ["junk_header", "assistant", [], "<|channel|>commentary?<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>", [["final", null, "x"]]],
+  ["junk_header", "assistant", ["edit"], "<|channel|>commentary to=functions.edit <|constrain|>I will edit it<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>", [["final", null, "x"]]],
+  ["headerless_message", "assistant", [], "Thinking here.<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>", [["analysis", null, "Thinking here."], ["final", null, "x"]]],
+  ["headerless_message", "assistant", [], "The answer is 4.<|return|>", [[null, null, "The answer is 4."]]],
+  ["text_after_end", "assistant", [], "<|channel|>analysis<|message|>a<|end|>\nThe answer.", [["analysis", null, "a"], [null, null, "The answer."]]],
+  ["text_after_call", "assistant", [], "<|channel|>commentary to=functions.f<|message|>{}<|call|>made up", [["commentary", "functions.f", "{}"]]],
+  ["missing_start", "assistant", [], "<|channel|>analysis<|message|>a<|end|>final<|message|>b<|return|>", [["analysis", null, "a"], ["final", null, "b"]]],
+  ["missing_start", "assistant", ["f"], "<|channel|>commentary to=functions.f<|message|>{}<|call|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>", [["commentary", "functions.f", "{}"], ["commentary", "functions.f", "{}"]]],
 ];
 
 test("every recovery rule has a case", () => {
-  const tested = new Set([...LENIENT_CASES.map((c) => c[0]), "after_tool_call", "after_turn_end", "invalid_token"]);
+  const tested = new Set([...LENIENT_CASES.map((c) => c[0]), ...TESTED_ELSEWHERE]);
   assert.deepEqual(tested, new Set(Object.keys(RECOVERY_RULES)));
 });
 
@@ -270,4 +286,163 @@ test("lenient mode survives garbage and reports invalid token ids", () => {
   const parser = new HarmonyStreamParser(encoding, null, "lenient");
   const events = [...parser.feedTokens([5, 10 ** 9, spec.TOKEN_START]), ...parser.close()];
   assert.ok(events.some((e) => e instanceof Recovered && e.rule === "invalid_token"));
+});
+
+// -- issue 8: real gpt-oss output (tests/test_stream.py's tests of the same names) --------------------------------
+
+function feedAllText(parser: HarmonyStreamParser, text: string): Event[] {
+  return [...parser.feedText(text), ...parser.close()];
+}
+
+test("reading one turn reads every call and cuts a result the model invented", () => {
+  const call = "<|channel|>commentary to=functions.f json<|message|>{}<|call|>";
+  const invented = "<|start|>functions.f to=assistant<|channel|>commentary<|message|>42<|end|>";
+  const text = call + A + call + invented + A + "<|channel|>final<|message|>It is 42.<|return|>";
+  let oneTurn: Event[] = [];
+  for (const feed of ["text", "tokens"]) {
+    const parser = new HarmonyStreamParser(encoding, "assistant", "lenient", ["f"], { stopAtTurnEnd: true });
+    const events = feed === "text" ? feedAllText(parser, text) : [...parser.feedTokens(all(text)), ...parser.close()];
+    assert.deepEqual(
+      messagesOf(events).map((m) => [m.recipient, m.terminator]),
+      [
+        ["functions.f", "call"],
+        ["functions.f", "call"],
+      ],
+    );
+    const cut = events.filter((e): e is Recovered => e instanceof Recovered);
+    assert.deepEqual(
+      cut.map((e) => [e.rule, e.text]),
+      [["invented_tool_result", invented + A + "<|channel|>final<|message|>It is 42.<|return|>"]],
+    );
+    oneTurn = events;
+  }
+  const transcript = new HarmonyStreamParser(encoding, "assistant", "lenient", ["f"], { stopAtTurnEnd: false });
+  assert.deepEqual(
+    messagesOf(feedAllText(transcript, text)).map((m) => m.role),
+    [Role.Assistant, Role.Assistant, Role.Tool, Role.Assistant],
+  );
+  assert.deepEqual(parseText(encoding, text, "assistant", "lenient"), messagesOf(oneTurn)); // one turn is the default
+});
+
+test("a stop token spelled inside a JSON string is text", () => {
+  const args = '{"note": "say <|end|> then \\"<|call|>\\" and stop"}';
+  const text = `<|channel|>commentary to=functions.note json<|message|>${args}<|call|>`;
+  const parser = new HarmonyStreamParser(encoding, "assistant", "lenient");
+  const events: Event[] = [];
+  for (const ch of text) events.push(...parser.feedText(ch)); // a character at a time
+  events.push(...parser.close());
+  const [message] = messagesOf(events);
+  assert.deepEqual([message?.content, message?.terminator], [args, "call"]);
+  assert.deepEqual(events.filter((e): e is Recovered => e instanceof Recovered).map((e) => e.rule), ["json_string_control", "json_string_control"]);
+  const closed = parseText(encoding, '<|channel|>commentary to=functions.f json<|message|>{"a": "b"}<|call|>', Role.Assistant, "lenient");
+  assert.equal(closed[0]?.content, '{"a": "b"}');
+  const prose = parseText(encoding, '<|channel|>final<|message|>a "quote <|end|>', Role.Assistant, "lenient");
+  assert.deepEqual(prose.map((m) => m.content), ['a "quote ']);
+  const cut = parseTokens(encoding, all('<|channel|>commentary to=functions.f json<|message|>{"a": "<|call|>'), Role.Assistant, "lenient");
+  assert.equal(cut[0]?.content, '{"a": "'); // token input: a stop token ends the call even inside a string
+});
+
+test("stripped text is split while streaming", () => {
+  const text = 'analysisThink.assistantcommentaryOn it.assistantcommentary to=functions.get_weatherjson{"city":"A"}';
+  const parser = new HarmonyStreamParser(encoding, "assistant", "lenient", ["get_weather"]);
+  const events: Event[] = [];
+  for (const ch of text) events.push(...parser.feedText(ch));
+  assert.equal(messagesOf(events).length, 2); // the first two messages ended as the text came, not at close()
+  events.push(...parser.close());
+  assert.deepEqual(
+    messagesOf(events).map((m) => [m.channel, m.recipient, m.contentType, m.content]),
+    [
+      ["analysis", null, null, "Think."],
+      ["commentary", null, null, "On it."],
+      ["commentary", "functions.get_weather", "json", '{"city":"A"}'], // never cut to one letter
+    ],
+  );
+  const headers = events.filter((e): e is Recovered => e instanceof Recovered && e.rule === "stripped_special_tokens").map((e) => e.detail);
+  assert.equal(headers.length, 3);
+  assert.ok(headers[2]?.includes("assistantcommentary to=functions.get_weatherjson"));
+});
+
+test("stripped text says the role and loses no word", () => {
+  const parser = new HarmonyStreamParser(encoding, Role.User, "lenient");
+  const events = feedAllText(parser, "assistantfinalHello");
+  const [message] = messagesOf(events);
+  assert.deepEqual([message?.role, message?.channel, message?.content], [Role.Assistant, "final", "Hello"]);
+  const repairs = events.filter((e): e is Recovered => e instanceof Recovered);
+  assert.equal(repairs.length, 1);
+  assert.ok(repairs[0]?.detail.includes("assistantfinal"));
+  assert.equal(parseText(encoding, "finalHello", Role.User, "lenient")[0]?.role, Role.User);
+});
+
+test("the later channel and the later recipient win", () => {
+  const text = "<|start|>assistant to=functions.a<|channel|>commentary<|channel|>analysis to=functions.b json<|message|>{}<|call|>";
+  const events = feedAllText(new HarmonyStreamParser(encoding, null, "lenient"), text);
+  const [message] = messagesOf(events);
+  assert.deepEqual([message?.channel, message?.recipient], ["analysis", "functions.b"]);
+  const aside = Object.fromEntries(events.filter((e): e is Recovered => e instanceof Recovered).map((e) => [e.rule, e.text]));
+  assert.deepEqual(aside, { doubled_channel: "commentary", doubled_recipient: "to=functions.a" });
+});
+
+test("header junk never becomes a header part", () => {
+  const cases: [string, [string, string | null, string | null]][] = [
+    ["Sure thing!<|channel|>final<|message|>x<|end|>", ["final", null, null]],
+    ["<|channel|>final json extra words<|message|>x<|end|>", ["final", null, "json"]],
+    ["<|channel|>commentary? to=functions.f<|message|>{}<|call|>", ["commentary", "functions.f", null]],
+    ["<|channel|>final <|constrain|>json and more<|message|>x<|end|>", ["final", null, "<|constrain|>json"]],
+  ];
+  for (const [text, header] of cases) {
+    const [message] = messagesOf(feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient"), text));
+    assert.deepEqual([message?.channel, message?.recipient, message?.contentType], header, text);
+    assert.ok(["x", "{}"].includes(message?.content ?? ""));
+  }
+  const events = feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient"), "Sure thing!<|channel|>final<|message|>x<|end|>");
+  assert.deepEqual(events.filter((e): e is Recovered => e instanceof Recovered).map((e) => e.text), ["Sure thing!"]);
+});
+
+test("names with dots, hyphens and other scripts survive", () => {
+  for (const name of ["my-tool.v2", "6b15a608-9929__printEnv", "получить_погоду", "查询天气", "café_lookup"]) {
+    const text = `<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>{}<|call|>`;
+    for (const mode of ["strict", "lenient"] as const) assert.equal(parseText(encoding, text, "assistant", mode, [name])[0]?.recipient, `functions.${name}`);
+    assert.equal(parseText(encoding, `analysisx.assistantcommentary to=functions.${name} json{}`, "assistant", "lenient")[1]?.recipient, `functions.${name}`);
+  }
+});
+
+test("nothing from nothing", () => {
+  for (const text of ["", "\n", "<|return|>", "<|end|>", "<|channel|>final<|end|>", "<|channel|>commentary to=functions.f"]) {
+    const events = feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient"), text);
+    assert.ok(!events.some((e) => e instanceof MessageStart || e instanceof MessageEnd), text);
+  }
+});
+
+test("reading one turn sets aside a turn the model wrote for someone else", () => {
+  const text = "<|channel|>final<|message|>Done.<|end|><|start|>user<|message|>Thanks! And now?<|end|>";
+  const events = feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient", null, { stopAtTurnEnd: true }), text);
+  assert.deepEqual(messagesOf(events).map((m) => m.content), ["Done."]);
+  assert.deepEqual(
+    events.filter((e): e is Recovered => e instanceof Recovered).map((e) => [e.rule, e.text]),
+    [["other_author", "<|start|>user<|message|>Thanks! And now?<|end|>"]],
+  );
+  assert.deepEqual(parseText(encoding, "<|start|>assistant" + text, null, "lenient").map((m) => m.role), [Role.Assistant, Role.User]);
+});
+
+test("a header cut by the end of the stream keeps even its stray words", () => {
+  const events = feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient"), "<|channel|>commentary to=functions.f I think");
+  assert.deepEqual(
+    events.filter((e): e is Recovered => e instanceof Recovered).map((e) => [e.rule, e.text]),
+    [["eof_in_header", "commentary to=functions.f I think"]],
+  );
+});
+
+test("maxToolCalls sets aside what follows the N-th call; below 1 is refused", () => {
+  const call = "<|channel|>commentary to=functions.f json<|message|>{}<|call|>";
+  const text = call + A + call + A + call;
+  for (const [limit, calls] of [
+    [1, 1],
+    [2, 2],
+    [5, 3],
+  ] as const) {
+    const events = feedAllText(new HarmonyStreamParser(encoding, "assistant", "lenient", ["f"], { maxToolCalls: limit }), text);
+    assert.equal(messagesOf(events).length, calls);
+    assert.equal(events.some((e) => e instanceof Recovered && e.rule === "after_tool_call"), calls < 3);
+  }
+  assert.throws(() => new HarmonyStreamParser(encoding, "assistant", "lenient", null, { maxToolCalls: 0 }), RangeError);
 });

@@ -15,6 +15,7 @@ from typing import Any
 
 MISSING = "the jsonschema package is not installed (pip install 'harmony-responses[validate]'): not checked"
 NOT_JSON = "not JSON: {error}"
+BAD_SCHEMA = "the tool's schema is invalid: {error}"
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,12 @@ def check_arguments(arguments: str, schema: dict[str, Any]) -> Validation:
     if jsonschema is None:
         return Validation(None, [{"path": "", "message": MISSING}])
     try:
-        validator = jsonschema.validators.validator_for(schema)(schema)
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+        validator = validator_class(schema)
         errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
     except jsonschema.exceptions.SchemaError as exc:  # the request's schema, not the model, is at fault
-        return Validation(None, [{"path": "", "message": f"the tool's schema is invalid: {exc.message}"}])
+        return Validation(None, [{"path": "", "message": BAD_SCHEMA.format(error=exc.message)}])
+    except Exception as exc:  # noqa: BLE001 - a `$ref` to nowhere and the like: the schema's fault again
+        return Validation(None, [{"path": "", "message": BAD_SCHEMA.format(error=exc)}])
     return Validation(not errors, [{"path": _pointer(e.absolute_path), "message": e.message} for e in errors])

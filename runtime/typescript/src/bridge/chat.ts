@@ -51,8 +51,8 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
-    content: content.length > 0 ? content.join("") : null,
-    reasoning_content: reasoning.length > 0 ? reasoning.join("") : null,
+    content: content.join("") || null, // empty text is no content
+    reasoning_content: reasoning.join("") || null,
   };
   if (calls.length > 0) message["tool_calls"] = calls;
   const usage = response.usage ?? null;

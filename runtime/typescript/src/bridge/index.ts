@@ -3,12 +3,14 @@
  *
  * - `request`: an Open Responses request → a Harmony conversation (and the 400s it can throw);
  * - `items`: the completion → output items and the ordered event stream (the item/event state machine);
+ * - `arguments`: a strict function tool's arguments checked against its schema (with the optional `ajv`);
  * - `resource`: the `ResponseResource` and the request settings it echoes;
  * - `sse`: the event stream's wire form, written and read back;
  * - `chat`: the Chat Completions shapes of a response and of its event stream;
  * - `schema`: the Open Responses models (validation and JSON), read from the generated schemas.
  */
 
+export { checkArguments, Validation } from "./arguments.js";
 export { ChatChunks, chatCompletionChunks, toChatCompletion } from "./chat.js";
 export {
   type BuilderOptions,
@@ -29,6 +31,7 @@ export {
   type Sink,
   Status,
   streamResponse,
+  type StreamOptions,
   tokensFromText,
 } from "./items.js";
 export {
@@ -49,4 +52,4 @@ export {
 export { explain, found, type Problem } from "./validation.js";
 export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 export { dumpAs, ModelValidationError, modelOf, pydanticJson, validateAs, type ValidationIssue } from "./schema.js";
-export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, SSEStreamer, streamSse, toSse } from "./sse.js";
+export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, type StreamSSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";

@@ -4,9 +4,18 @@
  * `ResponseBuilder` reads the completion with the grammar-driven `HarmonyStreamParser`: lenient by default (a
  * server never fails a turn on a glitch the parser can repair), strict on request, with the function names of the
  * request for the repairs that need them. Each message becomes one output item, of the kind the spec's
- * `ITEM_KINDS` table names: a recipient in the function namespace → `function_call`; any other recipient, or a
- * message not by the assistant → the vendor-prefixed tool-call item; the reasoning channel → `reasoning`;
- * anything else → an assistant `message`, its phase by the channel's purpose.
+ * `ITEM_KINDS` table names:
+ *
+ * - a recipient in the function namespace → `function_call` (the name after the namespace, the arguments verbatim,
+ *   a fresh call id), its arguments streamed as deltas; empty arguments become `{}`, and a strict tool's arguments
+ *   are checked against its `parameters` schema (`arguments.ts`; a violation is reported on the item and listed
+ *   among the repairs, never a failure and never a change);
+ * - a recipient in a namespace the spec's table names (the built-in tools: `browser.search`, `python`,
+ *   `container.exec`) → that vendor-prefixed extension item; any other recipient, or a message not by the
+ *   assistant → the generic vendor-prefixed tool-call item. Extension items carry `id`, `type`, `status`,
+ *   `recipient`, `arguments`, `channel` and `content_type`;
+ * - the reasoning channel → `reasoning`; anything else → an assistant `message`, its phase by the channel's
+ *   purpose.
  *
  * Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message ends `incomplete`; in strict mode
  * a parse error ends with an `error` event and `response.failed`. Every repair lenient parsing makes is passed to
@@ -21,17 +30,25 @@ import { randomBytes } from "node:crypto";
 import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from "#types";
 
 import type { HarmonyEncoding } from "../encoding.js";
-import type { JsonData, JsonObject } from "../json.js";
+import { type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
 import { pyFormat } from "../pyformat.js";
+import { strip } from "../pytext.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
+import { checkArguments } from "./arguments.js";
 import { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
 const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
+const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
+const VALIDATION_FIELD = spec.RESPONSE_VALIDATION_FIELD;
+const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS; // the header a function call is rendered back with, unless it says otherwise
+const CALL_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
+const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
+const JSON_OPENERS = "{["; // what JSON arguments begin with
 const SPELLING_OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
 const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
@@ -128,6 +145,12 @@ function kindSpec(kind: ItemKind): KindSpec {
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
+const KIND_OF_NAMESPACE: ReadonlyMap<string, ItemKind> = new Map(
+  ITEM_KIND_VALUES.flatMap((kind) => {
+    const namespace = spec.ITEM_KINDS[kind]?.namespace;
+    return namespace ? [[namespace, kind] as const] : [];
+  }),
+);
 const PHASE_OF_CHANNEL: ReadonlyMap<string, string> = new Map(
   Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {}).map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]),
 );
@@ -138,7 +161,11 @@ const [CREATED = "", IN_PROGRESS = ""] = spec.STREAM_OPENING;
 export function kindOf(start: MessageStart): ItemKind {
   const recipient = start.recipient;
   if (recipient !== null && recipient.startsWith(FUNCTIONS_PREFIX)) return ItemKind.FunctionCall;
-  if (start.role !== Role.Assistant || (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT)) return ItemKind.ToolCall;
+  if (start.role !== Role.Assistant) return ItemKind.ToolCall;
+  if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) {
+    const at = recipient.indexOf(SEPARATOR);
+    return KIND_OF_NAMESPACE.get(at === -1 ? recipient : recipient.slice(0, at)) ?? ItemKind.ToolCall;
+  }
   if (start.channel === REASONING_CHANNEL) return ItemKind.Reasoning;
   return ItemKind.Message;
 }
@@ -152,6 +179,7 @@ function event(type: string, fields: JsonObject): StreamingEvent {
 export class OpenItem {
   callId: string | null = null;
   name: string | null = null;
+  validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
   wire: unknown = null; // whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
   readonly reasoning: boolean;
   readonly streams: boolean; // its text or arguments go out as deltas
@@ -162,6 +190,7 @@ export class OpenItem {
     readonly outputIndex: number,
     readonly channel: string | null,
     readonly recipient: string | null,
+    readonly contentType: string | null = null,
   ) {
     this.reasoning = spec.kind === ItemKind.Reasoning;
     this.streams = spec.delta !== null;
@@ -180,10 +209,22 @@ export class OpenItem {
       return { type: this.spec.type, id: this.id, status, role: Role.Assistant, content: done && part !== null ? [part(text)] : [], phase };
     }
     if (kind === ItemKind.FunctionCall) {
-      return { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
+      const call: JsonObject = { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
+      if (this.channel !== CALL_CHANNEL) call[spec.RESPONSE_CALL_CHANNEL_FIELD] = this.channel;
+      if (this.contentType !== CALL_CONTENT_TYPE) call[spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = this.contentType;
+      if (this.validation !== null && done) call[VALIDATION_FIELD] = this.validation;
+      return call;
     }
     // A vendor-prefixed item: every key besides `type` is an extra field.
-    return { type: this.spec.type, id: this.id, status, arguments: text, recipient: this.recipient, channel: this.channel };
+    return {
+      type: this.spec.type,
+      id: this.id,
+      status,
+      recipient: this.recipient,
+      arguments: text,
+      channel: this.channel,
+      content_type: this.contentType,
+    };
   }
 }
 
@@ -213,6 +254,14 @@ export interface BuilderOptions {
   readonly onRepair?: RepairHook | null;
 }
 
+/** How many tool calls the request lets one response make (null: no limit). */
+function callsAllowed(request: CreateResponseBody | null): number | null {
+  if (request === null) return null;
+  const most = request.max_tool_calls as number | bigint | null | undefined; // a big integer stays a bigint
+  const limits = [request.parallel_tool_calls === false ? 1 : null, most === null || most === undefined ? null : Number(most)].filter((n): n is number => !!n);
+  return limits.length > 0 ? Math.min(...limits) : null;
+}
+
 function repairRecord(r: Recovered): RepairRecord {
   return { rule: r.rule, detail: r.detail, position: r.position, text: r.text };
 }
@@ -221,13 +270,17 @@ function repairRecord(r: Recovered): RepairRecord {
  * Completion tokens or text → the response's events, sent to `sink` in the spec's order.
  *
  * `request` is the request the completion answers (its settings are echoed; its function names feed the parser's
- * repairs). `inputTokens` is the prompt's length, for `usage`. `role: null` reads a completion that starts with
- * its own `<|start|>`; `stopAtTurnEnd: false` keeps reading after `<|call|>`/`<|return|>`. `strict: true` fails
+ * repairs, its strict tools' schemas check their calls). `inputTokens` is the prompt's length, for `usage`.
+ * `role: null` reads a completion that starts with its own `<|start|>`; by default the completion is read as one
+ * turn (several calls, each an item, when the engine did not stop at `<|call|>`, up to the request's
+ * `max_tool_calls`, and one with `parallel_tool_calls: false`; a tool result the model wrote itself cut and
+ * reported; nothing after `<|return|>`), and `stopAtTurnEnd: false` reads a whole transcript. `strict: true` fails
  * the response on the first deviation from the grammar instead of repairing it.
  */
 export class ResponseBuilder<D> {
   readonly responseId: string;
   private readonly parser: HarmonyStreamParser;
+  private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by name
   private readonly model: string;
   private readonly ids: IdFactory;
   private readonly clock: () => number;
@@ -253,8 +306,12 @@ export class ResponseBuilder<D> {
     options: BuilderOptions = {},
   ) {
     const names = options.tools ?? (request !== null ? (request.tools ?? []).map((t) => t.name) : []);
+    this.schemas = new Map(
+      (request?.tools ?? []).filter((t) => t.strict === true).map((t) => [t.name, (t.parameters ?? {}) as unknown as JsonObject]),
+    );
     this.parser = new HarmonyStreamParser(encoding, options.role === undefined ? Role.Assistant : options.role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
+      maxToolCalls: callsAllowed(request),
     });
     this.model = options.model ?? "gpt-oss";
     this.ids = options.ids ?? randomId;
@@ -383,14 +440,20 @@ export class ResponseBuilder<D> {
 
   /**
    * The end of the completion: a cut item and `response.incomplete`, or `response.completed`. `stopped` is what
-   * the engine said: true, it stopped on a stop token (an open message is complete); false, the budget ran out
-   * (incomplete); null (not known): incomplete when the completion ends inside a message.
+   * the engine said: true, it stopped on a stop token (which it may not have passed on, as llama.cpp and Ollama do
+   * not): an open message is complete; false, the budget ran out: the response is incomplete; null (not known): for
+   * token ids, incomplete when the completion ends inside a message (engines keep the stop token among the ids).
+   * For text, engines leave the stop token's text out, so text ending inside a message is no sign of a cut by
+   * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header, or inside a
+   * call's JSON arguments).
    */
   finish(stopped: boolean | null = null): void {
     if (this.finishedFlag) return;
     if (!this.started) this.start();
     const region = this.parser.region;
-    const cut = region === Region.Body || region === Region.Header; // the completion ends inside a message
+    let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
+    cut = cut && (this.parser.tokensRead > 0 || this.text.some((t) => t !== "")); // an empty completion is not cut
+    if (stopped === null) stopped = !cut || (this.text.length > 0 && this.stopTokenMayEndIt());
     let events: Event[];
     try {
       events = this.parser.close();
@@ -401,7 +464,7 @@ export class ResponseBuilder<D> {
     this.handle(events, stopped ? Status.Completed : Status.Incomplete);
     this.finishedFlag = true;
     if (this.item !== null) this.close(stopped ? Status.Completed : Status.Incomplete, this.parser.currentContent);
-    if (stopped === false || (stopped === null && cut)) this.closeResponse(Status.Incomplete, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+    if (!stopped) this.closeResponse(Status.Incomplete, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
     else this.closeResponse(Status.Completed, { completedAt: Math.floor(this.clock()) });
   }
 
@@ -410,6 +473,23 @@ export class ResponseBuilder<D> {
     const snap = this.snapshot(status, { usage: this.usage(), ...extra });
     this.finalResponse = snap;
     this.sink.event(event(spec.STREAM_CLOSING[status] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+  }
+
+  /** Whether text that ends inside a message may end there because the engine left out a stop token: not inside a
+   * header, nor inside a call's JSON arguments (the model closes them before `<|call|>`). */
+  private stopTokenMayEndIt(): boolean {
+    const item = this.item;
+    if (item === null) return !this.parser.seenControl; // a header, or text with no control token at all (the answer)
+    if (item.spec.part !== null) return true; // reasoning, a preamble, the answer: a stop token may end any
+    const text = strip(this.parser.currentContent);
+    if (!text || !JSON_OPENERS.includes(text[0] as string)) return true;
+    try {
+      readJson(text);
+    } catch (e) {
+      if (e instanceof JsonSyntaxError) return false; // cut inside the JSON
+      throw e;
+    }
+    return true;
   }
 
   /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
@@ -450,7 +530,7 @@ export class ResponseBuilder<D> {
 
   private open(start: MessageStart): OpenItem {
     const kind = KINDS.get(kindOf(start)) as KindSpec;
-    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start.channel, start.recipient);
+    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start.channel, start.recipient, start.contentType);
     if (kind.kind === ItemKind.FunctionCall) {
       item.callId = this.ids(kind.callIdPrefix ?? kind.idPrefix);
       item.name = (start.recipient ?? "").slice(FUNCTIONS_PREFIX.length);
@@ -471,6 +551,7 @@ export class ResponseBuilder<D> {
     if (item === null) throw new Error("ResponseBuilder: no item is open");
     const kind = item.spec;
     const index = item.outputIndex;
+    if (kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
     if (kind.part !== null && kind.done !== null) {
       this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, text }));
       this.sink.event(event(spec.STREAM_PART_DONE, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, part: kind.part(text) }));
@@ -480,7 +561,7 @@ export class ResponseBuilder<D> {
     if (item.reasoning) {
       if (this.text.length > 0) {
         // text input: count the tokens it stands for: <|message|>, the text, the stop
-        this.reasoningTokens += this.encoding.encode(text, { allowedSpecial: "all" }).length + 1 + (status === Status.Completed ? 1 : 0);
+        this.reasoningTokens += this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length + 1 + (status === Status.Completed ? 1 : 0);
       } else {
         this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom; // from the token that opened the body to the one that closed it
       }
@@ -489,6 +570,32 @@ export class ResponseBuilder<D> {
     this.sink.event(event(spec.STREAM_ITEM_DONE, { sequence_number: this.nextSequenceNumber(), output_index: index, item: body }));
     this.outputItems.push(body);
     this.item = null;
+  }
+
+  /** A finished call's arguments: `{}` for empty ones (one more delta), and a strict tool's check. */
+  private checkArguments(item: OpenItem, text: string): string {
+    const name = item.name ?? "";
+    if (!strip(text)) {
+      if (item.streams) this.sink.delta(item, this.nextSequenceNumber(), EMPTY_ARGUMENTS);
+      text += EMPTY_ARGUMENTS;
+      this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, pyFormat(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
+    }
+    const schema = this.schemas.get(name);
+    if (schema !== undefined) {
+      const found = checkArguments(text, schema);
+      if (found.valid !== true) {
+        item.validation = found.toDict();
+        const error = found.errors[0]?.message ?? "";
+        this.repair(spec.RECOVERY_ARGUMENTS_INVALID, pyFormat(spec.PARSE_DETAIL_ARGUMENTS_INVALID, { name, item: item.id, error }));
+      }
+    }
+    return text;
+  }
+
+  private repair(rule: string, detail: string): void {
+    const repair = new Recovered(rule, detail, this.parser.tokensRead);
+    this.repairList.push(repair);
+    if (this.onRepair !== null) this.onRepair(repair);
   }
 }
 
@@ -601,17 +708,24 @@ export function* feedAll<T>(completion: Completion, feedToken: (token: number) =
   for (const piece of completion as Iterable<number | string>) yield typeof piece === "string" ? feedText(piece) : feedToken(piece);
 }
 
-/** The typed event stream for a completion given as token ids or text chunks (`options`: `ResponseBuilder`'s). */
+/** Options of `streamResponse` and `buildResponse`: `ResponseBuilder`'s, and the engine's finish reason. */
+export interface StreamOptions extends BuilderOptions {
+  /** What the engine said (see `ResponseBuilder.finish`): stopped on a stop token, cut by the budget, or unknown. */
+  readonly stopped?: boolean | null;
+}
+
+/** The typed event stream for a completion given as token ids or text chunks (`options`: `ResponseBuilder`'s, and
+ * `stopped`, the engine's finish reason). */
 export function* streamResponse(
   completion: Completion,
   encoding: HarmonyEncoding,
   request: CreateResponseBody | null = null,
-  options: BuilderOptions = {},
+  options: StreamOptions = {},
 ): Generator<StreamingEvent> {
   const streamer = new ResponseStreamer(encoding, request, options);
   yield* streamer.start();
   for (const events of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* events;
-  yield* streamer.finish();
+  yield* streamer.finish(options.stopped ?? null);
 }
 
 /** The final `ResponseResource` for a completion (the non-streaming case). */
@@ -619,7 +733,7 @@ export function buildResponse(
   completion: Completion,
   encoding: HarmonyEncoding,
   request: CreateResponseBody | null = null,
-  options: BuilderOptions = {},
+  options: StreamOptions = {},
 ): ResponseResource {
   let last: StreamingEvent | null = null;
   for (const e of streamResponse(completion, encoding, request, options)) last = e;

@@ -7,7 +7,7 @@ import { isJsonObject, type JsonData } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { pyRepr } from "../pyformat.js";
 import { spec } from "../tables.js";
-import { type BuilderOptions, type Completion, feedAll, type OpenItem, ResponseBuilder, type Sink } from "./items.js";
+import { type BuilderOptions, type Completion, feedAll, type OpenItem, ResponseBuilder, type Sink, type StreamOptions } from "./items.js";
 import { dumpAs, jsonString, ModelValidationError, pydanticJson, validateAs } from "./schema.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -106,6 +106,9 @@ export interface SSEOptions extends BuilderOptions {
   readonly reasoningNames?: ReasoningNames;
 }
 
+/** Options of `streamSse`: `SSEStreamer`'s and the engine's finish reason (`stopped`, see `ResponseBuilder.finish`). */
+export interface StreamSSEOptions extends SSEOptions, StreamOptions {}
+
 /**
  * Completion tokens (or text) → SSE text, for servers: `start`, `feed`, `feedText`, `finish`, `fail`.
  *
@@ -152,11 +155,16 @@ export class SSEStreamer {
 
 /** The SSE text for a completion given as token ids or text chunks: the same bytes as `toSse(streamResponse(...))`,
  * produced without a typed event per delta. Yields no empty strings. */
-export function* streamSse(completion: Completion, encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: SSEOptions = {}): Generator<string> {
+export function* streamSse(
+  completion: Completion,
+  encoding: HarmonyEncoding,
+  request: CreateResponseBody | null = null,
+  options: StreamSSEOptions = {},
+): Generator<string> {
   const streamer = new SSEStreamer(encoding, request, options);
   yield streamer.start();
   for (const text of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) if (text) yield text;
-  yield streamer.finish();
+  yield streamer.finish(options.stopped ?? null);
 }
 
 /** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */

@@ -4,14 +4,31 @@
  * `HeaderReader` collects a header's text until a control token closes a stretch of it, splits it into words at
  * whitespace (Python's) and feeds each word to the shared LALR parser as a terminal: the lexer terminal for a
  * role (when a role can come there), for a recipient (`to=…`), or any other word. Control tokens inside the
- * header and the closing `<|message|>` are fed too. In strict mode whatever leaves the grammar throws; in lenient
- * mode each repair is reported (`report(rule, detail, text, position)`) and parsing goes on. `complete()` gives
- * the finished `Header`. Mirrors the Python package's `stream/header.py`.
+ * header (`<|channel|>`, `<|constrain|>`, another `<|start|>`) and the closing `<|message|>` are fed too. In
+ * strict mode whatever leaves the grammar throws.
+ *
+ * In lenient mode a word is read by what it can be where it stands, knowing which control token ends its stretch
+ * of text, and whatever has no place in the header is set aside, never made a header part:
+ *
+ * - the author: a role; a role repeated or glued to a channel word (`assistantassistant`, `assistantfinal`); a
+ *   tool's name (namespaced, or a built-in namespace); any other word is reported and the message is the
+ *   expected role's;
+ * - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped (`––commentary`,
+ *   `final.`); a second `<|channel|>` replaces the first (the later one wins);
+ * - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one wins);
+ *   a declared function name with spaces in it is read whole; an assistant message addressed to the assistant
+ *   has none; the function's name written as the content type (`<|constrain|>functions.x`) is the recipient;
+ * - the content type: a known content type, or the word after `<|constrain|>`;
+ * - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
+ *
+ * Each repair is reported (`report(rule, detail, text, position)`). `complete()` gives the finished `Header`;
+ * `cut()` says what a header cut short by a stop token is (`Cut`). Mirrors the Python package's
+ * `stream/header.py`, repair for repair and position for position.
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
 import { pyFormat } from "../pyformat.js";
-import { cpLength, isAlnum, PY_WHITESPACE } from "../pytext.js";
+import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
 
@@ -27,25 +44,55 @@ export const T_CHANNEL = CONTROL_TERMINALS.get(spec.TOKEN_CHANNEL) ?? "";
 export const T_CONSTRAIN = CONTROL_TERMINALS.get(spec.TOKEN_CONSTRAIN) ?? "";
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const CONSTRAIN = spec.SPELLING_CONSTRAIN;
-export const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
+const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
+export const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + SEPARATOR;
 /** Role value → the role. */
 export const ROLES: ReadonlyMap<string, Role> = new Map(ROLE_VALUES.map((r) => [String(r), r]));
+/** The known channels. */
+export const CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
+/** A content type, lower-cased → as the spec writes it. */
+export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_TYPES.map((ct) => [ct.toLowerCase(), ct]));
+/** The built-in tools' namespaces (`browser`, `python`). */
+export const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(Object.keys(spec.BUILTIN_NAMESPACES));
+/** Namespaces the spec's item table gives their own items (the built-in tools, container included). */
+export const BUILTIN_ITEM_NAMESPACES: ReadonlySet<string> = new Set(
+  Object.values(spec.ITEM_KINDS)
+    .map((row) => row.namespace)
+    .filter((ns): ns is string => !!ns),
+);
 const WORD_RE = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
 const PARTS: ReadonlySet<string> = new Set([grammar.RULE_AUTHOR, grammar.RULE_RECIPIENT, grammar.RULE_CHANNEL, grammar.RULE_CONTENT_TYPE]);
+const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
+const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
+const GLUED_ROLE_RE = new RegExp(
+  `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
+  "u",
+);
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
 export class Header {
-  author: string | null = null;
-  isRole = false;
-  recipient: string | null = null;
-  channel: string | null = null;
-  contentType: string | null = null;
+  constructor(
+    public author: string | null = null,
+    public isRole = false,
+    public recipient: string | null = null,
+    public channel: string | null = null,
+    public contentType: string | null = null,
+  ) {}
+}
+
+/** What a header cut short by a stop token is, in lenient mode. */
+export enum Cut {
+  Message, // a whole header with a recipient: a call with no arguments
+  Headerless, // prose where the header should be, and no header part: a message's body
+  Junk, // no message: its text is set aside
+  Nothing, // nothing was read for it
 }
 
 /** (terminal, text): the value a lexer terminal carries on the parser's stack. */
 type Word = readonly [string, string];
 /** (part, value, is a role): what a header part contributes. */
 type Part = readonly [string, string | null, boolean];
+type Pending = readonly [string, string, string, number];
 
 function isWord(value: unknown): value is Word {
   return Array.isArray(value) && value.length === 2;
@@ -83,6 +130,41 @@ export function reduceHeader(origin: string, children: unknown[]): unknown {
   return null;
 }
 
+/** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
+export function edgeCore(word: string): string {
+  const chars = [...word];
+  let start = 0;
+  while (start < chars.length && !isAlnum(chars[start] as string)) start++;
+  let end = chars.length;
+  while (end > start && !isAlnum(chars[end - 1] as string)) end--;
+  return start === 0 && end === chars.length ? word : chars.slice(start, end).join("");
+}
+
+/**
+ * A channel word as a model wrote it → the known channel it names and whether anything was dropped.
+ *
+ * `––commentary`, `final.`, `Analysis`, `commentary?commentary?` name a channel; a word naming none is kept as is.
+ */
+export function channelOf(word: string): [string, boolean] {
+  if (CHANNELS.has(word)) return [word, false];
+  const core = edgeCore(word).toLowerCase();
+  if (CHANNELS.has(core)) return [core, true];
+  for (const channel of CHANNELS) {
+    if (core.startsWith(channel) && !isAlnum(String.fromCodePoint(core.codePointAt(channel.length) ?? 0))) return [channel, true];
+  }
+  return [word, false];
+}
+
+/** `assistantassistant` → (assistant, null, null); `assistantfinal` → (assistant, final, null);
+ * `assistantto=functions.f` → (assistant, null, `to=functions.f`); null if the word names no role. */
+export function roleOf(word: string): [Role, string | null, string | null] | null {
+  const role = ROLES.get(word);
+  if (role !== undefined) return [role, null, null]; // the usual case, without the regular expression
+  const match = GLUED_ROLE_RE.exec(word);
+  if (match === null) return null;
+  return [ROLES.get(match[1] ?? "") as Role, match[2] ?? null, match[3] ?? null];
+}
+
 function bisectRight(sorted: readonly number[], value: number): number {
   let lo = 0;
   let hi = sorted.length;
@@ -94,15 +176,30 @@ function bisectRight(sorted: readonly number[], value: number): number {
   return lo;
 }
 
+/** `text.split()` joined with single spaces. */
+function normalSpaces(text: string): string[] {
+  return text.match(WORD_RE) ?? [];
+}
+
 /** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
 export class HeaderReader {
-  private snapshot: IncrementalParser;
+  private readonly tools: ReadonlySet<string>;
+  private readonly spacedTools: ReadonlyMap<string, string>; // a declared name with spaces, its words joined by one
+  private snapshot: IncrementalParser; // the parser before the header's <|start|>
   private text: string[] = []; // header text not yet split into words
   private starts: number[] = []; // where each piece of that text began
+  private raw: string[] = []; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
+  private said: string[] = []; // every word the input gave for this header, placed or set aside
   private terms: string[] = []; // and their terminals (control terminals too)
   private virtualStart = false; // the header's <|start|>ROLE came from the prompt, not the input
-  private skippingChannel = false;
+  private pending: Pending[] = []; // repairs reported when the header is settled
+  private fedRecipient: string | null = null; // the recipient the grammar took
+  private fedChannel: string | null = null; // the channel the grammar took
+  private recipient: string | null = null; // lenient: a recipient the grammar could not take where it stood
+  private channel: string | null = null; // lenient: a channel that replaced the one the grammar took
+  private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
+  private setAside = false; // lenient: some of the header's text had no place in it
 
   constructor(
     private readonly lalr: IncrementalParser,
@@ -110,7 +207,15 @@ export class HeaderReader {
     private readonly role: Role | null, // the completion's first role, and the role a header without an author gets
     private readonly report: Report,
     private readonly fail: Fail,
+    tools: Iterable<string> = [],
   ) {
+    this.tools = new Set(tools);
+    const spaced = new Map<string, string>();
+    for (const tool of this.tools) {
+      const words = normalSpaces(tool);
+      if (words.length > 1) spaced.set(words.join(" "), tool);
+    }
+    this.spacedTools = spaced;
     this.snapshot = lalr.copy();
   }
 
@@ -128,16 +233,21 @@ export class HeaderReader {
 
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
-    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && this.text.length === 0;
+    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && this.raw.length === 0;
   }
 
   /** The header's words as the input gave them (not the role a completion starts in). */
   spokenWords(): string {
-    return (this.virtualStart ? this.words.slice(1) : this.words).join(" ");
+    return this.said.join(" ");
   }
 
   pendingText(): string {
     return this.text.join("");
+  }
+
+  /** The header as the input gave it so far: its text, with its control tokens spelled out. */
+  rawText(): string {
+    return this.raw.join("");
   }
 
   /** The header text not yet split into words, taken out of the header. */
@@ -156,17 +266,22 @@ export class HeaderReader {
     this.lalr.feedToken(T_START);
     this.text = [];
     this.starts = [];
-    this.skippingChannel = false;
+    this.pending = [];
+    this.said = [];
+    this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
+    this.replacingChannel = this.setAside = false;
     if (role === null) {
       this.words = [];
       this.terms = [];
       this.virtualStart = false;
+      this.raw = [spellingOf(T_START)];
       return;
     }
     this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
     this.words = [role];
     this.terms = [T_ROLE];
     this.virtualStart = true;
+    this.raw = [];
   }
 
   /** Forget the header: the parser goes back to where it was before the header's `<|start|>`. */
@@ -176,36 +291,64 @@ export class HeaderReader {
     this.starts = [];
     this.words = [];
     this.terms = [];
+    this.pending = [];
+    this.raw = [];
+    this.said = [];
   }
 
   addText(text: string, position: number): void {
     this.text.push(text);
     this.starts.push(position);
+    this.raw.push(text);
   }
 
-  /** Split the collected text into words and feed them; a word's position is where it starts (its character,
-   * or the token it starts in). */
-  flushWords(byCharacter: boolean): void {
+  /** Split the collected text into words and feed them; a word's position is where it starts (its character, or
+   * the token it starts in). `before` is the control token that ends the text (null: the end of the stream);
+   * lenient mode reads the words knowing it. */
+  flushWords(byCharacter: boolean, before: string | null = null): void {
     if (this.text.length === 0) return;
     const pieces = this.text;
     const starts = this.starts;
     this.text = [];
     this.starts = [];
+    const joined = pieces.length === 1 ? (pieces[0] as string) : pieces.join("");
     const ends: number[] = [];
     let total = 0;
     for (const piece of pieces) ends.push((total += piece.length));
-    const joined = pieces.join("");
-    WORD_RE.lastIndex = 0;
-    for (let m = WORD_RE.exec(joined); m !== null; m = WORD_RE.exec(joined)) {
-      const index = bisectRight(ends, m.index);
+    const position = (at: number): number => {
+      const index = pieces.length === 1 ? 0 : bisectRight(ends, at);
+      if (!byCharacter) return starts[index] as number;
       const pieceStart = index > 0 ? (ends[index - 1] as number) : 0;
-      const offset = byCharacter ? cpLength(joined.slice(pieceStart, m.index)) : 0;
-      this.word(m[0], (starts[index] as number) + offset);
+      return (starts[index] as number) + cpCount(joined, pieceStart, at);
+    };
+    WORD_RE.lastIndex = 0;
+    if (!this.lenient) {
+      for (let m = WORD_RE.exec(joined); m !== null; m = WORD_RE.exec(joined)) {
+        this.said.push(m[0]);
+        this.strictWord(m[0], position(m.index));
+      }
+      return;
     }
+    let spans: [number, number][] = [];
+    for (let m = WORD_RE.exec(joined); m !== null; m = WORD_RE.exec(joined)) spans.push([m.index, m.index + m[0].length]);
+    if (this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
+    let aside: [number, number] | null = null; // a run of words set aside, reported as the text it spans
+    for (const [start, end] of spans) {
+      const word = joined.slice(start, end);
+      this.said.push(word);
+      if (this.word(word, position(start), before)) {
+        aside = [aside !== null ? aside[0] : start, end];
+      } else if (aside !== null) {
+        this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
+        aside = null;
+      }
+    }
+    if (aside !== null) this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
   }
 
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
   control(terminal: string, position: number): void {
+    this.raw.push(spellingOf(terminal));
     try {
       this.lalr.feedToken(terminal);
     } catch (e) {
@@ -220,7 +363,7 @@ export class HeaderReader {
   /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
   complete(position: number): Header | null {
     const lalr = this.lalr;
-    this.skippingChannel = false;
+    this.replacingChannel = false;
     try {
       lalr.feedToken(T_MESSAGE);
     } catch (e) {
@@ -251,7 +394,25 @@ export class HeaderReader {
     const header = lalr.valueAt(-2);
     if (!(header instanceof Header)) throw new Error("HeaderReader: the grammar gave no header");
     this.terms = [];
+    if (this.lenient) this.settle(header, position);
     return header;
+  }
+
+  /** What the header is, now that a stop token ends it before `<|message|>` (lenient mode; call `flushWords`
+   * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
+  cut(): Cut {
+    if (this.empty && this.raw.length === 0) return Cut.Nothing;
+    const spoken = this.terms[0] === T_ROLE ? this.terms.slice(1) : this.terms;
+    let recipient = this.recipient || this.fedRecipient;
+    if (recipient === Roles.Assistant) recipient = null;
+    if (recipient !== null && !this.setAside) return Cut.Message;
+    if (this.virtualStart && !spoken.includes(T_CHANNEL) && recipient === null && strip(this.rawText())) return Cut.Headerless;
+    return Cut.Junk;
+  }
+
+  /** The header is set aside whole: the repairs found in it are not reported one by one. */
+  discardPending(): void {
+    this.pending = [];
   }
 
   // -- words -------------------------------------------------------------------------------------------------
@@ -262,44 +423,192 @@ export class HeaderReader {
     return T_WORD;
   }
 
-  private word(word: string, position: number): void {
+  private strictWord(word: string, position: number): void {
     const terminal = this.classify(word);
-    if (this.lenient) {
-      if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1) {
-        this.report(spec.RECOVERY_DOUBLED_ROLE, pyFormat(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
-        return;
-      }
-      if (this.skippingChannel) {
-        this.skippingChannel = false;
-        this.report(spec.RECOVERY_DOUBLED_CHANNEL, pyFormat(spec.PARSE_DETAIL_DOUBLED_CHANNEL, { word }), word, position);
-        return;
-      }
-    }
     try {
       this.lalr.feedToken(terminal, [terminal, word] as Word);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
-      if (this.terms[this.terms.length - 1] === T_CHANNEL) {
-        this.fillEmptyChannel(position);
-        this.word(word, position);
-      } else if (terminal === T_TO && this.terms.includes(T_TO)) {
-        this.report(spec.RECOVERY_DOUBLED_RECIPIENT, pyFormat(spec.PARSE_DETAIL_DOUBLED_RECIPIENT, { word }), word, position);
-      } else {
-        this.report(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_WORD, { word }), word, position);
-      }
-      return;
+      this.fail(pyFormat(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
     }
     this.words.push(word);
     this.terms.push(terminal);
   }
 
+  private feed(terminal: string, word: string): boolean {
+    if (!this.lalr.accepts(terminal)) return false;
+    this.lalr.feedToken(terminal, [terminal, word] as Word);
+    this.words.push(word);
+    this.terms.push(terminal);
+    return true;
+  }
+
+  private feedChannel(channel: string): void {
+    this.lalr.feedToken(T_CHANNEL);
+    this.terms.push(T_CHANNEL);
+    this.feed(T_WORD, channel);
+    this.fedChannel = channel;
+  }
+
+  /** Lenient: place one word; true when it has no place in the header (the caller sets it aside). */
+  private word(word: string, position: number, before: string | null): boolean {
+    if (this.lalr.expected().has(T_ROLE)) return this.author(word, position);
+    if (word.startsWith(TO)) {
+      if (this.terms[this.terms.length - 1] === T_CHANNEL) {
+        // `<|channel|> to=…`: no channel word
+        this.later(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
+        this.feed(T_WORD, "");
+      }
+      this.setRecipient(word, position);
+      return false;
+    }
+    if (this.replacingChannel) {
+      this.replacingChannel = false;
+      this.replaceChannel(word, position);
+      return false;
+    }
+    const last = this.terms.length > 0 ? this.terms[this.terms.length - 1] : null;
+    if (last === T_CHANNEL) {
+      const [channel, trimmed] = channelOf(word);
+      if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+      this.feed(T_WORD, channel);
+      this.fedChannel = channel;
+      return false;
+    }
+    if (last === T_CONSTRAIN) return !this.feed(T_WORD, word);
+    if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1 && this.terms[0] === T_ROLE) {
+      this.later(spec.RECOVERY_DOUBLED_ROLE, pyFormat(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
+      return false;
+    }
+    if (before !== T_CHANNEL && !this.terms.includes(T_CHANNEL) && this.channel === null) {
+      const [channel] = channelOf(word);
+      if (CHANNELS.has(channel) && this.lalr.accepts(T_CHANNEL)) {
+        // the channel marker was lost
+        this.lalr.feedToken(T_CHANNEL);
+        this.terms.push(T_CHANNEL);
+        const detail = pyFormat(spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER, { word, token: spellingOf(T_CHANNEL) });
+        this.later(spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position);
+        this.feed(T_WORD, channel);
+        this.fedChannel = channel;
+        return false;
+      }
+    }
+    const contentType = CONTENT_TYPES.get(word.toLowerCase());
+    if (contentType !== undefined && before !== T_CHANNEL && this.feed(T_WORD, word)) return false;
+    return true;
+  }
+
+  private author(word: string, position: number): boolean {
+    const glued = roleOf(word);
+    if (glued !== null) {
+      const [role, channel, recipient] = glued;
+      this.feed(T_ROLE, role);
+      if (word !== role) this.later(spec.RECOVERY_GLUED_ROLE, pyFormat(spec.PARSE_DETAIL_GLUED_ROLE, { word, role }), "", position);
+      if (channel !== null && this.lalr.accepts(T_CHANNEL)) this.feedChannel(channel);
+      if (recipient !== null) this.setRecipient(recipient, position);
+      return false;
+    }
+    if (word.startsWith(TO)) {
+      this.addMissingRole(position);
+      this.setRecipient(word, position);
+      return false;
+    }
+    if (word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word) || BUILTIN_ITEM_NAMESPACES.has(word)) {
+      // a tool's name
+      this.feed(T_WORD, word);
+      return false;
+    }
+    const role = this.role ?? Roles.Assistant;
+    this.later(spec.RECOVERY_UNKNOWN_AUTHOR, pyFormat(spec.PARSE_DETAIL_UNKNOWN_AUTHOR, { word, role }), word, position);
+    this.feed(T_ROLE, role);
+    return false;
+  }
+
+  private setRecipient(word: string, position: number): void {
+    const earlier = this.recipient !== null ? this.recipient : this.fedRecipient;
+    if (earlier === null && this.feed(T_TO, word)) {
+      this.fedRecipient = word.slice(TO.length);
+      return;
+    }
+    if (earlier !== null) {
+      const detail = pyFormat(spec.PARSE_DETAIL_DOUBLED_RECIPIENT, { word: TO + earlier });
+      this.later(spec.RECOVERY_DOUBLED_RECIPIENT, detail, TO + earlier, position);
+    } else {
+      this.later(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE, { word }), "", position);
+    }
+    this.recipient = word.slice(TO.length);
+  }
+
+  private replaceChannel(word: string, position: number): void {
+    const [channel, trimmed] = channelOf(word);
+    const earlier = this.channel !== null ? this.channel : this.fedChannel;
+    this.later(spec.RECOVERY_DOUBLED_CHANNEL, pyFormat(spec.PARSE_DETAIL_DOUBLED_CHANNEL, { word: earlier || "", channel }), earlier || "", position);
+    if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+    this.channel = channel;
+  }
+
+  /** `to=functions.Web Search`, where `Web Search` is a declared function: one word. */
+  private joinSpacedNames(joined: string, spans: [number, number][]): [number, number][] {
+    const out: [number, number][] = [];
+    let i = 0;
+    while (i < spans.length) {
+      const [start] = spans[i] as [number, number];
+      let end = (spans[i] as [number, number])[1];
+      const word = joined.slice(start, end);
+      if (word.startsWith(TO)) {
+        const bare = word.slice(TO.length);
+        const name = bare.startsWith(FUNCTIONS_PREFIX) ? bare.slice(FUNCTIONS_PREFIX.length) : bare;
+        if (!this.tools.has(name)) {
+          for (let j = spans.length - 1; j > i; j--) {
+            const candidate = [name, ...spans.slice(i + 1, j + 1).map(([s, e]) => joined.slice(s, e))].join(" ");
+            const tool = this.spacedTools.get(candidate);
+            if (tool !== undefined) {
+              // the position is where the name starts in the header's text, in characters (as Python reports it)
+              this.later(spec.RECOVERY_NAME_WITH_SPACE, pyFormat(spec.PARSE_DETAIL_NAME_WITH_SPACE, { name: tool }), "", cpLength(joined.slice(0, start)));
+              end = (spans[j] as [number, number])[1];
+              i = j;
+              break;
+            }
+          }
+        }
+      }
+      out.push([start, end]);
+      i += 1;
+    }
+    return out;
+  }
+
   // -- repairs -----------------------------------------------------------------------------------------------
 
-  private fillEmptyChannel(position: number): void {
-    this.report(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
-    this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-    this.terms.push(T_WORD);
+  /** A repair reported once the header is settled (a header set aside whole reports only that). */
+  private later(rule: string, detail: string, text: string, position: number): void {
+    this.pending.push([rule, detail, text, position]);
+  }
+
+  private setTextAside(text: string, position: number): void {
+    this.setAside = true;
+    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_WORD, { word: text }), text, position);
+  }
+
+  /** Lenient: apply what the grammar could not hold, then report the header's repairs. */
+  private settle(header: Header, position: number): void {
+    if (this.recipient !== null) header.recipient = this.recipient;
+    if (this.channel !== null) header.channel = this.channel;
+    if (header.recipient === Roles.Assistant && header.isRole && header.author === Roles.Assistant) {
+      this.later(spec.RECOVERY_RECIPIENT_TO_SELF, pyFormat(spec.PARSE_DETAIL_RECIPIENT_TO_SELF, { recipient: header.recipient }), "", position);
+      header.recipient = null;
+    }
+    const contentType = header.contentType ?? "";
+    if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
+      const name = contentType.slice(CONSTRAIN.length);
+      if (name.startsWith(FUNCTIONS_PREFIX) || this.tools.has(name)) {
+        this.later(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE, { word: contentType }), "", position);
+        header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
+        header.contentType = null;
+      }
+    }
+    for (const [rule, detail, text, at] of this.pending) this.report(rule, detail, text, at);
+    this.pending = [];
   }
 
   private addMissingRole(position: number): void {
@@ -313,55 +622,82 @@ export class HeaderReader {
   private repairControl(terminal: string, position: number): void {
     const expected = this.lalr.expected();
     if (terminal === T_START) {
-      const abandoned = (this.virtualStart ? this.words.slice(1) : this.words).join(" ");
-      this.report(spec.RECOVERY_REPEATED_START, spec.PARSE_DETAIL_REPEATED_START, abandoned, position);
+      this.report(spec.RECOVERY_REPEATED_START, spec.PARSE_DETAIL_REPEATED_START, this.said.join(" "), position);
       this.lalr.restore(this.snapshot);
       this.lalr.feedToken(terminal);
       this.words = [];
       this.terms = [];
       this.virtualStart = false;
+      this.pending = [];
+      this.raw = [spellingOf(T_START)];
+      this.said = [];
+      this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
+      this.replacingChannel = this.setAside = false;
       return;
     }
     if (expected.size === 1 && expected.has(T_WORD) && this.terms[this.terms.length - 1] === T_CHANNEL) {
-      this.fillEmptyChannel(position);
+      this.report(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
+      this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
+      this.terms.push(T_WORD);
+      this.raw.pop();
       this.control(terminal, position);
       return;
     }
     if (expected.has(T_ROLE)) {
       this.addMissingRole(position);
+      this.raw.pop();
       this.control(terminal, position);
       return;
     }
     if (terminal === T_CHANNEL && this.terms.includes(T_CHANNEL)) {
-      this.skippingChannel = true;
+      this.replacingChannel = true;
       return;
     }
-    const detail = pyFormat(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) });
-    this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
+    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
   }
 }
 
-/** Lenient repairs that need the declared function names: a missing `functions.` prefix, and a content type
- * glued to a declared name (`functions.shelljson`). */
+/** Lenient repairs that need the declared function names: a missing `functions.` prefix, and a content type glued
+ * to a declared name (`functions.shelljson`, `shelljson`). */
 export function applyDeclaredTools(header: Header, tools: Iterable<string>, report: Report, position: number): void {
-  const declared = new Set(tools);
-  if (header.recipient !== null && declared.has(header.recipient)) {
-    const detail = pyFormat(spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, { recipient: header.recipient });
-    report(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, detail, "", position);
-    header.recipient = FUNCTIONS_PREFIX + header.recipient;
-  }
+  const declared = tools instanceof Set ? (tools as ReadonlySet<string>) : new Set(tools);
   const recipient = header.recipient;
-  if (declared.size > 0 && recipient && recipient.startsWith(FUNCTIONS_PREFIX)) {
-    const name = recipient.slice(FUNCTIONS_PREFIX.length);
-    if (declared.has(name)) return;
-    for (const tool of [...declared].sort((a, b) => cpLength(b) - cpLength(a))) {
-      const rest = name.slice(tool.length);
-      if (name.startsWith(tool) && isAlnum(rest)) {
-        report(spec.RECOVERY_GLUED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, { recipient }), rest, position);
-        header.recipient = FUNCTIONS_PREFIX + tool;
-        if (header.contentType === null) header.contentType = rest;
-        break;
-      }
+  if (declared.size === 0 || !recipient) return;
+  if (declared.has(recipient)) {
+    report(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, pyFormat(spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, { recipient }), "", position);
+    header.recipient = FUNCTIONS_PREFIX + recipient;
+    return;
+  }
+  const name = recipient.startsWith(FUNCTIONS_PREFIX) ? recipient.slice(FUNCTIONS_PREFIX.length) : recipient;
+  if (declared.has(name)) return;
+  const core = edgeCore(name);
+  if (declared.has(core)) {
+    // `to=functions.get_weather,`
+    const at = name.indexOf(core);
+    report(spec.RECOVERY_RECIPIENT_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION, { recipient, name: core }), name.slice(0, at) + name.slice(at + core.length), position);
+    header.recipient = FUNCTIONS_PREFIX + core;
+    return;
+  }
+  const parts = name.split(SEPARATOR);
+  for (let i = 1; i < parts.length; i++) {
+    // `to=function.get_weather`, `to=functions.functions.get_weather`
+    const rest = parts.slice(i).join(SEPARATOR);
+    const head = parts[0] as string;
+    if (declared.has(rest) && !BUILTIN_NAMESPACES.has(head) && !BUILTIN_ITEM_NAMESPACES.has(head)) {
+      report(spec.RECOVERY_WRONG_NAMESPACE, pyFormat(spec.PARSE_DETAIL_WRONG_NAMESPACE, { recipient, name: rest }), parts.slice(0, i).join(SEPARATOR), position);
+      header.recipient = FUNCTIONS_PREFIX + rest;
+      return;
+    }
+  }
+  if (name === recipient && name.includes(SEPARATOR)) return;
+  for (const tool of [...declared].sort(byLengthDown)) {
+    const rest = name.slice(tool.length);
+    const contentType = CONTENT_TYPES.get(rest.toLowerCase());
+    if (name.startsWith(tool) && contentType !== undefined) {
+      report(spec.RECOVERY_GLUED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, { recipient }), rest, position);
+      header.recipient = FUNCTIONS_PREFIX + tool;
+      if (header.contentType === null) header.contentType = contentType;
+      return;
     }
   }
 }

@@ -5,24 +5,46 @@
  * parser is in (`Region`), what each piece is: outside a message, text is set aside (lenient) or an error
  * (strict); in a header it goes to the `HeaderReader` (`header.ts`); in a body it is content, and so is any
  * control token the grammar does not accept there. The generated LALR tables (`lalr.IncrementalParser`) follow
- * the whole stream, so every structural decision is the grammar's.
+ * the whole stream, so every structural decision is the grammar's. Text whose control tokens a detokenizer
+ * stripped is split by `stripped.StrippedSplitter` as it streams.
+ *
+ * Lenient mode, besides the header repairs of `header.ts`: a leading byte order mark is not structure; a header
+ * cut short by a stop token is a call without arguments only when it is a whole header with a recipient, prose
+ * where the header should be is a message's body (reasoning when `<|end|>` ends it, the answer when `<|return|>`
+ * does), and anything else is set aside; header words outside a message followed by `<|constrain|>` or
+ * `<|message|>` open a message; text after the last message that `<|end|>` ended is the answer; in text input, a
+ * stop token spelled inside an open JSON string of a call's arguments is text.
  *
  * Events: `MessageStart` once a header is complete, `ContentDelta` for each piece of body text as it arrives,
  * `MessageEnd` with the whole message and its terminator, and, in lenient mode, `Recovered` for every repair
  * (`RECOVERY_RULES`). Strict mode throws `HarmonyParseError` where the input leaves the grammar. Lenient mode
- * never throws on model output and never drops text. Mirrors the Python package's `stream/parser.py`, event for
- * event and position for position.
+ * never throws on model output and never drops text: whatever cannot be placed in a message is carried by a
+ * `Recovered` event. Mirrors the Python package's `stream/parser.py`, event for event and position for position.
  */
 
 import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { pyFormat, pyRepr } from "../pyformat.js";
-import { cpPrefix, escapeRegExp, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
-import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, type Mode, ParsedMessage, Recovered } from "./events.js";
-import { applyDeclaredTools, Header, HeaderReader, reduceHeader, ROLES, T_CHANNEL, T_MESSAGE, T_START } from "./header.js";
+import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered } from "./events.js";
+import {
+  applyDeclaredTools,
+  channelOf,
+  CHANNELS,
+  Cut,
+  Header,
+  HeaderReader,
+  reduceHeader,
+  ROLES,
+  T_CHANNEL,
+  T_CONSTRAIN,
+  T_MESSAGE,
+  T_START,
+} from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
+import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
 
 const TEXT = grammar.LEXER_TERMINAL_TEXT;
 
@@ -38,27 +60,37 @@ const TERMINATOR_OF: ReadonlyMap<string, Terminator> = new Map(
     .map(([id, t]) => [t, terminator(spec.TERMINATORS[id] as string)]),
 );
 const EOS = terminator(spec.PARSE_EOS_TERMINATOR);
-const TURN_ENDS: ReadonlySet<Terminator> = new Set(spec.STOP_TOKENS_FOR_ASSISTANT_ACTIONS.map((id) => terminator(spec.TERMINATORS[id] as string)));
-const NOT_SPACE = `[^${PY_WHITESPACE}]`;
-const STRIPPED_RE = new RegExp(
-  `(?:^|${escapeRegExp(Roles.Assistant)})(${spec.CHANNELS.map(escapeRegExp).join("|")})` +
-    `(?: ${escapeRegExp(spec.HEADER_RECIPIENT_KEYWORD)}(${NOT_SPACE}+?))?` +
-    `(?: (${spec.CONTENT_TYPES.map(escapeRegExp).join("|")}))?(?=${NOT_SPACE})`,
-  "gu",
-);
+const END = terminator(spec.TERMINATORS[spec.TOKEN_END] as string);
+const CALL = terminator(spec.TERMINATORS[spec.TOKEN_CALL] as string);
+const TURN_END = terminator(spec.TERMINATORS[spec.TOKEN_END_DONE_SAMPLING] as string); // ends the model's turn
+const TO = spec.HEADER_RECIPIENT_KEYWORD;
+const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
+const LEADING_SPACE = new RegExp(`^[${PY_WHITESPACE}]+`, "u");
+const WORDS = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
+const JSON_OPENERS = "{["; // what JSON arguments begin with
+const QUOTE = 0x22; // `"`, as a UTF-16 unit (it and the backslash are never part of a surrogate pair)
+const BACKSLASH = 0x5c;
+
+/** `text.lstrip()`. */
+function lstrip(text: string): string {
+  return text.replace(LEADING_SPACE, "");
+}
 
 /** Where in the stream the parser is. */
 export enum Region {
   Outside, // between messages
   Header, // after `<|start|>`, before `<|message|>`
   Body, // after `<|message|>`, before a stop token
-  Stopped, // after a tool call or a turn's end, when asked to stop there
+  Stripped, // text whose control tokens were stripped, split on its header words
+  Stopped, // after the turn's end or a tool call, when asked to stop there
 }
 
-/** Options of `HarmonyStreamParser` beyond role, mode and tools. */
+/** Options of `HarmonyStreamParser` beyond role, mode and tools (the Python keyword arguments, camelCased). */
 export interface StreamParserOptions {
   readonly stopAfterToolCall?: boolean;
-  readonly stopAtTurnEnd?: boolean;
+  /** null or left out: true in lenient mode for a completion that follows the prompt's role, false otherwise. */
+  readonly stopAtTurnEnd?: boolean | null;
+  readonly maxToolCalls?: number | null;
 }
 
 /**
@@ -67,16 +99,22 @@ export interface StreamParserOptions {
  * `role` is the role of the message the completion starts in (the prompt ended with `<|start|>ROLE`), or null when
  * the completion starts with `<|start|>`. `tools` are the declared function names (without the function
  * namespace), used by the lenient repairs of recipients. `stopAfterToolCall` sets aside what follows the first
- * completed tool call by the assistant; `stopAtTurnEnd` what follows any message ended by a token that ends the
- * model's turn (`<|call|>`, `<|return|>`).
+ * completed tool call by the assistant, and `maxToolCalls: N` what follows the N-th (a request's
+ * `parallel_tool_calls: false`, `max_tool_calls`). `stopAtTurnEnd` (by default: in lenient mode, for a completion
+ * that follows the prompt's role; a strict parser, or one reading from `<|start|>`, reads a whole transcript)
+ * reads the input as one turn of the model, as a server does: what follows the message that `<|return|>` ended is
+ * set aside (a sampler stops there), and so is a tool result the model wrote itself after its call and everything
+ * after it; several calls in a row are all read (an engine that does not stop at `<|call|>` lets the model make
+ * them).
  */
 export class HarmonyStreamParser {
   private readonly lenient: boolean;
   private readonly role: Role | null;
   private readonly tools: ReadonlySet<string>;
-  private readonly stopAfterCall: boolean;
+  private callsLeft: number; // tool calls still allowed; -1: no limit
   private readonly stopAtTurnEnd: boolean;
   private stopRule = spec.RECOVERY_AFTER_TOOL_CALL;
+  private stopDetail = spec.PARSE_DETAIL_AFTER_TOOL_CALL;
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
@@ -94,8 +132,14 @@ export class HarmonyStreamParser {
   private bodyRun = false; // the body's text has been announced to the grammar
   private junk: string[] = [];
   private junkPos = 0;
-  private seenControl = false;
+  private headerPos = 0; // where the open header began
+  private controlSeen = false;
+  private fresh = true; // nothing read yet
+  private strippedPossible: boolean; // no control token and no text ruled out stripped text yet
+  private splitter: StrippedSplitter | null = null;
+  private strippedAt = 0; // where the stripped text began (its headers' positions count from there)
   private last: ParsedMessage | null = null;
+  private lastStop: Terminator | null = null; // the stop token read last, message or not
   private closed = false;
 
   constructor(
@@ -109,18 +153,24 @@ export class HarmonyStreamParser {
     this.lenient = mode === "lenient";
     this.role = role !== null ? parseRole(role) : null;
     this.tools = new Set(tools ?? []);
-    this.stopAfterCall = options.stopAfterToolCall ?? false;
-    this.stopAtTurnEnd = options.stopAtTurnEnd ?? false;
+    const maxToolCalls = options.maxToolCalls ?? null;
+    if (maxToolCalls !== null && maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
+    const limits = [options.stopAfterToolCall ? 1 : null, maxToolCalls].filter((n): n is number => n !== null);
+    this.callsLeft = limits.length > 0 ? Math.min(...limits) : -1;
+    const stopAtTurnEnd = options.stopAtTurnEnd ?? null;
+    this.stopAtTurnEnd = stopAtTurnEnd === null ? this.lenient && this.role !== null : stopAtTurnEnd;
     this.header = new HeaderReader(
       this.lalr,
       this.lenient,
       this.role,
       (rule, detail, text, position) => this.report(rule, detail, text, position),
       (message, position) => this.fail(message, position),
+      this.tools,
     );
     this.tokenLexer = new TokenLexer(encoding, this);
     this.known = this.tokenLexer.knownTexts;
     this.textLexer = new TextLexer(this);
+    this.strippedPossible = this.lenient;
     if (this.role !== null) {
       this.header.open(this.role);
       this.regionValue = Region.Header;
@@ -133,6 +183,11 @@ export class HarmonyStreamParser {
     return this.regionValue;
   }
 
+  /** Whether a control token has been read (text without any is read as stripped or plain text). */
+  get seenControl(): boolean {
+    return this.controlSeen;
+  }
+
   /** How many token ids were fed (`feedTokens` and `feedBodyToken`). */
   get tokensRead(): number {
     return this.tokenLexer.position;
@@ -140,7 +195,8 @@ export class HarmonyStreamParser {
 
   /** The text of the body being read so far ("" outside a body). */
   get currentContent(): string {
-    return this.regionValue === Region.Body ? this.body.join("") : "";
+    const region = this.regionValue;
+    return region === Region.Body || region === Region.Stripped ? this.body.join("") : "";
   }
 
   /** Feed completion token ids; the events they cause. */
@@ -201,12 +257,23 @@ export class HarmonyStreamParser {
       this.flushJunk();
       return out;
     }
-    if (this.lenient && !this.seenControl) {
-      if (this.strippedFallback()) return out;
+    if (this.regionValue === Region.Stripped) {
+      this.endStripped(EOS);
+      return out;
+    }
+    if (this.lenient && !this.controlSeen) {
+      if (this.strippedPossible && this.tryStripped(true)) {
+        this.endStripped(EOS);
+        return out;
+      }
       if (this.regionValue === Region.Header && this.header.virtual && strip(this.header.pendingText())) {
         this.unstructuredText();
         return out;
       }
+    }
+    if (this.lenient && this.regionValue === Region.Outside && this.junk.length > 0 && this.lastStop !== null) {
+      this.textAfterMessages();
+      return out;
     }
     this.flushJunk();
     if (this.regionValue === Region.Header) {
@@ -232,6 +299,13 @@ export class HarmonyStreamParser {
   // -- what the lexers find (the lexer's Sink) --------------------------------------------------------------
 
   onText(text: string, position: number): void {
+    if (this.fresh) {
+      this.fresh = false;
+      if (this.lenient && text.startsWith(BOM)) {
+        this.byteOrderMark(text, position);
+        return;
+      }
+    }
     this.pos = position;
     const region = this.regionValue;
     if (region === Region.Body) {
@@ -243,22 +317,43 @@ export class HarmonyStreamParser {
       this.out.push(new ContentDelta(this.index, text));
     } else if (region === Region.Header) {
       this.header.addText(text, position);
+      if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
+    } else if (region === Region.Stripped) {
+      this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
     } else {
       if (this.junk.length === 0) this.junkPos = position;
       this.junk.push(text);
-      if (region === Region.Outside && !this.lenient) {
-        this.fail(pyFormat(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
+      if (region === Region.Outside) {
+        if (!this.lenient) {
+          this.fail(pyFormat(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
+        }
+        if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
       }
     }
   }
 
+  /** A byte order mark starts the input (lenient): it is set aside, the rest of the text is read. */
+  private byteOrderMark(text: string, position: number): void {
+    this.report(spec.RECOVERY_BYTE_ORDER_MARK, spec.PARSE_DETAIL_BYTE_ORDER_MARK, BOM, position);
+    const rest = text.slice(BOM.length);
+    if (rest) this.onText(rest, position + (this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0));
+  }
+
   onControl(terminal: string, position: number): void {
     this.pos = position;
-    this.seenControl = true;
+    if (!this.controlSeen) {
+      this.controlSeen = true;
+      this.fresh = this.strippedPossible = false;
+    }
     const region = this.regionValue;
     if (region === Region.Body) {
       if (this.lalr.expected().has(terminal)) {
         // a terminator
+        if (this.unit === spec.PARSE_UNIT_TEXT && this.lenient && this.insideJsonString()) {
+          this.recover(spec.RECOVERY_JSON_STRING_CONTROL, pyFormat(spec.PARSE_DETAIL_JSON_STRING_CONTROL, { token: spellingOf(terminal) }));
+          this.onText(spellingOf(terminal), position);
+          return;
+        }
         this.lalr.feedToken(terminal);
         this.endMessage(TERMINATOR_OF.get(terminal) as Terminator);
       } else {
@@ -274,8 +369,19 @@ export class HarmonyStreamParser {
       this.junk.push(spellingOf(terminal));
       return;
     }
-    this.flushJunk();
+    if (region === Region.Stripped) {
+      // a control token after all: the stripped text ends here
+      const stop = TERMINATOR_OF.get(terminal) ?? null;
+      this.endStripped(stop ?? END);
+      if (stop !== null) {
+        this.lastStop = stop;
+        if (this.stopAtTurnEnd && stop === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+        return;
+      }
+    }
     if (terminal === T_START) {
+      this.flushJunk();
+      this.headerPos = position;
       this.header.open();
       this.regionValue = Region.Header;
       return;
@@ -283,12 +389,20 @@ export class HarmonyStreamParser {
     if (!this.lenient) {
       this.fail(pyFormat(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(terminal), start: spellingOf(T_START) }), position);
     }
+    if ((terminal === T_MESSAGE || terminal === T_CONSTRAIN) && this.junkIsHeader()) {
+      this.headerWithoutStart(terminal, position);
+      return;
+    }
+    this.flushJunk();
     const token = spellingOf(terminal);
-    if (TERMINATOR_OF.has(terminal)) {
+    const stop = TERMINATOR_OF.get(terminal);
+    if (stop !== undefined) {
+      this.lastStop = stop;
       this.recover(spec.RECOVERY_EXTRA_STOP, pyFormat(spec.PARSE_DETAIL_STOP_OUTSIDE, { token }));
     } else if (terminal === T_CHANNEL) {
       const role = this.role ?? Roles.Assistant;
       this.recover(spec.RECOVERY_MISSING_START, pyFormat(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token, role }));
+      this.headerPos = position;
       this.header.open(role);
       this.regionValue = Region.Header;
       this.headerControl(terminal, position);
@@ -305,18 +419,17 @@ export class HarmonyStreamParser {
   // -- headers -----------------------------------------------------------------------------------------------
 
   private headerControl(terminal: string, position: number): void {
-    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT);
+    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, terminal);
     this.pos = position;
     if (terminal === T_MESSAGE) {
       const header = this.header.complete(position);
       if (header === null) this.regionValue = Region.Outside;
-      else this.startBody(header);
+      else if (!this.cutInventedResult(header)) this.startBody(header);
       return;
     }
     if (TERMINATOR_OF.has(terminal)) {
-      const token = spellingOf(terminal);
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_STOP_IN_HEADER, { token }), position);
-      this.closeHeader(spec.RECOVERY_HEADER_CUT_BY_STOP, pyFormat(spec.PARSE_DETAIL_STOP_IN_HEADER, { token }), terminal, position);
+      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(terminal) }), position);
+      this.closeHeader(terminal, position);
       return;
     }
     this.header.control(terminal, position);
@@ -325,30 +438,108 @@ export class HarmonyStreamParser {
   /** The stream ended inside a header (lenient): no message; the header's words are set aside. */
   private dropHeader(rule: string, detail: string, position: number): void {
     this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT);
-    if (!this.header.untouched) this.recover(rule, detail, this.header.spokenWords(), position); // an empty completion is not a header cut short
+    if (!this.header.untouched) {
+      // an empty completion is not a header cut short
+      const aside = this.header.spokenWords() || this.header.rawText();
+      this.recover(rule, detail, aside, position);
+    }
     this.header.abandon();
     this.regionValue = Region.Outside;
   }
 
-  /** A stop token inside a header (lenient): a message with that header and no content. */
-  private closeHeader(rule: string, detail: string, stop: string, position: number): void {
-    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT);
+  /** A stop token inside a header (lenient): a call without arguments, a message whose header is missing, or
+   * nothing (the header's text is set aside), as `HeaderReader.cut` decides. */
+  private closeHeader(stop: string, position: number): void {
+    const header = this.header;
+    header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, stop);
     this.pos = position;
-    if (this.header.empty) {
-      this.recover(rule, pyFormat(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
-      this.header.abandon();
-      this.regionValue = Region.Outside;
+    const token = spellingOf(stop);
+    const terminator = TERMINATOR_OF.get(stop) as Terminator;
+    const detail = pyFormat(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
+    const cut = header.cut();
+    if (cut === Cut.Message) {
+      this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
+      const complete = header.complete(position);
+      if (complete === null) {
+        this.regionValue = Region.Outside;
+        return;
+      }
+      this.startBody(complete);
+      this.lalr.feedToken(stop);
+      this.endMessage(terminator);
       return;
     }
-    this.recover(rule, detail);
-    const header = this.header.complete(position);
-    if (header === null) {
-      this.regionValue = Region.Outside;
-      return;
+    const text = header.rawText();
+    header.discardPending();
+    header.abandon();
+    this.regionValue = Region.Outside;
+    this.lastStop = terminator;
+    if (cut === Cut.Nothing) {
+      this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, pyFormat(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
+    } else if (cut === Cut.Headerless && terminator !== CALL) {
+      const channel = terminator === END ? spec.CHANNEL_REASONING : null;
+      this.recover(spec.RECOVERY_HEADERLESS_MESSAGE, pyFormat(spec.PARSE_DETAIL_HEADERLESS_MESSAGE, { token, channel }), "", this.headerPos);
+      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, channel, null, null, text, terminator));
+    } else {
+      this.recover(spec.RECOVERY_JUNK_HEADER, detail, text, this.headerPos);
     }
-    this.startBody(header);
-    this.lalr.feedToken(stop);
-    this.endMessage(TERMINATOR_OF.get(stop) as Terminator);
+    if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+  }
+
+  /** Whether the text set aside since the last message reads as header words (a channel word first, or a
+   * recipient), so that a `<|constrain|>` or `<|message|>` after it closes a header. */
+  private junkIsHeader(): boolean {
+    const words = this.junk.join("").match(WORDS) ?? [];
+    if (words.length === 0) return false;
+    return CHANNELS.has(channelOf(words[0] as string)[0]) || words.some((w) => w.startsWith(TO));
+  }
+
+  /** Header words outside a message, then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE` (and
+   * `<|channel|>`, when the words begin with a channel word) were lost. */
+  private headerWithoutStart(terminal: string, position: number): void {
+    const text = this.junk.join("");
+    const at = this.junkPos;
+    this.junk = [];
+    const role = this.role ?? Roles.Assistant;
+    this.recover(spec.RECOVERY_MISSING_START, pyFormat(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
+    this.headerPos = at;
+    this.header.open(role);
+    this.regionValue = Region.Header;
+    const first = (text.match(WORDS) ?? [""])[0] as string;
+    if (CHANNELS.has(channelOf(first)[0])) this.header.control(T_CHANNEL, at);
+    this.header.addText(text, at);
+    this.headerControl(terminal, position);
+  }
+
+  /** A message the model wrote in another's name: a tool's result (right after its own call, or not), or a user's,
+   * system's or developer's message. Reading one turn (`stopAtTurnEnd`), it and all that follows are set aside;
+   * otherwise a tool's result right after a call is only reported. */
+  private cutInventedResult(header: Header): boolean {
+    if (!this.lenient) return false;
+    const own = this.role ?? Roles.Assistant;
+    const last = this.last;
+    const afterCall = last !== null && last.role === own && last.recipient !== null;
+    let detail: string;
+    let rule: string;
+    if (header.isRole) {
+      if (!this.stopAtTurnEnd || ROLES.get(header.author ?? "") === own) return false;
+      detail = pyFormat(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
+      rule = spec.RECOVERY_OTHER_AUTHOR;
+    } else {
+      if (!this.stopAtTurnEnd && !afterCall) return false;
+      const recipient = afterCall && last !== null ? last.recipient : null;
+      detail = pyFormat(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
+      rule = spec.RECOVERY_INVENTED_TOOL_RESULT;
+      if (!this.stopAtTurnEnd) {
+        this.recover(rule, detail);
+        return false;
+      }
+    }
+    this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
+    this.header.abandon();
+    this.stop(rule, detail);
+    this.junkPos = this.headerPos;
+    return true;
   }
 
   private startBody(header: Header): void {
@@ -358,18 +549,6 @@ export class HarmonyStreamParser {
     this.current = header;
     this.msgRole = role;
     this.msgName = authorName;
-    const last = this.last;
-    if (
-      this.lenient &&
-      role === Roles.Tool &&
-      last !== null &&
-      last.role === Roles.Assistant &&
-      last.recipient !== null &&
-      header.recipient === Roles.Assistant
-    ) {
-      const detail = pyFormat(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: authorName, recipient: last.recipient });
-      this.recover(spec.RECOVERY_INVENTED_TOOL_RESULT, detail);
-    }
     this.regionValue = Region.Body;
     this.body = [];
     this.bodyRun = false;
@@ -388,14 +567,138 @@ export class HarmonyStreamParser {
     this.bodyRun = false;
     this.regionValue = Region.Outside;
     if (how === EOS) return;
-    if (this.stopAfterCall && message.recipient !== null && message.role === Roles.Assistant) this.stop(spec.RECOVERY_AFTER_TOOL_CALL);
-    else if (this.stopAtTurnEnd && TURN_ENDS.has(how)) this.stop(spec.RECOVERY_AFTER_TURN_END);
+    this.lastStop = how;
+    if (this.callsLeft > 0 && message.recipient !== null && message.role === Roles.Assistant) this.callsLeft -= 1;
+    if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL, spec.PARSE_DETAIL_AFTER_TOOL_CALL);
+    else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
   }
 
-  private stop(rule: string): void {
+  private stop(rule: string, detail: string): void {
     this.regionValue = Region.Stopped;
     this.stopRule = rule;
+    this.stopDetail = detail;
     this.junkPos = this.pos + 1;
+  }
+
+  /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
+   * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
+  private insideJsonString(): boolean {
+    const header = this.current;
+    if (header === null || header.recipient === null) return false;
+    let started = false; // past the white space before the JSON
+    let inside = false;
+    let escaped = false;
+    for (const piece of this.body) {
+      for (let i = 0; i < piece.length; i++) {
+        const unit = piece.charCodeAt(i);
+        if (!started) {
+          if (isSpaceUnit(unit)) continue;
+          if (!JSON_OPENERS.includes(piece[i] as string)) return false;
+          started = true;
+        } else if (escaped) escaped = false;
+        else if (unit === BACKSLASH) escaped = inside;
+        else if (unit === QUOTE) inside = !inside;
+      }
+    }
+    return inside;
+  }
+
+  // -- text without control tokens ---------------------------------------------------------------------------
+
+  /** Decide, as early as the text allows, whether a completion without control tokens is stripped text; if it is,
+   * read it as such from here on. */
+  private tryStripped(final: boolean): boolean {
+    const text = this.junk.join("") + this.header.pendingText();
+    const body = lstrip(text);
+    const decision = body || final ? strippedStart(body, final) : null;
+    if (decision === null) return false;
+    this.strippedPossible = false;
+    if (!decision) return false;
+    const at = this.junk.length > 0 ? this.junkPos : 0;
+    this.junk = [];
+    if (this.regionValue === Region.Header) {
+      this.header.takePendingText();
+      this.header.abandon();
+    }
+    this.regionValue = Region.Stripped;
+    this.splitter = new StrippedSplitter();
+    this.pos = at;
+    const lead = text.slice(0, text.length - body.length);
+    if (lead) this.recover(spec.RECOVERY_TEXT_BEFORE_START, spec.PARSE_DETAIL_TEXT_BEFORE_START, lead, at); // white space before the first header word
+    this.strippedAt = at + (this.unit === spec.PARSE_UNIT_TEXT ? cpLength(lead) : 0);
+    this.strippedPieces(this.splitter.feed(body));
+    return true;
+  }
+
+  private strippedPieces(pieces: readonly Piece[]): void {
+    for (const piece of pieces) {
+      if (!(piece instanceof StrippedHeader)) {
+        this.body.push(piece);
+        this.out.push(new ContentDelta(this.index, piece));
+        continue;
+      }
+      if (this.current !== null) this.endStrippedMessage(END);
+      const at = this.strippedAt + (this.unit === spec.PARSE_UNIT_TEXT ? piece.offset : 0);
+      this.recover(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, pyFormat(spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS, { header: piece.text }), "", at);
+      const header = new Header(null, true, piece.recipient, piece.channel, piece.contentType);
+      applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), at);
+      const role = piece.role ?? this.role ?? Roles.Assistant;
+      header.author = role;
+      this.current = header;
+      this.msgRole = role;
+      this.msgName = null;
+      this.body = [];
+      this.out.push(new MessageStart(this.index, role, null, header.channel, header.recipient, header.contentType));
+    }
+  }
+
+  private endStrippedMessage(how: Terminator): void {
+    this.endMessage(how);
+    if (this.regionValue === Region.Outside) this.regionValue = Region.Stripped;
+  }
+
+  /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
+  private endStripped(how: Terminator): void {
+    this.strippedPieces((this.splitter as StrippedSplitter).finish());
+    if (this.current !== null) this.endMessage(how);
+    this.splitter = null;
+    if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;
+  }
+
+  /** No control token and no channel words: the whole text is the body of the expected message. */
+  private unstructuredText(): void {
+    const text = this.header.takePendingText();
+    this.recover(spec.RECOVERY_UNSTRUCTURED_TEXT, spec.PARSE_DETAIL_UNSTRUCTURED_TEXT, "", 0);
+    this.header.abandon();
+    this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, text, EOS));
+    this.regionValue = Region.Outside;
+  }
+
+  /** Text after the last message and no header before the stream ends: after `<|end|>` it is the answer (a message
+   * with no channel; leading white space set aside); otherwise it is set aside. */
+  private textAfterMessages(): void {
+    const text = this.junk.join("");
+    const at = this.junkPos;
+    this.junk = [];
+    const body = lstrip(text);
+    if (this.lastStop === END && body) {
+      const lead = text.slice(0, text.length - body.length);
+      this.recover(spec.RECOVERY_TEXT_AFTER_END, spec.PARSE_DETAIL_TEXT_AFTER_END, lead, at);
+      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, body, EOS));
+    } else if (this.lastStop === CALL) {
+      this.recover(spec.RECOVERY_TEXT_AFTER_CALL, spec.PARSE_DETAIL_TEXT_AFTER_CALL, text, at);
+    } else {
+      this.recover(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, at);
+    }
+  }
+
+  /** Start, content and end events of a message found whole (by a fallback). */
+  private emitWhole(m: ParsedMessage): void {
+    this.out.push(new MessageStart(this.index, m.role, m.name, m.channel, m.recipient, m.contentType));
+    if (m.content) this.out.push(new ContentDelta(this.index, m.content));
+    this.out.push(new MessageEnd(this.index, m, m.terminator));
+    this.index += 1;
+    this.last = m;
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
@@ -417,49 +720,12 @@ export class HarmonyStreamParser {
     const text = this.junk.join("");
     this.junk = [];
     if (this.regionValue === Region.Stopped) {
-      const byCall = this.stopRule === spec.RECOVERY_AFTER_TOOL_CALL;
-      this.recover(this.stopRule, byCall ? spec.PARSE_DETAIL_AFTER_TOOL_CALL : spec.PARSE_DETAIL_AFTER_TURN_END, text, this.junkPos);
-    } else if (this.last === null) {
+      this.recover(this.stopRule, this.stopDetail, text, this.junkPos);
+    } else if (this.last === null && this.lastStop === null) {
       this.recover(spec.RECOVERY_TEXT_BEFORE_START, spec.PARSE_DETAIL_TEXT_BEFORE_START, text, this.junkPos);
     } else {
       this.recover(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, this.junkPos);
     }
-  }
-
-  /** `analysis…assistantfinal…`: special tokens were stripped by the server; split on channel words. */
-  private strippedFallback(): boolean {
-    const text = this.junk.join("") + this.header.pendingText();
-    const matches = [...text.matchAll(STRIPPED_RE)];
-    if (matches.length === 0 || matches[0]?.index !== 0) return false;
-    this.junk = [];
-    this.header.takePendingText();
-    this.recover(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS, "", 0);
-    const role = this.role ?? Roles.Assistant;
-    matches.forEach((m, i) => {
-      const next = matches[i + 1];
-      const end = next !== undefined ? next.index : text.length;
-      const body = text.slice(m.index + m[0].length, end);
-      this.emitWhole(new ParsedMessage(role, null, m[1] ?? null, m[2] ?? null, m[3] ?? null, body, EOS));
-    });
-    this.regionValue = Region.Outside;
-    return true;
-  }
-
-  /** No control token and no channel words: the whole text is the body of the expected message. */
-  private unstructuredText(): void {
-    const text = this.header.takePendingText();
-    const role = this.role ?? Roles.Assistant;
-    this.recover(spec.RECOVERY_UNSTRUCTURED_TEXT, spec.PARSE_DETAIL_UNSTRUCTURED_TEXT, "", 0);
-    this.emitWhole(new ParsedMessage(role, null, null, null, null, text, EOS));
-    this.regionValue = Region.Outside;
-  }
-
-  /** Start, content and end events of a message found whole (by a fallback). */
-  private emitWhole(m: ParsedMessage): void {
-    this.out.push(new MessageStart(this.index, m.role, m.name, m.channel, m.recipient, m.contentType));
-    if (m.content) this.out.push(new ContentDelta(this.index, m.content));
-    this.out.push(new MessageEnd(this.index, m, m.terminator));
-    this.index += 1;
   }
 }
 
@@ -472,8 +738,7 @@ export function parseTokens(
   tools: Iterable<string> | null = null,
 ): ParsedMessage[] {
   const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  const events = [...parser.feedTokens(tokens), ...parser.close()];
-  return events.filter((e): e is MessageEnd => e instanceof MessageEnd).map((e) => e.message);
+  return messagesOf([...parser.feedTokens(tokens), ...parser.close()]);
 }
 
 /** Parse a whole completion given as text with control tokens spelled out. */
@@ -485,8 +750,7 @@ export function parseText(
   tools: Iterable<string> | null = null,
 ): ParsedMessage[] {
   const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  const events = [...parser.feedText(text), ...parser.close()];
-  return events.filter((e): e is MessageEnd => e instanceof MessageEnd).map((e) => e.message);
+  return messagesOf([...parser.feedText(text), ...parser.close()]);
 }
 
 export { Terminator };

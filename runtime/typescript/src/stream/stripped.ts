@@ -1,0 +1,125 @@
+/**
+ * Completions whose control tokens a detokenizer stripped: `analysis…assistantcommentary to=functions.x json{…}`.
+ *
+ * With special tokens skipped, a server sees each header as plain words glued to the text around it: the first
+ * message's channel word, then for each later message the role word and the channel word (`assistantfinal`), a
+ * recipient (`to=NAME`) and a content type. `StrippedSplitter` reads such text in any chunks and splits it into
+ * messages as it streams: it holds back only a tail that may be the start of the next header (`assista…`) or a
+ * header that may still grow (`commentary to=functions.get_wea…`). A recipient is read whole (letters of any
+ * script, digits, `_`, `-` and the namespace separator), never cut short; a content type glued to a declared name
+ * is split off by the caller's declared-tool repair. Mirrors the Python package's `stream/stripped.py`; offsets
+ * count code points, as Python's do.
+ */
+
+import { cpLength, escapeRegExp } from "../pytext.js";
+import { type Role, Role as Roles, spec } from "../tables.js";
+
+const ROLE = Roles.Assistant;
+const CHANNELS = [...spec.CHANNELS].sort((a, b) => cpLength(b) - cpLength(a));
+const TO = spec.HEADER_RECIPIENT_KEYWORD;
+const SPACE = spec.HEADER_PART_SEPARATOR;
+const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
+const NAME = `[\\p{L}\\p{N}_\\-${escapeRegExp(spec.HEADER_NAMESPACE_SEPARATOR)}]+`; // Python's [\w\-.]
+const HEADER_RE = new RegExp(
+  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?(?:${escapeRegExp(SPACE)}(${alt(spec.CONTENT_TYPES)}))?`,
+  "u",
+);
+const MARKERS = CHANNELS.map((c) => ROLE + c);
+const MARKER_RE = new RegExp(alt(MARKERS), "u");
+const STARTS = [...MARKERS, ...CHANNELS]; // what the first header may begin with
+const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
+const HOLD = Math.max(...MARKERS.map((m) => m.length)) - 1;
+
+/** A header read from stripped text; `text` is the header as written (`assistantcommentary to=f json`). */
+export class StrippedHeader {
+  constructor(
+    readonly role: Role | null, // the role its words name, or null (the first message, after the prompt's role)
+    readonly channel: string,
+    readonly recipient: string | null,
+    readonly contentType: string | null,
+    readonly text: string,
+    readonly offset: number, // where the header begins, in code points from the start of the stripped text
+  ) {}
+}
+
+/** A header, or body text of the message the last header opened. */
+export type Piece = StrippedHeader | string;
+
+/** Whether a completion that so far holds `text` and no control token is stripped text: true, false, or null
+ * while `text` is too short to say (`final`: no more text comes). */
+export function strippedStart(text: string, final: boolean): boolean | null {
+  const match = HEADER_RE.exec(text);
+  if (match !== null) return final || text.length > match[0].length ? true : null;
+  if (!final && STARTS.some((start) => start.startsWith(text))) return null;
+  return false;
+}
+
+/** Stripped text in → headers and body text out, in order (`feed`, then `finish`). */
+export class StrippedSplitter {
+  private buf = "";
+  private inHeader = true; // the text starts with a header
+  private offset = 0; // code points taken out of the buffer so far
+
+  feed(text: string): Piece[] {
+    this.buf += text;
+    return this.split(false);
+  }
+
+  finish(): Piece[] {
+    return this.split(true);
+  }
+
+  private split(final: boolean): Piece[] {
+    const out: Piece[] = [];
+    let buf = this.buf;
+    while (buf) {
+      if (this.inHeader) {
+        const match = HEADER_RE.exec(buf);
+        if (match === null) {
+          // not a header after all: body text of the message before
+          this.inHeader = false;
+          continue;
+        }
+        const rest = buf.slice(match[0].length);
+        if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
+        const role = match[1] !== undefined ? ROLE : null;
+        out.push(new StrippedHeader(role, match[2] ?? "", match[3] ?? null, match[4] ?? null, match[0], this.offset));
+        this.offset += cpLength(match[0]);
+        buf = rest;
+        this.inHeader = false;
+        continue;
+      }
+      const found = MARKER_RE.exec(buf);
+      if (found !== null) {
+        if (found.index > 0) {
+          const body = buf.slice(0, found.index);
+          out.push(body);
+          this.offset += cpLength(body);
+        }
+        buf = buf.slice(found.index);
+        this.inHeader = true;
+        continue;
+      }
+      const hold = final ? 0 : held(buf);
+      if (buf.length > hold) {
+        const body = buf.slice(0, buf.length - hold);
+        out.push(body);
+        this.offset += cpLength(body);
+        buf = buf.slice(buf.length - hold);
+      }
+      break;
+    }
+    this.buf = buf;
+    return out;
+  }
+}
+
+/** How many characters at the end of `buf` may begin the next header (they are ASCII: UTF-16 units are code
+ * points there). */
+function held(buf: string): number {
+  for (let size = Math.min(HOLD, buf.length); size > 0; size--) {
+    const tail = buf.slice(buf.length - size);
+    if (MARKERS.some((m) => m.startsWith(tail))) return size;
+  }
+  return 0;
+}
