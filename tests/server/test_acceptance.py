@@ -31,6 +31,8 @@ WEATHER = {
 }
 # An image as a data URL (the PNG signature and a header; with --media placeholder it is never decoded).
 IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2j"
+# A PDF as a data URL (its first bytes; with --media placeholder it is never decoded either).
+PDF = "data:application/pdf;base64,JVBERi0xLjEKMSAwIG9iago8PCAvVHlwZSAvQ2F0YWxvZyA+PgplbmRvYmoK"
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +121,32 @@ def test_image_input(base: str) -> None:
     data = final(base, {"input": [{"type": "message", "role": "user", "content": content}]})
     assert data["status"] == "completed"
     assert "[image omitted: this model reads text only]" in data["output"][-1]["content"][0]["text"]
+
+
+def test_file_input(base: str) -> None:
+    content = [
+        {"type": "input_text", "text": "Read the attached file and answer with its title only."},
+        {"type": "input_file", "filename": "fixture.pdf", "file_data": PDF},
+    ]
+    data = final(base, {"input": [{"type": "message", "role": "user", "content": content}]})
+    assert data["status"] == "completed"
+
+
+def test_previous_response_id(base: str) -> None:
+    first = final(base, {"input": "Remember this code word: papaya. Reply with only OK."})
+    second = final(base, {"previous_response_id": first["id"], "input": "What code word did I ask you to remember?"})
+    assert second["status"] == "completed" and second["previous_response_id"] == first["id"]
+
+
+def test_function_call_round_trip(base: str) -> None:
+    forced = {"type": "function", "name": "get_weather"}
+    first = final(base, {"input": "Use the weather tool for San Francisco.", "tools": [WEATHER], "tool_choice": forced})
+    calls = [item for item in first["output"] if item["type"] == "function_call"]
+    assert calls and calls[0]["call_id"]
+    answer = {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "64 degrees and clear"}
+    second = final(base, {"previous_response_id": first["id"], "input": [answer]})
+    assert second["status"] == "completed" and second["output"][-1]["type"] == "message"
+    assert "64 degrees and clear" in second["output"][-1]["content"][0]["text"]
 
 
 def test_multi_turn(base: str) -> None:
