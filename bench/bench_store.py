@@ -36,7 +36,7 @@ from harmony_responses import HarmonyEncodingName, Message, load_harmony_encodin
 from harmony_responses.bridge import Capabilities, parse_request, request_to_conversation  # noqa: E402
 from harmony_responses.server.respond import plan_request  # noqa: E402
 from harmony_responses.server.settings import MediaPolicy  # noqa: E402
-from harmony_responses.server.stored import TurnRenderer  # noqa: E402
+from harmony_responses.server.stored import TurnRenderer, input_calls  # noqa: E402
 from harmony_responses.store import History, Owner, Store, open_store  # noqa: E402
 
 from conversations import TOOLS  # noqa: E402
@@ -117,7 +117,7 @@ def _store_chain(
             resource={**given, "status": "completed", "output": output},
             output_items=output,
             output_messages=out_msgs,
-            calls={i["call_id"]: i["name"] for i in outs if i["type"] == "function_call"},
+            calls=input_calls(parse_request(_body(outs), STORED)),
             rendered=render(out_msgs) if render else None,
         )
         previous = rid
@@ -163,7 +163,7 @@ def main() -> None:
             media=MediaPolicy.REJECT,
             budget=8192,
             history=history.messages() if history else [],
-            call_names=history.call_names() if history else None,
+            calls=history.calls() if history else None,
             history_rendered=history.rendering(render.key) if history and render else None,
         )
         return plan.engine_request.prompt

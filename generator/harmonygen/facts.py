@@ -231,6 +231,16 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
         ),
         Fact("INTERRUPTED_ERROR", sv.interrupted, "The error of a response whose server stopped before it ended."),
     ]
+    create = ir.responses.schemas["WebSocketResponseCreateEvent"]  # its own fields, then all of CreateResponseBody's
+    own = [field for part in create.get("allOf", [create]) for field in part.get("properties", {}).items()]
+    out.append(
+        Fact(
+            "WEBSOCKET_HTTP_ONLY_FIELDS",
+            tuple(name for name, field in own if field.get("x-openresponses-disallowed")),
+            "Request fields a WebSocket `response.create` must not carry (the spec's `x-openresponses-disallowed`).",
+            ("seq", "str"),
+        )
+    )
     out += _group("server_object", sv.objects.items())
     out += _group("input_items", sv.list_paging.items())
     out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())

@@ -902,6 +902,9 @@ INTERRUPTED_ERROR: dict[str, str] = {
 }
 """The error of a response whose server stopped before it ended."""
 
+WEBSOCKET_HTTP_ONLY_FIELDS: tuple[str, ...] = ("stream", "stream_options", "background")
+"""Request fields a WebSocket `response.create` must not carry (the spec's `x-openresponses-disallowed`)."""
+
 SERVER_OBJECT_DELETED: str = "response.deleted"
 
 SERVER_OBJECT_LIST: str = "list"

@@ -866,6 +866,9 @@ export const INTERRUPTED_ERROR: Readonly<Record<string, string>> = {
   "message": "the server stopped before this response finished; it was marked failed when the store reopened",
 };
 
+/** Request fields a WebSocket `response.create` must not carry (the spec's `x-openresponses-disallowed`). */
+export const WEBSOCKET_HTTP_ONLY_FIELDS: readonly string[] = ["stream", "stream_options", "background"];
+
 export const SERVER_OBJECT_DELETED: string = "response.deleted";
 
 export const SERVER_OBJECT_LIST: string = "list";

@@ -68,8 +68,6 @@ from .stored import (
 log = logging.getLogger("harmony_responses.server")
 
 CREATE: str = WebSocketResponseCreateEvent.model_fields["type"].default  # the client event's type
-# The HTTP-only fields a client event must not carry (the spec marks them `x-openresponses-disallowed`).
-TRANSPORT_FIELDS = ("stream", "stream_options", "background")
 MAX_WAITING = 16
 POLICY_VIOLATION = 1008
 ENDPOINT = "websocket /v1/responses"  # the metrics label of WebSocket responses
@@ -183,7 +181,7 @@ class Connection:
         kind = raw.pop("type", None)
         if kind != CREATE:
             raise RequestError.of(_spec.REQUEST_ERROR_WEBSOCKET_EVENT_TYPE, "type", expected=CREATE, found=kind)
-        for field in TRANSPORT_FIELDS:
+        for field in _spec.WEBSOCKET_HTTP_ONLY_FIELDS:
             if field in raw:
                 raise RequestError.of(_spec.REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD, field, field=field)
         return parse_body(raw)
