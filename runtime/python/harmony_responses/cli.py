@@ -14,22 +14,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._tables import spec as _spec
-from .cli_input import CommandError, InputError, display_name, read_json, read_text, read_token_ids
-from .encoding import HarmonyEncoding, load_harmony_encoding
+from .cli_input import CommandError, InputError, display_name, load_encoding, read_json, read_text, read_token_ids
 from .errors import HarmonyError
 from .models import Conversation, Message, RenderConversationConfig, Role, content_from_dict
 from .prompt import add_prompt_parser
 from .respond import add_respond_parser
 from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage, Recovered
 from .tool_namespace import render_tool_namespace
-
-
-def load_encoding() -> HarmonyEncoding:
-    """The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input."""
-    try:
-        return load_harmony_encoding(_spec.ENCODING_NAME)
-    except HarmonyError as exc:
-        raise CommandError(f"cannot load the vocabulary: {exc}", status=1) from None
 
 
 def _loc(base: str, loc: Sequence[int | str]) -> str:

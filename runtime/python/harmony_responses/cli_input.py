@@ -11,6 +11,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ._tables import spec as _spec
+from .encoding import HarmonyEncoding, load_harmony_encoding
+from .errors import HarmonyError
 from .json_input import JSONInputError, load_json
 
 STDIN = "-"
@@ -22,6 +25,14 @@ class CommandError(Exception):
     def __init__(self, message: str, status: int = 2) -> None:
         super().__init__(message)
         self.status = status
+
+
+def load_encoding() -> HarmonyEncoding:
+    """The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input."""
+    try:
+        return load_harmony_encoding(_spec.ENCODING_NAME)
+    except HarmonyError as exc:
+        raise CommandError(f"cannot load the vocabulary: {exc}", status=1) from None
 
 
 def display_name(file: str, flag: str | None = None) -> str:

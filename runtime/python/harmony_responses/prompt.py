@@ -18,8 +18,8 @@ import sys
 from typing import Any
 
 from .bridge.request import Capabilities, RequestError, parse_request, request_to_conversation
-from .cli_input import CommandError, display_name, read_json
-from .encoding import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
+from .cli_input import CommandError, display_name, load_encoding, read_json
+from .encoding import HarmonyEncoding
 from .errors import HarmonyError
 from .models import Role
 
@@ -39,13 +39,6 @@ def add_prompt_parser(sub: Any) -> None:
     p.set_defaults(func=prompt, file=None)
 
 
-def _encoding() -> HarmonyEncoding:
-    try:
-        return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
-    except HarmonyError as exc:
-        raise CommandError(f"cannot load the vocabulary: {exc}", status=1) from None
-
-
 def prompt_tokens(raw: Any, encoding: HarmonyEncoding) -> list[int]:
     """The prompt's token ids for a request body given as JSON data; `RequestError` for a bad request."""
     body = parse_request(raw, PROMPT_CAPABILITIES)
@@ -54,7 +47,7 @@ def prompt_tokens(raw: Any, encoding: HarmonyEncoding) -> list[int]:
 
 def prompt(args: argparse.Namespace) -> int:
     raw = read_json(args.request, _FLAG)
-    encoding = _encoding()
+    encoding = load_encoding()
     try:
         tokens = prompt_tokens(raw, encoding)
     except RequestError as exc:

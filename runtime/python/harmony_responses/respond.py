@@ -33,8 +33,17 @@ from .bridge import (
 from .bridge.items import feed_all
 from .bridge.request import Capabilities, RequestError, parse_request, request_to_conversation
 from .bridge.sse import ReasoningNames
-from .cli_input import STDIN, CommandError, InputError, display_name, read_json, read_text, read_token_ids
-from .encoding import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding
+from .cli_input import (
+    STDIN,
+    CommandError,
+    InputError,
+    display_name,
+    load_encoding,
+    read_json,
+    read_text,
+    read_token_ids,
+)
+from .encoding import HarmonyEncoding
 from .errors import HarmonyError
 from .models import Role
 from .types import CreateResponseBody, ResponseResource, StreamingEvent
@@ -68,13 +77,6 @@ def add_respond_parser(sub: Any) -> None:
     )
     p.add_argument("--fixed-ids", action="store_true", help="counting ids and created_at 0, for reproducible output")
     p.set_defaults(func=respond, file=None)
-
-
-def _encoding() -> HarmonyEncoding:
-    try:
-        return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
-    except HarmonyError as exc:
-        raise CommandError(f"cannot load the vocabulary: {exc}", status=1) from None
 
 
 def _completion_ids(args: argparse.Namespace, encoding: HarmonyEncoding) -> list[int]:
@@ -147,7 +149,7 @@ def respond(args: argparse.Namespace) -> int:
     body = _read_request(args)
     if body is None:
         return 2
-    encoding = _encoding()
+    encoding = load_encoding()
     try:
         prompt = encoding.render_conversation_for_completion(request_to_conversation(body), Role.ASSISTANT)
     except RequestError as exc:

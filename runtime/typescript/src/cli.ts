@@ -5,8 +5,7 @@
  */
 
 import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
-import { CommandError, Crash, displayName, InputError, readJsonFile, readText, readTokenIds } from "./cliio.js";
-import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
+import { CommandError, Crash, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds } from "./cliio.js";
 import { HarmonyError } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
@@ -172,16 +171,6 @@ export function loadTools(file: string): [unknown, unknown, JsonObject[]] {
     tools.push(tool);
   });
   return [name, description, tools];
-}
-
-/** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
-export function loadEncoding(): HarmonyEncoding {
-  try {
-    return loadHarmonyEncoding(spec.ENCODING_NAME);
-  } catch (e) {
-    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
-    throw e;
-  }
 }
 
 function truthy(value: unknown): boolean {

@@ -10,9 +10,12 @@
 
 import { readFileSync } from "node:fs";
 
+import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
+import { HarmonyError } from "./errors.js";
 import { isJsonObject, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
 import { floatRepr } from "./json.js";
+import { spec } from "./tables.js";
 import { firstUtf8Problem } from "./utf8.js";
 
 export const STDIN = "-";
@@ -35,6 +38,16 @@ export class CommandError extends Error {
     readonly status = 2,
   ) {
     super(message);
+  }
+}
+
+/** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
+export function loadEncoding(): HarmonyEncoding {
+  try {
+    return loadHarmonyEncoding(spec.ENCODING_NAME);
+  } catch (e) {
+    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
+    throw e;
   }
 }
 

@@ -11,8 +11,8 @@
 
 import type { CommandSpec, Value } from "./argparse.js";
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
-import { CommandError, displayName, readJsonFile } from "./cliio.js";
-import { type HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding } from "./encoding.js";
+import { CommandError, displayName, loadEncoding, readJsonFile } from "./cliio.js";
+import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
 import { Role } from "./tables.js";
@@ -34,15 +34,6 @@ export function promptCommand(): CommandSpec {
   };
 }
 
-function encodingOrFail(): HarmonyEncoding {
-  try {
-    return loadHarmonyEncoding(HarmonyEncodingName.HarmonyGptOss);
-  } catch (e) {
-    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
-    throw e;
-  }
-}
-
 /** The prompt's token ids for a request body given as JSON data; throws `RequestError` for a bad request. */
 export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] {
   const body = parseRequest(raw, PROMPT_CAPABILITIES);
@@ -53,7 +44,7 @@ export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] 
 export function prompt(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
   const requestFile = String(values["request"]);
   const raw = readJsonFile(requestFile, REQUEST_FLAG);
-  const encoding = encodingOrFail();
+  const encoding = loadEncoding();
   let tokens: number[];
   try {
     tokens = promptTokens(raw, encoding);

@@ -46,18 +46,7 @@ export function strip(text: string): string {
 
 /** `len(text)`: code points (a surrogate pair counts once, a lone surrogate once). */
 export function cpLength(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length - 1; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
+  return cpCount(text, 0, text.length);
 }
 
 /** `len(text[start:end])` for UTF-16 offsets `start` and `end`: the code points between them, without slicing. */

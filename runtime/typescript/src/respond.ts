@@ -17,8 +17,8 @@ import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, R
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
 import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
-import { CommandError, displayName, InputError, readJsonFile, readText, readTokenIds, STDIN } from "./cliio.js";
-import { type HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding } from "./encoding.js";
+import { CommandError, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds, STDIN } from "./cliio.js";
+import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
@@ -75,15 +75,6 @@ export function respondCommand(): CommandSpec {
       { flag: "--fixed-ids", dest: "fixed_ids", kind: "flag", help: "counting ids and created_at 0, for reproducible output" },
     ],
   };
-}
-
-function encodingOrFail(): HarmonyEncoding {
-  try {
-    return loadHarmonyEncoding(HarmonyEncodingName.HarmonyGptOss);
-  } catch (e) {
-    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
-    throw e;
-  }
 }
 
 /** The completion's token ids from `--tokens` input; an id outside the vocabulary is an error naming it. */
@@ -150,7 +141,7 @@ export function respond(values: Readonly<Record<string, Value>>, out: (text: str
   }
   const body = requestBody(requestFile, err);
   if (body === null) return 2;
-  const encoding = encodingOrFail();
+  const encoding = loadEncoding();
   let prompt: number[];
   try {
     prompt = encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
