@@ -1,6 +1,6 @@
 /** The `ResponseResource` of a response: its state, its output, and the request's settings echoed back. */
 
-import type { CreateResponseBody, ResponseResource, Usage } from "#types";
+import type { CreateResponseBody, JsonSchemaResponseFormatParam, ResponseResource, Usage } from "#types";
 
 import { type JsonData, type JsonObject } from "../json.js";
 import { spec } from "../tables.js";
@@ -29,9 +29,10 @@ function toolChoice(body: CreateResponseBody): JsonData {
 function textField(body: CreateResponseBody): JsonObject {
   const fmt = body.text?.format ?? null;
   let echoed: JsonObject = make("TextResponseFormat", {});
-  if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam" && "name" in fmt) {
-    // The spec's ResponseResource echoes no schema (`type: null`).
-    echoed = make("JsonSchemaResponseFormat", { name: fmt.name ?? "", description: fmt.description ?? null, schema: null, strict: Boolean(fmt.strict) });
+  if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam") {
+    // The spec's ResponseResource echoes no schema (`type: null`); a format without a name echoes `name: ""`.
+    const given = fmt as JsonSchemaResponseFormatParam;
+    echoed = make("JsonSchemaResponseFormat", { name: given.name ?? "", description: given.description ?? null, schema: null, strict: Boolean(given.strict) });
   }
   const verbosity = body.text?.verbosity ?? null;
   if (verbosity !== null) return make("TextField", { format: echoed, verbosity });
