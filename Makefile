@@ -65,6 +65,7 @@ lint: test-venv
 	$(BIN)/ruff check generator runtime generated/python tests bench
 	$(BIN)/ruff format --check generator runtime tests bench
 
+# mypy --strict on every Python file: runtime, generated, generator, bench and tests ([tool.mypy] in pyproject.toml).
 typecheck: test-venv
 	$(BIN)/mypy
 

@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().parents[2] / "shared" / "vocab"))
@@ -68,21 +69,22 @@ def main() -> None:
     args = ap.parse_args()
     ours_enc = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
     ref_enc = ref.load_harmony_encoding(ref.HarmonyEncodingName.HARMONY_GPT_OSS)
-    workloads = {
+    # each workload: its tokens, the reference parser's role, our streamer's keyword options
+    workloads: dict[str, tuple[list[int], ref.Role | None, dict[str, Any]]] = {
         "headers": (completion(ours_enc, args.tokens), None, {"role": None, "stop_at_turn_end": False}),
         "text": (long_turn(ours_enc, args.tokens), ref.Role.ASSISTANT, {}),
     }
     for name, (tokens, ref_role, options) in workloads.items():
         n = len(tokens)
 
-        def ref_process(tokens: list[int] = tokens, role: object = ref_role) -> None:
+        def ref_process(tokens: list[int] = tokens, role: ref.Role | None = ref_role) -> None:
             p = ref.StreamableParser(ref_enc, role)
             for t in tokens:
                 p.process(t)
 
-        def ours_sse(tokens: list[int] = tokens, options: dict[str, object] = options) -> list[str]:
+        def ours_sse(tokens: list[int] = tokens, options: dict[str, Any] = options) -> list[str]:
             # one token a call, as a server gets them from its engine
-            streamer = SSEStreamer(ours_enc, None, **options)  # type: ignore[arg-type]
+            streamer = SSEStreamer(ours_enc, None, **options)
             out = [streamer.start()]
             feed = streamer.feed
             for t in tokens:
@@ -90,13 +92,13 @@ def main() -> None:
             out.append(streamer.finish())
             return out
 
-        def ours_typed(tokens: list[int] = tokens, options: dict[str, object] = options) -> list[str]:
-            return list(to_sse(stream_response((t for t in tokens), ours_enc, None, **options)))  # type: ignore[arg-type]
+        def ours_typed(tokens: list[int] = tokens, options: dict[str, Any] = options) -> list[str]:
+            return list(to_sse(stream_response((t for t in tokens), ours_enc, None, **options)))
 
         fixed = {**options, "ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0}
         frames = ours_sse(options=fixed)
         fixed["ids"] = counting_ids()
-        assert "".join(frames) == "".join(stream_sse(tokens, ours_enc, None, **fixed))  # type: ignore[arg-type]
+        assert "".join(frames) == "".join(stream_sse(tokens, ours_enc, None, **fixed))
         events = parse_sse(frames)
         assert events[-1].type == "response.completed", events[-1].type
         deltas = sum(e.type.endswith(".delta") for e in events)

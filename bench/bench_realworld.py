@@ -34,7 +34,12 @@ os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(ROOT.parent / "shared" / "v
 from harmony_responses import HarmonyEncoding, HarmonyEncodingName, load_harmony_encoding  # noqa: E402
 from harmony_responses.bridge import ResponseStreamer, counting_ids, to_chat_completion  # noqa: E402
 from harmony_responses.stream import HarmonyStreamParser, MessageEnd  # noqa: E402
-from harmony_responses.types import CreateResponseBody  # noqa: E402
+from harmony_responses.types import (  # noqa: E402
+    CreateResponseBody,
+    ResponseCompletedStreamingEvent,
+    ResponseFailedStreamingEvent,
+    ResponseIncompleteStreamingEvent,
+)
 
 FIELDS = ("role", "name", "channel", "recipient", "content_type", "content")
 
@@ -87,7 +92,12 @@ def serve_chat(
         else:
             streamer.feed(piece)
     events = streamer.finish(case["engine_stop"] if stopped else None)
-    response = events[-1].response
+    last = events[-1]
+    if not isinstance(
+        last, ResponseCompletedStreamingEvent | ResponseIncompleteStreamingEvent | ResponseFailedStreamingEvent
+    ):
+        raise AssertionError(f"the stream ends with {last.type}, not with the response's terminal event")
+    response = last.response
     chat = to_chat_completion(response)
     choice = chat["choices"][0]
     message = choice["message"]

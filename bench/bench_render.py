@@ -36,10 +36,10 @@ def main(rounds: int = 21, calls: int = 200) -> float:
     ours_convo, ref_convo = build(harmony_responses), build(openai_harmony)
     ours_role, ref_role = harmony_responses.Role.ASSISTANT, openai_harmony.Role.ASSISTANT
 
-    def ours() -> object:
+    def ours() -> list[int]:
         return ours_enc.render_conversation_for_completion(ours_convo, ours_role)
 
-    def ref() -> object:
+    def ref() -> list[int]:
         return ref_enc.render_conversation_for_completion(ref_convo, ref_role)
 
     assert ours() == ref(), "the two renderings differ: the benchmark would compare different work"

@@ -41,6 +41,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(Path(__file__).resolve().parents[2] / "shared" / "vocab"))
 
@@ -121,6 +122,20 @@ async def one_stream(port: int, body: bytes, delay: float, result: Stream) -> No
         writer.close()
 
 
+class Row(TypedDict):
+    """One load level's results (a row of the table and of the --json file)."""
+
+    streams: int
+    ok: int
+    tokens_per_s: float
+    cpu_us_per_token: float
+    ttfe_p50_ms: float
+    ttfe_p99_ms: float
+    added_p50_ms: float
+    added_p99_ms: float
+    errors: list[str]
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -191,7 +206,7 @@ def main() -> None:
             os.setpriority(os.PRIO_PROCESS, 0, args.nice)
         try:
             asyncio.run(run_level(port, proc.pid, 4, body))  # warm-up
-            rows = []
+            rows: list[Row] = []
             print(f"completion: {len(tokens)} tokens ({len(index)} delta events) per stream at {args.tps:g} tokens/s, "
                   f"first token after {args.first_token_ms:g} ms, lockstep {args.lockstep}, nice {args.nice}; "
                   f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")  # fmt: skip
@@ -209,7 +224,7 @@ def main() -> None:
                     offsets = [a - i / args.tps for a, i in zip(r.arrivals, index, strict=True)]
                     anchor = min(offsets)
                     added += [(o - anchor) * 1000 for o in offsets]
-                row = {
+                row: Row = {
                     "streams": level,
                     "ok": len(ok),
                     "tokens_per_s": streamed / wall,

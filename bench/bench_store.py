@@ -187,9 +187,11 @@ def main() -> None:
                     body = {**_body(new_input), "previous_response_id": last}
                     return prompt(body, store.load_history(last, OWNER))
 
+                def load(store: Store = store, last: str = last) -> History:
+                    return store.load_history(last, OWNER)
+
                 assert continuation() == expected, f"{name}: the continued prompt differs from the whole history's"
-                load = _median_ms(lambda store=store, last=last: store.load_history(last, OWNER), args.rounds)
-                _report(f"{name}: load_history", load)
+                _report(f"{name}: load_history", _median_ms(load, args.rounds))
                 _report(f"{name}: continuation (load + render the prompt)", _median_ms(continuation, args.rounds))
 
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -42,6 +42,17 @@ from conversations import build  # noqa: E402
 
 NODE_BENCH = ROOT / "generated" / "typescript" / "dist" / "runtime" / "typescript" / "bench" / "bench.js"
 ROUNDS, CALLS = 21, 200
+
+
+class TokenParser(Protocol):
+    """What the stream benchmark calls on either project's StreamableParser."""
+
+    def process(self, token: int, /) -> object: ...
+
+    def process_eos(self) -> object: ...
+
+
+Encoding = TypeVar("Encoding")
 
 
 def per_call(fn: Callable[[], object], calls: int) -> float:
@@ -63,12 +74,12 @@ def main() -> None:
     convo, ref_convo = build(harmony_responses), build(openai_harmony)
     role, ref_role = harmony_responses.Role.ASSISTANT, openai_harmony.Role.ASSISTANT
     tokens = completion(ours, 20_000)
-    bridge = [
+    bridge: list[dict[str, Any]] = [  # JSON for the TypeScript side
         {"name": "headers", "tokens": tokens, "role": None, "stop_at_turn_end": False},
         {"name": "text", "tokens": long_turn(ours, 20_000), "role": role.value, "stop_at_turn_end": True},
     ]
     for w in bridge:
-        w["chunks"] = [ours.decode([t]) for t in w["tokens"]]  # type: ignore[attr-defined]
+        w["chunks"] = [ours.decode([t]) for t in w["tokens"]]
 
     with tempfile.TemporaryDirectory() as tmp:
         workload = Path(tmp) / "workload.json"
@@ -98,12 +109,12 @@ def main() -> None:
         [per_call(lambda: ref.render_conversation_for_completion(ref_convo, ref_role), CALLS) for _ in range(7)]
     )
 
-    def stream(parser_cls: Callable[..., object], enc: object) -> Callable[[], object]:
+    def stream(parser_cls: Callable[[Encoding, None], TokenParser], enc: Encoding) -> Callable[[], object]:
         def run() -> object:
             parser = parser_cls(enc, None)
             for token in tokens:
-                parser.process(token)  # type: ignore[attr-defined]
-            parser.process_eos()  # type: ignore[attr-defined]
+                parser.process(token)
+            parser.process_eos()
             return parser
 
         return run

@@ -23,7 +23,7 @@ from harmony_responses.bridge import build_response, parse_request
 from harmony_responses.bridge.items import IdFactory
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [  # request JSON
     {"type": "function", "name": "get_weather", "description": "Weather now.", "parameters": WEATHER},
     {"type": "function", "name": "lookup", "description": "Look something up.", "parameters": {"type": "object"}},
 ]
@@ -68,7 +68,7 @@ def user(text: str) -> Any:
 
 # -- drawing valid assistant turns ---------------------------------------------------------------------------
 
-text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20)
 json_args = st.dictionaries(st.sampled_from(["city", "q", "n"]), st.one_of(text, st.integers(-5, 5)), max_size=2).map(
     lambda d: json.dumps(d, ensure_ascii=False)
 )

@@ -55,7 +55,12 @@ def stream_validator() -> Draft202012Validator:
 
 VENDOR_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[A-Za-z0-9_.:-]+$")  # `slug:type`
 STATUSES = ("in_progress", "completed", "incomplete")
-EXTENSION_FIELDS = {"recipient": str, "arguments": str, "channel": (str, type(None)), "content_type": (str, type(None))}
+EXTENSION_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "recipient": str,
+    "arguments": str,
+    "channel": (str, type(None)),
+    "content_type": (str, type(None)),
+}
 
 
 def is_extension(item: Any) -> bool:

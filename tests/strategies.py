@@ -21,7 +21,7 @@ from harmony_responses import (
 )
 
 # Lone surrogates cannot travel through JSON to the reference, so they are left out.
-text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=30)
 word = st.text(st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="<|>"), min_size=1, max_size=12)
 identifier = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
 # Decimal literals of ordinary size: the reference parses JSON floats without round-trip precision,

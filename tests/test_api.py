@@ -144,7 +144,7 @@ def test_errors() -> None:
     with pytest.raises(ValueError, match="Unknown content variant"):
         Message.from_dict({"role": "user", "content": [{"type": "image"}]})
     with pytest.raises(ValidationError, match="Input should be a valid dictionary or instance of Message"):
-        Conversation.from_messages([SystemContent.new()])  # type: ignore[list-item]
+        Conversation.from_messages([SystemContent.new()])  # type: ignore[list-item]  # a wrong type, on purpose
 
 
 def test_render_errors(encoding: HarmonyEncoding) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from responses_checker import assert_valid_extension_item, assert_valid_response, check_stream
+from typed_values import final_response
 
 from harmony_responses import HarmonyEncoding
 from harmony_responses.bridge import (
@@ -22,7 +23,7 @@ from harmony_responses.bridge import (
     to_sse,
 )
 from harmony_responses.bridge import arguments as validation_module
-from harmony_responses.types import CreateResponseBody, StreamingEvent
+from harmony_responses.types import CreateResponseBody, ResponseResource, StreamingEvent
 
 A = "<|start|>assistant"
 WEATHER = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"%s"}<|call|>'
@@ -32,20 +33,22 @@ def request(*tools: dict[str, Any]) -> CreateResponseBody:
     return parse_request({"model": "gpt-oss", "input": "hi", "tools": [{"type": "function", **t} for t in tools]})
 
 
-def serve(encoding: HarmonyEncoding, text: str, body: CreateResponseBody | None = None, **options: Any) -> Any:
+def serve(
+    encoding: HarmonyEncoding, text: str, body: CreateResponseBody | None = None, **options: Any
+) -> tuple[list[StreamingEvent], ResponseResource]:
     """The events of a completion given as text in chunks of five characters, and the final response."""
     chunks = [text[i : i + 5] for i in range(0, len(text), 5)]
     events = list(stream_response(chunks, encoding, body, ids=counting_ids(), created_at=1, **options))
     check_stream([e.model_dump(mode="json") for e in events])
-    return events, events[-1].response  # type: ignore[union-attr]
+    return events, final_response(events)
 
 
-def output(response: Any) -> list[dict[str, Any]]:
+def output(response: ResponseResource) -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = response.model_dump(mode="json")["output"]
     return data
 
 
-def repairs(response: Any) -> list[str]:
+def repairs(response: ResponseResource) -> list[str]:
     return [r["rule"] for r in response.model_dump(mode="json").get("harmony:repairs", [])]
 
 
@@ -103,7 +106,7 @@ def test_empty_arguments_become_an_empty_object(encoding: HarmonyEncoding, body:
     events, response = serve(encoding, text, request({"name": "get_location"}))
     (call,) = output(response)
     assert json.loads(call["arguments"]) == {} and call["status"] == "completed"
-    deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")  # type: ignore[union-attr]
+    deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
     assert deltas == call["arguments"]
     assert "empty_arguments" in repairs(response)
     chunks = list(chat_completion_chunks(events))
@@ -124,7 +127,7 @@ def test_arguments_cut_by_the_budget_leave_the_item_and_the_response_incomplete(
     streamer = ResponseStreamer(encoding, request({"name": "write"}), ids=counting_ids(), created_at=1)
     events = streamer.start() + streamer.feed_text(text) + streamer.finish(stopped=False)
     check_stream([e.model_dump(mode="json") for e in events])
-    response = events[-1].response  # type: ignore[union-attr]
+    response = final_response(events)
     (call,) = output(response)
     assert response.status == "incomplete" and call["status"] == "incomplete"
     assert call["arguments"] == '{"path":"a.py","content":"def f'  # as cut, not completed or emptied
@@ -132,7 +135,7 @@ def test_arguments_cut_by_the_budget_leave_the_item_and_the_response_incomplete(
     empty = ResponseStreamer(encoding, request({"name": "write"}), ids=counting_ids(), created_at=1)
     cut = empty.start() + empty.feed_text("<|channel|>commentary to=functions.write json<|message|>")
     cut += empty.finish(stopped=False)
-    assert output(cut[-1].response)[0]["arguments"] == ""  # type: ignore[union-attr]
+    assert output(final_response(cut))[0]["arguments"] == ""
 
 
 STRICT = {
@@ -221,7 +224,7 @@ def test_builtin_calls_are_vendor_prefixed_items(encoding: HarmonyEncoding, reci
         "code",
     )
     added = [e for e in events if e.type == "response.output_item.added"][0]
-    assert added.item.model_dump()["status"] == "in_progress"  # type: ignore[union-attr]
+    assert added.item is not None and added.item.model_dump()["status"] == "in_progress"
     assert to_chat_completion(response)["choices"][0]["message"].get("tool_calls") is None
     sse = "".join(stream_sse(list(text), encoding, ids=counting_ids(), created_at=1))
     assert sse == "".join(to_sse(list(stream_response(list(text), encoding, ids=counting_ids(), created_at=1))))
@@ -250,7 +253,7 @@ def test_stripped_text_streams_its_items_as_it_comes(encoding: HarmonyEncoding) 
     assert reasoning_seen_before_end  # not held until the end of the stream
     events += streamer.finish(stopped=True)
     check_stream([e.model_dump(mode="json") for e in events])
-    items = output(events[-1].response)  # type: ignore[union-attr]
+    items = output(final_response(events))
     assert [i["type"] for i in items] == ["reasoning", "function_call"]
     assert items[1]["name"] == "get_weather" and items[1]["arguments"] == '{"city":"Oslo"}'
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typed_values import harmony_text
 
 from harmony_responses import Conversation, HarmonyEncoding, Message, Role, parse_tokens
 from harmony_responses.bridge import (
@@ -79,7 +80,7 @@ def test_a_compaction_item_renders_through_the_callers_reader_in_its_place() -> 
         {"type": "message", "role": "user", "content": "next"},
     ]
     messages = request_to_conversation(body(items), compaction=reader).messages
-    texts = [m.content[0].text for m in messages if m.author.role is Role.USER]  # type: ignore[union-attr]
+    texts = [harmony_text(m) for m in messages if m.author.role is Role.USER]
     assert texts == ["first", "summary of: opaque", "next"] and seen == [("opaque", "input[1]")]
     with pytest.raises(RequestError) as exc:  # no reader: the bridge cannot open it
         request_to_conversation(body(items))
@@ -108,7 +109,7 @@ def test_a_message_cut_by_the_budget_is_kept_and_one_broken_off_is_not(encoding:
     for token in cut:
         builder.feed_token(token)
     builder.finish(stopped=False)
-    assert [m.content[0].text for m in builder.messages()] == ["Half a thou"]  # type: ignore[union-attr]
+    assert [harmony_text(m) for m in builder.messages()] == ["Half a thou"]
     broken = ResponseBuilder(encoding, None, EventSink())
     for token in cut:
         broken.feed_token(token)
@@ -146,7 +147,7 @@ def test_the_encoding_uses_token_ids_it_is_given_and_still_applies_the_chain_of_
 
 def test_a_stored_built_in_tool_call_is_answered_after_a_json_round_trip(encoding: HarmonyEncoding) -> None:
     """A store keeps `KnownCalls.to_json()`; a `harmony:tool_output` in the next request finds the call by it."""
-    call = {
+    call: dict[str, Any] = {
         "type": "harmony:browser_call", "id": "hbc_7", "status": "completed", "recipient": "browser.search",
         "arguments": '{"query": "lyon"}', "channel": "analysis", "content_type": None,
     }  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from responses_checker import check_stream
+from typed_values import harmony_text
 
 from harmony_responses import HarmonyEncoding, Message, Role
 from harmony_responses.bridge import build_response, counting_ids, parse_sse, stream_response, to_sse
@@ -75,10 +76,11 @@ def test_any_turn_streams_valid_ordered_events_carrying_every_message(
     assert [o.type for o in response.output] == [expected[kind] for kind, _ in turn]
     for (kind, msg), item in zip(turn, response.output, strict=True):
         dumped = item.model_dump()
-        body = msg.content[0].text  # type: ignore[attr-defined]
+        body = harmony_text(msg)
         if kind == "call":
             arguments = body if body.strip() else body + "{}"  # empty arguments become {}
-            assert dumped["arguments"] == arguments and dumped["name"] == msg.recipient.removeprefix("functions.")  # type: ignore[union-attr]
+            assert msg.recipient is not None
+            assert dumped["arguments"] == arguments and dumped["name"] == msg.recipient.removeprefix("functions.")
         elif kind == "builtin":
             assert dumped["arguments"] == body
         else:

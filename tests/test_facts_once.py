@@ -171,12 +171,17 @@ def _field_positions(tree: ast.AST) -> set[int]:
 def _protocol_words(tree: ast.Module) -> set[int]:
     """The string constants of a module's `WIRE` table and of `Literal[...]` types."""
     ids: set[int] = set()
-    for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
-        if any(isinstance(t, ast.Name) and t.id == WIRE_TABLE for t in targets) and node.value is not None:  # type: ignore[union-attr]
-            ids |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Constant)}  # type: ignore[union-attr]
+    for statement in tree.body:
+        targets: list[ast.expr]
+        value: ast.expr | None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign):
+            targets, value = [statement.target], statement.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == WIRE_TABLE for t in targets) and value is not None:
+            ids |= {id(n) for n in ast.walk(value) if isinstance(n, ast.Constant)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
             name = node.value.id if isinstance(node.value, ast.Name) else node.value.attr

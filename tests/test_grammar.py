@@ -110,11 +110,11 @@ def test_compiler_renumbers_lark_tables_the_same_way_each_time() -> None:
     from harmonygen.lalr_tables import compile_grammar
 
     text = (ROOT / "grammar" / "harmony.lark").read_text(encoding="utf-8")
-    terminals = {"control_terminals": dict(tables.CONTROL_TERMINALS), "lexer_terminals": {"w": "ROLE", "x": "TO"}}
-    terminals["lexer_terminals"].update({"y": "WORD", "z": "TEXT"})
+    control_terminals = dict(tables.CONTROL_TERMINALS)
+    lexer_terminals = {"w": "ROLE", "x": "TO", "y": "WORD", "z": "TEXT"}
     first, second = (
-        compile_grammar(text, "harmony.lark", **terminals),
-        compile_grammar(text, "harmony.lark", **terminals),
+        compile_grammar(text, "harmony.lark", control_terminals, lexer_terminals),
+        compile_grammar(text, "harmony.lark", control_terminals, lexer_terminals),
     )
     assert first == second
     assert tuple(s.actions for s in first.states) == tables.ACTIONS

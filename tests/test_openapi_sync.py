@@ -20,7 +20,8 @@ SPEC = ROOT / "spec" / "responses"
 
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
-    return json.loads(require(OPENAPI).read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(require(OPENAPI).read_text(encoding="utf-8"))
+    return data
 
 
 def test_committed_spec_is_the_sync_of_the_shared_document(document: dict[str, Any]) -> None:
@@ -122,7 +123,7 @@ def test_examples_are_kept_and_judged_alike(document: dict[str, Any]) -> None:
 
 
 def test_a_ref_outside_the_components_is_an_error_naming_where() -> None:
-    doc = {
+    doc: dict[str, Any] = {
         "info": {"version": "1"},
         "paths": {},
         "components": {"schemas": {"A": {"properties": {"b": {"$ref": "#/definitions/B"}}}}},

@@ -26,7 +26,7 @@ from harmony_responses.stream import Event
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SPELLINGS = ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|call|>", "<|return|>", "<|constrain|>"]
 
-body_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+body_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
 safe_text = body_text.filter(lambda t: "<|" not in t)
 
 

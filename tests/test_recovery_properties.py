@@ -46,9 +46,7 @@ _RESERVED |= {"browser", "python", "container", "all"}
 
 # Bodies: letters, digits, punctuation and spaces, never a control-token spelling; starting with a capital
 # letter so that, with the tokens stripped, no body can be read as more header words.
-_chars = st.characters(
-    min_codepoint=32, max_codepoint=0x24F, blacklist_characters="<|>\\", blacklist_categories=("Cs",)
-)
+_chars = st.characters(min_codepoint=32, max_codepoint=0x24F, blacklist_characters="<|>\\", blacklist_categories=["Cs"])
 body = st.builds(
     lambda first, rest: first + rest, st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), st.text(_chars, max_size=25)
 )

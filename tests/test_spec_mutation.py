@@ -256,9 +256,11 @@ def _check_parsers(out: dict[str, object]) -> None:
         assert isinstance(messages, list)
         got = [(m.get("channel"), m.get("recipient"), m["content"][0]["text"]) for m in messages]
         assert got == expected, parser
-    (glued,) = out["glued"]  # type: ignore[misc]
+    glued_messages, bare_messages = out["glued"], out["bare"]
+    assert isinstance(glued_messages, list) and isinstance(bare_messages, list)
+    (glued,) = glued_messages
     assert (glued["recipient"], glued["content_type"]) == (f"{NEW_NAMESPACE}.get_weather", "json")
-    (bare,) = out["bare"]  # type: ignore[misc]
+    (bare,) = bare_messages
     assert bare["recipient"] == f"{NEW_NAMESPACE}.get_weather"
 
 

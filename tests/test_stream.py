@@ -222,7 +222,7 @@ def test_header_errors_point_at_the_word(encoding: HarmonyEncoding) -> None:
 
 def test_bad_mode(encoding: HarmonyEncoding) -> None:
     with pytest.raises(ValueError, match="mode"):
-        HarmonyStreamParser(encoding, mode="loose")  # type: ignore[arg-type]
+        HarmonyStreamParser(encoding, mode="loose")  # type: ignore[arg-type]  # an unknown mode, on purpose
 
 
 # -- lenient repairs: one test per rule -------------------------------------------------------------
@@ -726,7 +726,7 @@ def test_names_with_dots_hyphens_and_other_scripts_survive(encoding: HarmonyEnco
     for name in ("my-tool.v2", "6b15a608-9929__printEnv", "получить_погоду", "查询天气", "café_lookup"):
         text = f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{{}}<|call|>"
         for mode in ("strict", "lenient"):
-            (message,) = parse_text(encoding, text, "assistant", mode, [name])  # type: ignore[arg-type]
+            (message,) = parse_text(encoding, text, "assistant", mode, [name])
             assert message.recipient == f"functions.{name}"
         stripped = f"analysisx.assistantcommentary to=functions.{name} json{{}}"
         assert parse_text(encoding, stripped, "assistant", "lenient")[1].recipient == f"functions.{name}"

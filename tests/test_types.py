@@ -25,7 +25,8 @@ SCHEMAS = ROOT / "spec" / "responses" / "schemas"
 
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
-    return json.loads(require(OPENAPI).read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(require(OPENAPI).read_text(encoding="utf-8"))
+    return data
 
 
 def upstream(document: dict[str, Any], name: str) -> Draft202012Validator:
@@ -87,7 +88,7 @@ def test_every_variant_has_a_literal_type_tag_with_its_default(union: str) -> No
         (value,) = [v for b in branches for v in b.get("enum", [])]
         nullable = any(b.get("type") == "null" for b in branches)
         field = model.model_fields["type"]
-        expected = typing.Literal[value] | None if nullable else typing.Literal[value]
+        expected: object = typing.Literal[value] | None if nullable else typing.Literal[value]  # built at run time
         assert field.annotation == expected, model
         assert field.default == value, model
 

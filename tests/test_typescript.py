@@ -8,13 +8,12 @@ draws are derandomized (conftest); run longer locally with TS_EXAMPLES=N.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import os
 import subprocess
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +205,7 @@ def _observe(parser: StreamableParser) -> dict[str, Any]:
 
 def _py_stream(encoding: HarmonyEncoding, tokens: list[int], role: Role | None, strict: bool) -> dict[str, Any]:
     parser = StreamableParser(encoding, role, strict=strict)
-    steps = []
+    steps: list[dict[str, Any]] = []
     for token in tokens:
         try:
             parser.process(token)
@@ -253,7 +252,8 @@ def _event_dict(event: Event) -> dict[str, Any]:
     for key in event.__dataclass_fields__:
         value = getattr(event, key)
         out[key] = value.to_dict() if isinstance(value, ParsedMessage) else value
-    return _jsonable(out)
+    jsonable: dict[str, Any] = _jsonable(out)
+    return jsonable
 
 
 def _py_events(encoding: HarmonyEncoding, chunks: list[Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -603,7 +603,7 @@ def test_corrupted_turns_agree(
 
 
 # Schemas for the strict-tool check: the bridge tests' tool, and one using most of JSON Schema's keywords.
-RICH_SCHEMA = {
+RICH_SCHEMA: dict[str, Any] = {  # a JSON Schema
     "type": "object",
     "$defs": {"unit": {"type": "string", "enum": ["c", "f"]}},
     "properties": {
@@ -633,7 +633,7 @@ RICH_SCHEMA = {
     "additionalProperties": False,
 }
 SCHEMAS = [WEATHER_TOOL["parameters"], RICH_SCHEMA, {}, {"type": "array", "items": {"type": "number"}, "maxItems": 0}]
-KEYS = [*RICH_SCHEMA["properties"], "town", "x1", "zz", "a/b", "t~"]  # type: ignore[misc]
+KEYS = [*RICH_SCHEMA["properties"], "town", "x1", "zz", "a/b", "t~"]
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 12), st.sampled_from([0.5, 1.0, 2.5, -1.5]), st.sampled_from(
         ["", "a", "Ab", "Paris", "lowercase", "c", "f", "k", "fast", "xyz", "abcd", "é🙂"]
@@ -664,6 +664,13 @@ def test_strict_tool_arguments_are_checked_alike(node: Node, schema: dict[str, A
     assert node.ask(op="arguments", arguments=arguments, schema=json.dumps(schema)) == _jsonable(ours), arguments
 
 
+def nested(depth: int, wrap: Callable[[object], object], leaf: object) -> object:
+    """`leaf` wrapped `depth` times: a value deeper than any reader's nesting limit."""
+    for _ in range(depth):
+        leaf = wrap(leaf)
+    return leaf
+
+
 # Values a field of a request may be given: right, wrong, and the kinds pydantic coerces.
 VALUES = st.sampled_from(
     [None, True, False, 0, 1, 2, 1.0, 1.5, -1, 16, 20, 21, 10**20, "", "x", "3", " 3 ", "1.5", "1e3", "yes", "nan"]
@@ -680,7 +687,7 @@ VALUES = st.sampled_from(
     + [{"format": {"type": "json_schema", "description": "d", "schema": {}}}, {"format": {"type": "text"}}]
     + [{"format": {}}, {"format": 5}, {"include_obfuscation": True}, {str(i): "v" for i in range(17)}]
     + [float("nan"), float("inf"), "a\ud800b", {"k\udc00": 1}, ["message.output_text.logprobs"], ["x"]]
-    + [functools.reduce(lambda inner, _: [inner], range(70), 0), {"type": "object", "properties": {"a": {"type": 1.5}}}]
+    + [nested(70, lambda inner: [inner], 0), {"type": "object", "properties": {"a": {"type": 1.5}}}]
 )
 ITEMS = st.sampled_from(
     [
@@ -774,7 +781,8 @@ def request_text(draw: st.DrawFn) -> str:
         elif what == "input":
             raw["input"] = draw(st.lists(ITEMS, min_size=1, max_size=3))
         else:
-            tool = {"type": "function", "name": draw(st.sampled_from(["get_weather", "get_time", "", "a b", "x" * 65]))}
+            name = draw(st.sampled_from(["get_weather", "get_time", "", "a b", "x" * 65]))
+            tool: dict[str, object] = {"type": "function", "name": name}
             tool.update(
                 draw(
                     st.fixed_dictionaries({}, optional={"description": VALUES, "parameters": VALUES, "strict": VALUES})
@@ -1129,7 +1137,7 @@ BAD_REQUESTS = {
     "req_seed": {"input": "hi", "seed": 3},
     "req_unknown": {"input": "hi", "user": "u"},
     "req_surrogate": {"input": "a\ud800"},
-    "req_deep": {"input": "hi", "metadata": functools.reduce(lambda inner, _: {"k": inner}, range(70), {})},
+    "req_deep": {"input": "hi", "metadata": nested(70, lambda inner: {"k": inner}, {})},
     "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},
 }
 GOOD_REQUESTS = {

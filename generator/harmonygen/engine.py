@@ -161,7 +161,9 @@ def check(config: Config) -> CheckReport:
     """Render in memory and compare with the output tree; writes nothing."""
     result = generate(config)
     existing = _on_disk(config.output_dir)
-    stale, missing, diffs = [], [], []
+    stale: list[str] = []
+    missing: list[str] = []
+    diffs: list[str] = []
     for rel, text in result.files.items():
         path = existing.get(rel)
         if path is None:

@@ -8,6 +8,7 @@ symbol order; rules sorted by origin and expansion. The same grammar always give
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from .ir import GrammarIR, RuleIR, StateIR
@@ -21,14 +22,16 @@ class GrammarError(Exception):
 
 
 def _null_lexer() -> type:
-    from lark.lexer import Lexer
+    from lark.lexer import Lexer, LexerState, Token
 
-    class NullLexer(Lexer):  # the runtime brings its own lexer; lark only builds the tables
+    class NullLexer(Lexer):  # the runtime brings its own lexer; lark only builds the tables, never lexes
+        __future_interface__ = 2  # lark calls lex() with the base class's arguments, not with the bare text
+
         def __init__(self, conf: Any) -> None:
             pass
 
-        def lex(self, data: Any) -> Any:
-            return iter(data)
+        def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
+            return iter(())
 
     return NullLexer
 

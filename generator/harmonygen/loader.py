@@ -282,7 +282,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
     known_events = set(event_types)
 
     def event(path: tuple[str | int, ...]) -> str:
-        name = mp.get(*path, kind=str)
+        name: str = mp.get(*path, kind=str)
         if name not in known_events:
             raise mp.fail(path, f"names {name!r}, which is not an event of spec/responses' StreamingEvent")
         return name

@@ -101,7 +101,7 @@ def _get(doc: Any, *path: str) -> Any:
     return node
 
 
-def _named(schema: Any, where: str, inline_name: str | None) -> tuple[str | None, Any]:
+def _named(schema: Any, where: str, inline_name: str | None) -> tuple[str, Any]:
     """A media-type schema is either a component `$ref` or (for the stream) an inline union to name."""
     if isinstance(schema, dict) and set(schema) == {"$ref"}:
         return _ref_target(schema["$ref"], where), None

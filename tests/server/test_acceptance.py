@@ -164,7 +164,7 @@ def test_multi_turn(base: str) -> None:
 
 
 def test_two_workers_answer(base: str) -> None:
-    pids = set()
+    pids: set[int] = set()
     deadline = time.monotonic() + 20
     while len(pids) < 2 and time.monotonic() < deadline:  # a new connection each time: either worker may take it
         pids.add(httpx.get(base.removesuffix("/v1") + "/health", headers={"connection": "close"}).json()["pid"])

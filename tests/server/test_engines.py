@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -48,7 +48,7 @@ WEATHER = {
 }
 
 # adapter name → (the fake's path prefix, adapter factory); one fake process serves every wire format.
-ADAPTERS = {
+ADAPTERS: dict[str, tuple[str, Callable[[str, float], Engine]]] = {  # name: (fake engine route, adapter factory)
     "vllm": (
         "vllm",
         lambda url, t: OpenAICompletionsEngine(url, flavor="vllm", model="m", timeout=t, max_connections=8),
@@ -124,7 +124,8 @@ def texts(run: ResponseRun) -> dict[str, str]:
 
 def test_answer_survives_split_ids_and_split_utf8(adapter: tuple[str, FakeEngine]) -> None:
     run, outputs = asyncio.run(collect(engine_for(adapter), body("Say hi.")))
-    assert run.response() is not None and run.response().status == "completed"  # type: ignore[union-attr]
+    response = run.response()
+    assert response is not None and response.status == "completed"
     assert texts(run) == {"reasoning": REASONING, "message": FINAL}
     assert isinstance(outputs[-1], Finished) and outputs[-1].reason is FinishReason.STOP
     kinds = {type(o) for o in outputs[:-1]}
@@ -200,12 +201,12 @@ def test_closing_the_stream_aborts_the_engine_request(adapter: tuple[str, FakeEn
     async def main() -> float:
         engine = engine_for(adapter)
         plan = plan_request(parse_body(body("SCENARIO=slow")), ENC, media=MediaPolicy.REJECT, budget=400)
-        outputs: AsyncIterator[EngineOutput] = engine.generate(plan.engine_request)
+        outputs: AsyncGenerator[EngineOutput, None] = engine.generate(plan.engine_request)
         for _ in range(3):
             await outputs.__anext__()
         assert engine.active == 1
         closed_at = time.time()
-        await outputs.aclose()  # type: ignore[attr-defined]
+        await outputs.aclose()
         assert engine.active == 0
         await engine.aclose()
         return closed_at

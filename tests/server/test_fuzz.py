@@ -85,7 +85,7 @@ def broken(body: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[Any]:
     @st.composite
     def swap(draw: st.DrawFn) -> Any:
         value = draw(body)
-        if value and draw(st.booleans()):
+        if bool(value) and draw(st.booleans()):  # bool(): else mypy types draw() like the dict left of `and`
             key = draw(st.sampled_from(sorted(value)))
             value[key] = draw(JSON)
         return value

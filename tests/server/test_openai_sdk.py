@@ -7,23 +7,33 @@ and not, through both the Responses and the Chat Completions API.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
 from openai import OpenAI
+from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.responses import FunctionToolParam
 
 from serverkit import Server
 
-WEATHER: dict[str, Any] = {
+# The SDK's FunctionToolParam marks `strict` required; Open Responses does not, and these tools are sent without it.
+WEATHER = cast(
+    FunctionToolParam,
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
+    },
+)
+CHAT_WEATHER: ChatCompletionFunctionToolParam = {
     "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
-}
-CHAT_WEATHER: dict[str, Any] = {
-    "type": "function",
-    "function": {k: v for k, v in WEATHER.items() if k != "type"},
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
+    },
 }
 
 
@@ -57,7 +67,9 @@ def test_responses_stream(client: OpenAI) -> None:
     assert kinds[0] == "response.created" and kinds[1] == "response.in_progress" and kinds[-1] == "response.completed"
     assert [e.sequence_number for e in events] == list(range(len(events)))
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-    final = events[-1].response  # type: ignore[union-attr]
+    last = events[-1]
+    assert last.type == "response.completed"
+    final = last.response
     assert text == final.output_text and "Count to five." in text
 
 
@@ -65,14 +77,14 @@ def test_function_call_round_trip(client: OpenAI) -> None:
     first = client.responses.create(
         model="gpt-oss-demo",
         input="What is the weather in Paris?",
-        tools=[WEATHER],  # type: ignore[list-item]
+        tools=[WEATHER],
     )
     calls = [item for item in first.output if item.type == "function_call"]
     assert len(calls) == 1 and calls[0].name == "get_weather" and calls[0].status == "completed"
     assert calls[0].arguments == '{"location": "demo"}'
     second = client.responses.create(
         model="gpt-oss-demo",
-        tools=[WEATHER],  # type: ignore[list-item]
+        tools=[WEATHER],
         input=[
             {"type": "message", "role": "user", "content": "What is the weather in Paris?"},
             {
@@ -95,7 +107,7 @@ def test_streamed_function_call(client: OpenAI) -> None:
             model="gpt-oss-demo",
             input="Weather in Oslo?",
             tools=[WEATHER],
-            stream=True,  # type: ignore[list-item]
+            stream=True,
         )
     )
     added = [e for e in events if e.type == "response.output_item.added" and e.item.type == "function_call"]
@@ -106,11 +118,11 @@ def test_streamed_function_call(client: OpenAI) -> None:
 
 
 def test_tool_choice_naming_a_function_is_obeyed(client: OpenAI) -> None:
-    lookup = {**WEATHER, "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    lookup: FunctionToolParam = {**WEATHER, "name": "lookup", "parameters": {"type": "object", "properties": {}}}
     response = client.responses.create(
         model="gpt-oss-demo",
         input="Hi there",
-        tools=[WEATHER, lookup],  # type: ignore[list-item]
+        tools=[WEATHER, lookup],
         tool_choice={"type": "function", "name": "lookup"},
     )
     assert [(i.type, getattr(i, "name", None)) for i in response.output] == [("function_call", "lookup")]
@@ -136,7 +148,8 @@ def test_chat_tool_call_round_trip(client: OpenAI) -> None:
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.tool_calls
     call = choice.message.tool_calls[0]
-    assert call.function.name == "get_weather" and call.function.arguments == '{"location": "demo"}'  # type: ignore[union-attr]
+    assert call.type == "function"
+    assert call.function.name == "get_weather" and call.function.arguments == '{"location": "demo"}'
     messages += [
         {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
         {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 °C"},
@@ -182,7 +195,8 @@ def test_errors_reach_the_sdk_as_typed_exceptions(client: OpenAI) -> None:
             model="gpt-oss-demo",
             messages=[{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "x"}],
         )
-    assert chat_bad.value.body["param"] == "messages[1].tool_call_id"  # type: ignore[index]
+    body = chat_bad.value.body
+    assert isinstance(body, dict) and body["param"] == "messages[1].tool_call_id"
     assert [m.id for m in client.models.list()] == ["gpt-oss-demo"]
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("another-model")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typed_values import harmony_text
 
 from harmony_responses import Conversation, Message, Role, load_harmony_encoding
 from harmony_responses.bridge import Capabilities, ConversationParts, RequestError, conversation_parts, parse_request
@@ -117,7 +118,7 @@ def test_the_reader_renders_a_summary_as_one_user_message_or_refuses() -> None:
 def test_the_users_words_are_kept_and_earlier_summaries_are_not() -> None:
     messages = [user("mine"), answer("yours"), summary_message("old summary"), user("mine too")]
     assert kept_user_texts(messages) == ["mine", "mine too"]
-    assert summary_message("x").content[0].text.startswith(SUMMARY_FRAME)  # type: ignore[union-attr]
+    assert harmony_text(summary_message("x")).startswith(SUMMARY_FRAME)
 
 
 @pytest.mark.parametrize(("raw", "param"), [({"input": "x"}, "model"), ({"model": "m", "tools": []}, "tools")])

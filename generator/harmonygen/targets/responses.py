@@ -41,8 +41,8 @@ class GenerationError(RuntimeError):
 
 
 def run_datamodel_codegen(bundle: dict[str, Any], header: str) -> str:
-    from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate
-    from datamodel_code_generator.enums import NamingStrategy
+    from datamodel_code_generator import InputFileType, LiteralType, PythonVersion, generate
+    from datamodel_code_generator.enums import DataModelType, NamingStrategy
 
     dmcg_version = importlib.metadata.version("datamodel-code-generator")
     if dmcg_version != DMCG_VERSION:
@@ -57,7 +57,7 @@ def run_datamodel_codegen(bundle: dict[str, Any], header: str) -> str:
         base_class=BASE_CLASS,
         custom_file_header=header,
         disable_timestamp=True,
-        enum_field_as_literal="all",
+        enum_field_as_literal=LiteralType.All,
         use_one_literal_as_default=True,
         use_annotated=True,
         use_union_operator=True,
