@@ -291,8 +291,12 @@ def test_an_empty_answer_is_no_content_in_chat_form(encoding: HarmonyEncoding) -
 @pytest.mark.parametrize(
     ("text", "status"),
     [
-        ("<|channel|>analysis<|message|>Thinking it over", "completed"),  # a stop token the engine left out
-        ("<|channel|>final<|message|>The answer", "completed"),
+        ("<|channel|>analysis<|message|>Thinking it over", "incomplete"),  # reasoning ends at <|end|>, no stop token
+        ("analysisThinking it over", "incomplete"),  # the same with the control tokens stripped
+        ("<|channel|>final<|message|>The answer", "completed"),  # a stop token the engine left out
+        ("<|channel|>commentary<|message|>Let me check.", "completed"),  # a preamble may end the turn
+        ("<|channel|>final<|message|>", "incomplete"),  # cut right after the header
+        ("<|channel|>commentary to=functions.f json<|message|>", "incomplete"),
         ("Plain text with no control token", "completed"),
         ("", "completed"),
         ('<|channel|>commentary to=functions.f json<|message|>{"a": 1}', "completed"),

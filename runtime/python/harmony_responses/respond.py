@@ -73,7 +73,8 @@ def add_respond_parser(sub: Any) -> None:
         "--finish",
         choices=[_STOP, _LENGTH],
         help="how the engine ended the completion (its finish reason): on a stop token it may have left out, or "
-        "at the token budget; unknown by default (text is taken as stopped, token ids as cut if they end mid-message)",
+        "at the token budget; unknown by default (text is taken as stopped unless it ends inside a header, "
+        "reasoning or a call's JSON; token ids as cut if they end mid-message)",
     )
     p.add_argument("--fixed-ids", action="store_true", help="counting ids and created_at 0, for reproducible output")
     p.set_defaults(func=respond, file=None)

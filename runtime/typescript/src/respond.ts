@@ -70,7 +70,7 @@ export function respondCommand(): CommandSpec {
         choices: [STOP, LENGTH],
         help:
           "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
-          "unknown by default (text is taken as stopped, token ids as cut if they end mid-message)",
+          "unknown by default (text is taken as stopped unless it ends inside a header, reasoning or a call's JSON; token ids as cut if they end mid-message)",
       },
       { flag: "--fixed-ids", dest: "fixed_ids", kind: "flag", help: "counting ids and created_at 0, for reproducible output" },
     ],

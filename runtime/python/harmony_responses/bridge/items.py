@@ -513,7 +513,8 @@ class ResponseBuilder:
         response is incomplete; None (not known): for token ids, incomplete when the completion ends inside
         a message (engines keep the stop token among the ids). For text, engines leave the stop token's text
         out, so text ending inside a message is no sign of a cut by itself: it is taken as stopped, unless it
-        ends where no stop token can end it (inside a header, or inside a call's JSON arguments).
+        ends where no stop token can end it (inside a header or reasoning, right after a header, or inside a
+        call's JSON arguments).
         """
         if self._finished:
             return
@@ -544,15 +545,21 @@ class ResponseBuilder:
         self._sink.event(_CLOSING[status](sequence_number=self.next_sequence_number(), response=snap))
 
     def _stop_token_may_end_it(self) -> bool:
-        """Whether text that ends inside a message may end there because the engine left out a stop token:
-        not inside a header, nor inside a call's JSON arguments (the model closes them before `<|call|>`)."""
+        """Whether text that ends inside a message may end there because the engine left out a stop token.
+
+        Not inside reasoning: it ends at `<|end|>`, which is no stop token of the assistant's actions (the ones
+        engines sample with), and the turn goes on to a preamble, a call or the answer (a preamble may end a
+        turn: models do stop there). Nor in a message cut right after its header, nor inside a header, nor
+        inside a call's JSON arguments (the model closes them before `<|call|>`)."""
         item = self._item
         if item is None:  # a header, or text with no control token at all (read as the answer)
             return not self._parser.seen_control
-        if item.spec.streams_text:  # reasoning, a preamble, the answer: a stop token may end any
-            return True
         text = self._parser.current_content.strip()
-        if not text or text[0] not in "{[":
+        if not text:
+            return False
+        if item.spec.streams_text:
+            return not item.reasoning
+        if text[0] not in "{[":
             return True
         try:
             json.loads(text)

@@ -444,8 +444,8 @@ export class ResponseBuilder<D> {
    * not): an open message is complete; false, the budget ran out: the response is incomplete; null (not known): for
    * token ids, incomplete when the completion ends inside a message (engines keep the stop token among the ids).
    * For text, engines leave the stop token's text out, so text ending inside a message is no sign of a cut by
-   * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header, or inside a
-   * call's JSON arguments).
+   * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header or reasoning,
+   * right after a header, or inside a call's JSON arguments).
    */
   finish(stopped: boolean | null = null): void {
     if (this.finishedFlag) return;
@@ -475,14 +475,18 @@ export class ResponseBuilder<D> {
     this.sink.event(event(spec.STREAM_CLOSING[status] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
   }
 
-  /** Whether text that ends inside a message may end there because the engine left out a stop token: not inside a
-   * header, nor inside a call's JSON arguments (the model closes them before `<|call|>`). */
+  /** Whether text that ends inside a message may end there because the engine left out a stop token. Not inside
+   * reasoning: it ends at `<|end|>`, which is no stop token of the assistant's actions (the ones engines sample
+   * with), and the turn goes on to a preamble, a call or the answer (a preamble may end a turn: models do stop
+   * there). Nor in a message cut right after its header, nor inside a header, nor inside a call's JSON arguments
+   * (the model closes them before `<|call|>`). */
   private stopTokenMayEndIt(): boolean {
     const item = this.item;
     if (item === null) return !this.parser.seenControl; // a header, or text with no control token at all (the answer)
-    if (item.spec.part !== null) return true; // reasoning, a preamble, the answer: a stop token may end any
     const text = strip(this.parser.currentContent);
-    if (!text || !JSON_OPENERS.includes(text[0] as string)) return true;
+    if (!text) return false; // cut right after its header
+    if (item.spec.part !== null) return !item.reasoning;
+    if (!JSON_OPENERS.includes(text[0] as string)) return true;
     try {
       readJson(text);
     } catch (e) {
