@@ -86,7 +86,7 @@ def test_bad_overrides_name_what_is_wrong(project: Path, change: Callable[[Any],
         (lambda d: d["input"].update(call_schema="Nope"), r"\['input'\]\['call_schema'\] names 'Nope'"),
         (lambda d: d["input"].update(tool_output_type="tool_output"), "should be vendor-prefixed"),
         (lambda d: d["input"].update(tool_output_type="harmony:browser_call"), "no output item's type"),
-        (lambda d: d["response"].update(call_channel_field="harmony:chan"), "FunctionCallItemParam lacks"),
+        (lambda d: d["response"].update(channel_field="harmony:chan"), "FunctionCallItemParam lacks"),
     ],
 )
 def test_the_mapping_s_input_table_is_checked(project: Path, change: Callable[[Any], None], words: str) -> None:

@@ -354,7 +354,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
 
 
 INPUT_KEYS = ("call_schema", "tool_output_type", "tool_output_schema")
-CALL_FIELDS = ("call_channel_field", "call_content_type_field")  # of `response`: function_call fields read back
+HEADER_FIELDS = ("channel_field", "content_type_field")  # of `response`: function_call fields read back
 FUNCTION_CALL_INPUT = "FunctionCallItemParam"
 
 
@@ -376,7 +376,7 @@ def _input(mp: _Doc, items: list[ItemKindIR], responses: Any) -> dict[str, str]:
 def _check_call_fields(mp: _Doc, response: dict[str, str], responses: Any) -> None:
     """The fields a `function_call` item carries its header in must be fields of the input item too (an override)."""
     props = responses.schemas.get(FUNCTION_CALL_INPUT, {}).get("properties", {})
-    for key in CALL_FIELDS:
+    for key in HEADER_FIELDS:
         if key in response and response[key] not in props:
             raise mp.fail(
                 ("response", key),

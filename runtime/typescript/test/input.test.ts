@@ -43,14 +43,14 @@ test("a completion's output items render back to the completion, next to the too
 });
 
 test("a function call renders on the channel and with the content type its vendor fields name", () => {
-  const call = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: "analysis", [spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]: null };
+  const call = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: "analysis", [spec.RESPONSE_CONTENT_TYPE_FIELD]: null };
   const answer = { type: "function_call_output", call_id: "c1", output: "sunny" };
   assert.ok(
     promptOf([call, answer]).includes(
       "<|start|>assistant to=functions.get_weather<|channel|>analysis<|message|>{}<|call|><|start|>functions.get_weather to=assistant<|channel|>analysis<|message|>sunny<|end|>",
     ),
   );
-  const bare = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: null, [spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]: "json" };
+  const bare = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: null, [spec.RESPONSE_CONTENT_TYPE_FIELD]: "json" };
   assert.ok(promptOf([bare]).includes("<|start|>assistant to=functions.get_weather json<|message|>{}<|call|>"));
 });
 
@@ -79,6 +79,6 @@ test("malformed items are typed 400s at their field", () => {
   assert.equal(refusal([{ type: "harmony:browser_call", recipient: "x" }]).code, "missing_required_parameter");
   assert.equal(refusal([{ type: spec.INPUT_TOOL_OUTPUT_TYPE, call_id: "nope", output: "x" }]).code, "unknown_call_id");
   assert.equal(refusal([{ type: "reasoning", summary: [], content: 5 }]).param, "input[0].content");
-  assert.equal(refusal([{ type: "function_call", call_id: "c", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: 5 }]).param, `input[0]["${spec.RESPONSE_CALL_CHANNEL_FIELD}"]`);
+  assert.equal(refusal([{ type: "function_call", call_id: "c", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: 5 }]).param, `input[0]["${spec.RESPONSE_CHANNEL_FIELD}"]`);
   assert.equal(refusal([{ type: "acme:thing" }]).code, "unsupported_item");
 });

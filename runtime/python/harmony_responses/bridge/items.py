@@ -265,9 +265,9 @@ class OpenItem:
         if kind is ItemKind.FUNCTION_CALL:
             extra: dict[str, Any] = {}
             if self.channel != _CALL_CHANNEL:
-                extra[_spec.RESPONSE_CALL_CHANNEL_FIELD] = self.channel
+                extra[_spec.RESPONSE_CHANNEL_FIELD] = self.channel
             if self.content_type != _CALL_CONTENT_TYPE:
-                extra[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = self.content_type
+                extra[_spec.RESPONSE_CONTENT_TYPE_FIELD] = self.content_type
             if self.validation is not None and done:
                 extra[_VALIDATION_FIELD] = self.validation
             return FunctionCall(

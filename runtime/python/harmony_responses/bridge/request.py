@@ -106,8 +106,8 @@ _CALL_MODEL: Any = getattr(_types, _spec.INPUT_CALL_SCHEMA)
 _TOOL_OUTPUT_MODEL: Any = getattr(_types, _spec.INPUT_TOOL_OUTPUT_SCHEMA)
 # The fields of a function_call that carry its header, by their names on the model (they are vendor-prefixed).
 _FIELD_OF_KEY = {(f.alias or name): name for name, f in FunctionCallItemParam.model_fields.items()}
-_CALL_CHANNEL_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CHANNEL_FIELD]
-_CALL_CONTENT_TYPE_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]
+_CALL_CHANNEL_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CHANNEL_FIELD]
+_CALL_CONTENT_TYPE_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CONTENT_TYPE_FIELD]
 
 
 class RequestError(ValueError):
@@ -491,7 +491,7 @@ class KnownCalls:
             if isinstance(item, FunctionCallItemParam):
                 calls.functions[item.call_id] = _function_call_of(item)
             elif isinstance(item, FunctionCall):
-                channel = (item.model_extra or {}).get(_spec.RESPONSE_CALL_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
+                channel = (item.model_extra or {}).get(_spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
                 calls.functions[item.call_id] = ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
             elif isinstance(item, ExtensionItem) and item.type in _CALL_TYPES:
                 call = _CALL_MODEL.model_validate(item.model_dump(mode="json"))

@@ -210,8 +210,8 @@ export class OpenItem {
     }
     if (kind === ItemKind.FunctionCall) {
       const call: JsonObject = { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
-      if (this.channel !== CALL_CHANNEL) call[spec.RESPONSE_CALL_CHANNEL_FIELD] = this.channel;
-      if (this.contentType !== CALL_CONTENT_TYPE) call[spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = this.contentType;
+      if (this.channel !== CALL_CHANNEL) call[spec.RESPONSE_CHANNEL_FIELD] = this.channel;
+      if (this.contentType !== CALL_CONTENT_TYPE) call[spec.RESPONSE_CONTENT_TYPE_FIELD] = this.contentType;
       if (this.validation !== null && done) call[VALIDATION_FIELD] = this.validation;
       return call;
     }

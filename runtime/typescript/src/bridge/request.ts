@@ -424,8 +424,8 @@ function optionalText(value: unknown): string | null {
 }
 
 function functionCall(item: AnyItem, calls: KnownCalls): Message {
-  const channelKey = spec.RESPONSE_CALL_CHANNEL_FIELD;
-  const typeKey = spec.RESPONSE_CALL_CONTENT_TYPE_FIELD;
+  const channelKey = spec.RESPONSE_CHANNEL_FIELD;
+  const typeKey = spec.RESPONSE_CONTENT_TYPE_FIELD;
   const channel = given(item, channelKey) ? optionalText(item[channelKey]) : spec.CHANNEL_TOOL_CALLS;
   const contentType = given(item, typeKey) ? optionalText(item[typeKey]) : JSON_CONTENT_TYPE;
   const author = FUNCTIONS_PREFIX + String(item["name"] ?? "");
