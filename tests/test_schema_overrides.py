@@ -93,3 +93,23 @@ def test_the_mapping_s_input_table_is_checked(project: Path, change: Callable[[A
     _edit(project, MAPPING, change)
     with pytest.raises(SpecError, match=words):
         load_project(load_config(project))
+
+
+@pytest.mark.parametrize(
+    ("schema", "field"),
+    [
+        ("AssistantMessageItemParam", "harmony:channel"),
+        ("AssistantMessageItemParam", "harmony:content_type"),
+        ("ReasoningItemParam", "harmony:content_type"),
+    ],
+)
+def test_an_item_that_reads_a_header_field_back_must_declare_it(project: Path, schema: str, field: str) -> None:
+    """A message or reasoning item keeps the header the model wrote in the same vendor fields as a function call;
+    the input item that reads it back without declaring the field would refuse the bridge's own output."""
+
+    def drop(data: Any) -> None:
+        data["properties"] = [o for o in data["properties"] if (o["schema"], o["property"]) != (schema, field)]
+
+    _edit(project, OVERRIDES, drop)
+    with pytest.raises(SpecError, match=f"names '{field}', which {schema} lacks"):
+        load_project(load_config(project))
