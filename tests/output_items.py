@@ -1,7 +1,8 @@
 """Valid assistant turns for the output-as-input round trip, drawn by hypothesis and built with the oracle.
 
-Each turn is a few messages the model writes (reasoning, preambles) and what ends it (a call to a declared function
-on a varied channel and content type, a call to a built-in or other tool, or the final answer), as openai-harmony
+Each turn is a few messages the model writes (reasoning, preambles, at times with a content type) and what ends it (a
+call to a declared function on a varied channel and content type, a call to a built-in or other tool, or the final
+answer, at times with a content type or with no channel at all), as openai-harmony
 0.0.8's own `Message`s; `completion` renders them with the oracle into the tokens a model would have sent, and
 `play` runs a dialogue of such turns through the bridge, sending each response's output items back as the next
 request's input (a tool's answer after a call, a new user message after a final answer). The expected prompt of
@@ -76,6 +77,8 @@ CALL_CHANNELS = st.sampled_from(["commentary", "analysis", None])
 FUNCTION_CONTENT_TYPES = st.sampled_from(["<|constrain|>json", "json", None])
 BUILTIN_RECIPIENTS = st.sampled_from(["browser.search", "browser.open", "python", "container.exec", "dalle.text2im"])
 TOOL_CONTENT_TYPES = st.sampled_from(["code", "json", "<|constrain|>json", None])
+MESSAGE_CONTENT_TYPES = st.sampled_from([None, None, "json", "<|constrain|>json", "code"])  # mostly none, as usual
+ANSWER_CHANNELS = st.sampled_from(["final", "final", None])  # None: the answer written with no header
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,9 @@ class Step:
 
 @st.composite
 def preface(draw: st.DrawFn) -> Step:
-    """Reasoning or a preamble: a message that does not end the turn."""
+    """Reasoning or a preamble: a message that does not end the turn, at times with a content type."""
     channel = draw(st.sampled_from(["analysis", "commentary"]))
-    return Step(assistant(draw(text), channel))
+    return Step(assistant(draw(text), channel, content_type=draw(MESSAGE_CONTENT_TYPES)))
 
 
 @st.composite
@@ -107,7 +110,7 @@ def ending(draw: st.DrawFn) -> Step:
             draw(TOOL_CONTENT_TYPES),
         )  # fmt: skip
         return Step(message, draw(text))
-    return Step(assistant(draw(text), "final"))
+    return Step(assistant(draw(text), draw(ANSWER_CHANNELS), content_type=draw(MESSAGE_CONTENT_TYPES)))
 
 
 turn = st.tuples(st.lists(preface(), max_size=3), ending()).map(lambda t: [*t[0], t[1]])

@@ -15,18 +15,20 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from output_items import Dialogue, dialogue, play, request
+from output_items import Dialogue, dialogue, oracle_head, play, request, tool_message, user
 from responses_checker import assert_valid_request, request_errors
 
 from harmony_responses import HarmonyEncoding, Role
 from harmony_responses.bridge import (
     KnownCalls,
     RequestError,
+    ResponseBuilder,
     counting_ids,
     items_to_messages,
     parse_request,
     request_to_conversation,
 )
+from harmony_responses.bridge.items import NullSink
 from harmony_responses.types import ItemParamAdapter
 
 oracle = pytest.importorskip("openai_harmony", reason="openai-harmony is installed by the test extras")
@@ -85,6 +87,10 @@ CALL = {
 BROWSER = {
     "type": "harmony:browser_call", "id": "hbc_1", "status": "completed", "recipient": "browser.search",
     "arguments": '{"query":"paris"}', "channel": "analysis", "content_type": "code",
+}  # fmt: skip
+FINAL = {
+    "type": "message", "role": "assistant", "phase": "final_answer", "id": "msg_1", "status": "completed",
+    "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}],
 }  # fmt: skip
 
 
@@ -160,6 +166,107 @@ def test_function_calls_keep_the_header_the_model_wrote(encoding: HarmonyEncodin
     assert _messages([validated]) == _messages([CALL])
 
 
+# -- messages keep the header the model wrote ----------------------------------------------------------------
+
+
+def _written(encoding: HarmonyEncoding, raw: dict[str, Any], text: str) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The output items of a completion given as text (after the prompt's `<|start|>assistant`), as JSON, and the
+    Harmony messages the (lenient) parser read in it."""
+    builder = ResponseBuilder(encoding, parse_request(raw), NullSink(), ids=counting_ids())
+    builder.feed_text(text)
+    builder.finish()
+    assert builder.final is not None and builder.final.status == "completed"
+    return builder.final.model_dump(mode="json")["output"], builder.messages()
+
+
+def _as_oracle(messages: list[Any]) -> list[Any]:
+    return [oracle.Message.from_dict(json.loads(json.dumps(m.to_dict()))) for m in messages]
+
+
+def _oracle_prompt(reference: Any, messages: list[Any]) -> list[int]:
+    conversation = oracle.Conversation.from_messages([*oracle_head(), *messages])
+    return list(reference.render_conversation_for_completion(conversation, oracle.Role.ASSISTANT))
+
+
+def test_an_answer_written_without_a_channel_comes_back_without_one(encoding: HarmonyEncoding, reference: Any) -> None:
+    """The lenient parser reads text after `<|end|>` with no header as the answer: a message with no channel. Sent
+    back, it renders with no channel, as the model wrote it, not on `final`."""
+    first = request([USER])
+    output, messages = _written(encoding, first, "<|channel|>analysis<|message|>think<|end|>The answer")
+    assert [(m.channel, m.content[0].text) for m in messages] == [("analysis", "think"), (None, "The answer")]
+    answer = output[-1]
+    assert answer["phase"] == "final_answer" and answer["harmony:channel"] is None
+    assert "harmony:content_type" not in answer
+    later = {"type": "message", "role": "user", "content": "Thanks"}
+    after = request([USER, *output, later])
+    assert_valid_request(after)
+    expected = _oracle_prompt(reference, [user(USER["content"]), *_as_oracle(messages), user("Thanks")])
+    assert _prompt(encoding, after) == expected
+    assert "<|start|>assistant<|message|>The answer<|end|>" in _rendered(encoding, [USER, *output, later])
+
+
+JSON_TYPE = "<|constrain|>json"
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ('<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>', {"harmony:content_type": JSON_TYPE}),
+        ("<|channel|>final json<|message|>[]<|return|>", {"harmony:content_type": "json"}),
+        ("<|channel|>commentary code<|message|>Looking.<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>",
+         {"harmony:content_type": "code"}),
+        ("<|channel|>notes<|message|>x<|return|>", {"harmony:channel": "notes"}),
+        ("<|message|>x<|return|>", {"harmony:channel": None}),
+        ("<|constrain|>json<|message|>{}<|return|>", {"harmony:channel": None, "harmony:content_type": JSON_TYPE}),
+        ("<|channel|>final<|message|>x<|return|>", {}),
+    ],
+)  # fmt: skip
+def test_a_message_keeps_its_channel_and_content_type(
+    encoding: HarmonyEncoding, reference: Any, text: str, fields: dict[str, Any]
+) -> None:
+    """A message says which channel the model wrote it on when its phase would say another (null: none), and which
+    content type it had; sent back, it renders to the message the model wrote."""
+    output, messages = _written(encoding, request([USER]), text)
+    first = output[0]
+    assert first["type"] == "message"
+    assert {k: v for k, v in first.items() if k.startswith("harmony:")} == fields
+    later = {"type": "message", "role": "user", "content": "More"}
+    after = request([USER, *output, later])
+    assert_valid_request(after)
+    expected = _oracle_prompt(reference, [user(USER["content"]), *_as_oracle(messages), user("More")])
+    assert _prompt(encoding, after) == expected
+
+
+def test_reasoning_keeps_its_content_type(encoding: HarmonyEncoding, reference: Any) -> None:
+    text = "<|channel|>analysis json<|message|>{}<|end|><|start|>assistant to=functions.lookup<|channel|>commentary"
+    output, messages = _written(encoding, request([USER]), text + ' <|constrain|>json<|message|>{"q":1}<|call|>')
+    assert output[0]["type"] == "reasoning" and output[0]["harmony:content_type"] == "json"
+    assert "harmony:channel" not in output[0]  # a reasoning item is on the reasoning channel by what it is
+    answer = {"type": "function_call_output", "call_id": output[1]["call_id"], "output": "found"}
+    after = request([USER, *output, answer])
+    assert_valid_request(after)
+    tool = tool_message("functions.lookup", "found", "commentary")
+    assert _prompt(encoding, after) == _oracle_prompt(reference, [user(USER["content"]), *_as_oracle(messages), tool])
+    assert "<|channel|>analysis json<|message|>{}<|end|>" in _rendered(encoding, [USER, *output, answer])
+
+
+def test_message_header_fields_are_read(encoding: HarmonyEncoding) -> None:
+    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}
+    assert _messages([{**said, "phase": "final_answer", "harmony:channel": None}]) == [
+        {"role": "assistant", "content": [{"type": "text", "text": "x"}]}
+    ]
+    typed = {**said, "phase": "commentary", "harmony:content_type": "<|constrain|>json"}
+    assert _messages([typed])[0] == {
+        "role": "assistant", "content": [{"type": "text", "text": "x"}], "channel": "commentary",
+        "content_type": "<|constrain|>json",
+    }  # fmt: skip
+    assert _messages([{**said, "harmony:channel": "analysis", "harmony:content_type": None}])[0]["channel"] == (
+        "analysis"
+    )
+    summary = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "S."}], "harmony:content_type": "json"}
+    assert "<|channel|>analysis json<|message|>S.<|end|>" in _rendered(encoding, [USER, summary])
+
+
 CALL_KINDS = ["harmony:browser_call", "harmony:python_call", "harmony:container_call", "harmony:tool_call"]
 
 
@@ -223,6 +330,9 @@ BAD = [
      ""),
     ({**CALL, "harmony:channel": 5}, "invalid_request", "input[0][\"harmony:channel\"]", "expected a string, found 5"),
     ({**CALL, "harmony:content_type": []}, "invalid_request", "input[0][\"harmony:content_type\"]", ""),
+    ({**FINAL, "harmony:channel": 5}, "invalid_request", "input[0][\"harmony:channel\"]", "expected a string, found 5"),
+    ({**FINAL, "harmony:content_type": {}}, "invalid_request", "input[0][\"harmony:content_type\"]", ""),
+    ({**REASONING, "harmony:content_type": 1}, "invalid_request", "input[0][\"harmony:content_type\"]", ""),
     ({**BROWSER, "recipient": None}, "invalid_request", "input[0].recipient", "expected a string"),
     ({k: v for k, v in BROWSER.items() if k != "recipient"}, "missing_required_parameter", "input[0].recipient", ""),
     ({k: v for k, v in BROWSER.items() if k != "arguments"}, "missing_required_parameter", "input[0].arguments", ""),

@@ -86,10 +86,30 @@ def test_bad_overrides_name_what_is_wrong(project: Path, change: Callable[[Any],
         (lambda d: d["input"].update(call_schema="Nope"), r"\['input'\]\['call_schema'\] names 'Nope'"),
         (lambda d: d["input"].update(tool_output_type="tool_output"), "should be vendor-prefixed"),
         (lambda d: d["input"].update(tool_output_type="harmony:browser_call"), "no output item's type"),
-        (lambda d: d["response"].update(call_channel_field="harmony:chan"), "FunctionCallItemParam lacks"),
+        (lambda d: d["response"].update(channel_field="harmony:chan"), "FunctionCallItemParam lacks"),
     ],
 )
 def test_the_mapping_s_input_table_is_checked(project: Path, change: Callable[[Any], None], words: str) -> None:
     _edit(project, MAPPING, change)
     with pytest.raises(SpecError, match=words):
+        load_project(load_config(project))
+
+
+@pytest.mark.parametrize(
+    ("schema", "field"),
+    [
+        ("AssistantMessageItemParam", "harmony:channel"),
+        ("AssistantMessageItemParam", "harmony:content_type"),
+        ("ReasoningItemParam", "harmony:content_type"),
+    ],
+)
+def test_an_item_that_reads_a_header_field_back_must_declare_it(project: Path, schema: str, field: str) -> None:
+    """A message or reasoning item keeps the header the model wrote in the same vendor fields as a function call;
+    the input item that reads it back without declaring the field would refuse the bridge's own output."""
+
+    def drop(data: Any) -> None:
+        data["properties"] = [o for o in data["properties"] if (o["schema"], o["property"]) != (schema, field)]
+
+    _edit(project, OVERRIDES, drop)
+    with pytest.raises(SpecError, match=f"names '{field}', which {schema} lacks"):
         load_project(load_config(project))

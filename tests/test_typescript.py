@@ -829,7 +829,18 @@ def _broken(item: Any, key: str, value: Any) -> Any:
 
 
 BREAKS = st.tuples(
-    st.sampled_from(["recipient", "arguments", "channel", "content_type", "content", "call_id", "harmony:channel"]),
+    st.sampled_from(
+        [
+            "recipient",
+            "arguments",
+            "channel",
+            "content_type",
+            "content",
+            "call_id",
+            "harmony:channel",
+            "harmony:content_type",
+        ]
+    ),
     st.sampled_from([None, 5, [], {"a": 1}, "", [{"type": "reasoning_text"}]]),
 )
 
@@ -851,6 +862,32 @@ def test_output_as_input_renders_alike(
             raw = {**raw, "input": items}
         text = json.dumps(raw)
         assert node.ask(op="request", request=text) == _py_request(encoding, text)
+
+
+HEADERS = [
+    "<|channel|>analysis<|message|>think<|end|>The answer",  # read as the answer, a message with no channel
+    '<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>',
+    "<|channel|>analysis json<|message|>{}<|end|><|start|>assistant<|channel|>notes code<|message|>x<|return|>",
+]
+
+
+@pytest.mark.parametrize("text", HEADERS)
+def test_message_headers_come_back_alike(node: Node, encoding: HarmonyEncoding, text: str) -> None:
+    """An answer written with no channel (lenient parsing's reading of text after `<|end|>`), one on another channel
+    than its phase's, content types on a message and on reasoning: both languages keep the header on the items
+    alike, and read those items back as input to the same prompt, to the token."""
+    request = json.dumps({"model": "gpt-oss", "input": "Hi"})
+    ours = _py_bridge(encoding, request, [text], False, "spec", None)
+    theirs = node.ask(op="bridge", request=request, pieces=[text], strict=False, reasoning_names="spec", stopped=None,
+                      include_usage=False)  # fmt: skip
+    assert theirs == ours
+    output = json.loads(ours["response"])["output"]
+    assert any(key.startswith("harmony:") for item in output for key in item), output  # a header is kept
+    user = {"type": "message", "role": "user", "content": "Hi"}
+    after = json.dumps({"model": "gpt-oss", "input": [user, *output, {**user, "content": "More"}]})
+    ours_after = _py_request(encoding, after)
+    assert "prompt" in ours_after, ours_after
+    assert node.ask(op="request", request=after) == ours_after
 
 
 @SETTINGS

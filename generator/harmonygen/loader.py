@@ -339,7 +339,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
             seq += [item.arguments["delta"] + "*", item.arguments["done"]]
         order[item.kind] = (*seq, stream["item_done"])
     response = mp.strings("response")
-    _check_call_fields(mp, response, responses)
+    _check_header_fields(mp, response, responses)
     return MappingIR(
         items=tuple(items),
         input=_input(mp, items, responses),
@@ -354,8 +354,12 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
 
 
 INPUT_KEYS = ("call_schema", "tool_output_type", "tool_output_schema")
-CALL_FIELDS = ("call_channel_field", "call_content_type_field")  # of `response`: function_call fields read back
-FUNCTION_CALL_INPUT = "FunctionCallItemParam"
+# The fields of `response` in which output items keep the header the model wrote, and the input items that read
+# them back (each must declare the field: the synced schemas lack them, spec/overrides/responses.json adds them).
+HEADER_FIELDS = {
+    "channel_field": ("FunctionCallItemParam", "AssistantMessageItemParam"),
+    "content_type_field": ("FunctionCallItemParam", "AssistantMessageItemParam", "ReasoningItemParam"),
+}
 
 
 def _input(mp: _Doc, items: list[ItemKindIR], responses: Any) -> dict[str, str]:
@@ -373,15 +377,16 @@ def _input(mp: _Doc, items: list[ItemKindIR], responses: Any) -> dict[str, str]:
     return table
 
 
-def _check_call_fields(mp: _Doc, response: dict[str, str], responses: Any) -> None:
-    """The fields a `function_call` item carries its header in must be fields of the input item too (an override)."""
-    props = responses.schemas.get(FUNCTION_CALL_INPUT, {}).get("properties", {})
-    for key in CALL_FIELDS:
-        if key in response and response[key] not in props:
-            raise mp.fail(
-                ("response", key),
-                f"names {response[key]!r}, which {FUNCTION_CALL_INPUT} lacks: add it in spec/overrides/responses.json",
-            )
+def _check_header_fields(mp: _Doc, response: dict[str, str], responses: Any) -> None:
+    """The fields output items keep their header in must be fields of the input items that read them back."""
+    for key, schemas in HEADER_FIELDS.items():
+        for name in schemas:
+            props = responses.schemas.get(name, {}).get("properties", {})
+            if key in response and response[key] not in props:
+                raise mp.fail(
+                    ("response", key),
+                    f"names {response[key]!r}, which {name} lacks: add it in spec/overrides/responses.json",
+                )
 
 
 def _requests(rq: _Doc, responses: Any) -> RequestsIR:

@@ -369,9 +369,9 @@ test("a byte order mark is no tool call; a call with another header says so", ()
     assert.ok((response[spec.RESPONSE_REPAIRS_FIELD] as Json[]).some((r) => r["rule"] === "byte_order_mark" && r["text"] === "\ufeff"));
   }
   const usual = outputOf(serve(weather("Oslo"), toolsRequest({ name: "get_weather" }))[1])[0] as Json;
-  assert.ok(!(spec.RESPONSE_CALL_CHANNEL_FIELD in usual) && !(spec.RESPONSE_CALL_CONTENT_TYPE_FIELD in usual));
+  assert.ok(!(spec.RESPONSE_CHANNEL_FIELD in usual) && !(spec.RESPONSE_CONTENT_TYPE_FIELD in usual));
   const other = outputOf(serve('<|channel|>analysis to=functions.get_weather code<|message|>{"city":"Oslo"}<|call|>', toolsRequest({ name: "get_weather" }))[1])[0] as Json;
-  assert.deepEqual([other[spec.RESPONSE_CALL_CHANNEL_FIELD], other[spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]], ["analysis", "code"]);
+  assert.deepEqual([other[spec.RESPONSE_CHANNEL_FIELD], other[spec.RESPONSE_CONTENT_TYPE_FIELD]], ["analysis", "code"]);
 });
 
 test("an empty answer is no content in chat form", () => {

@@ -43,15 +43,43 @@ test("a completion's output items render back to the completion, next to the too
 });
 
 test("a function call renders on the channel and with the content type its vendor fields name", () => {
-  const call = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: "analysis", [spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]: null };
+  const call = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: "analysis", [spec.RESPONSE_CONTENT_TYPE_FIELD]: null };
   const answer = { type: "function_call_output", call_id: "c1", output: "sunny" };
   assert.ok(
     promptOf([call, answer]).includes(
       "<|start|>assistant to=functions.get_weather<|channel|>analysis<|message|>{}<|call|><|start|>functions.get_weather to=assistant<|channel|>analysis<|message|>sunny<|end|>",
     ),
   );
-  const bare = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: null, [spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]: "json" };
+  const bare = { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: null, [spec.RESPONSE_CONTENT_TYPE_FIELD]: "json" };
   assert.ok(promptOf([bare]).includes("<|start|>assistant to=functions.get_weather json<|message|>{}<|call|>"));
+});
+
+test("an answer written with no channel comes back with none, and a message's content type comes back too", () => {
+  const user = { type: "message", role: "user", content: "Weather?" };
+  const later = { type: "message", role: "user", content: "Thanks" };
+  const outputOf = (text: string): Json[] => {
+    const response = buildResponse([text], encoding, parseRequest({ tools: TOOLS, input: [user] }), { ids: countingIds() });
+    return (dumpAs("ResponseResource", response) as Json)["output"] as Json[];
+  };
+  // the lenient parser reads text after <|end|> with no header as the answer: a message with no channel
+  const bare = outputOf("<|channel|>analysis<|message|>think<|end|>The answer");
+  assert.deepEqual([bare[1]?.["phase"], bare[1]?.[spec.RESPONSE_CHANNEL_FIELD]], ["final_answer", null]);
+  assert.ok(!(spec.RESPONSE_CONTENT_TYPE_FIELD in (bare[1] ?? {})));
+  assert.ok(
+    promptOf([user, ...bare, later]).endsWith(
+      "<|start|>user<|message|>Weather?<|end|><|start|>assistant<|channel|>analysis<|message|>think<|end|>" +
+        "<|start|>assistant<|message|>The answer<|end|><|start|>user<|message|>Thanks<|end|><|start|>assistant",
+    ),
+  );
+  const typed = outputOf('<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>');
+  assert.deepEqual([typed[0]?.[spec.RESPONSE_CONTENT_TYPE_FIELD], spec.RESPONSE_CHANNEL_FIELD in (typed[0] ?? {})], ["<|constrain|>json", false]);
+  assert.ok(promptOf([user, ...typed, later]).includes('<|start|>assistant<|channel|>final <|constrain|>json<|message|>{"a":1}<|end|><|start|>user'));
+  const other = outputOf("<|channel|>notes<|message|>x<|return|>");
+  assert.equal(other[0]?.[spec.RESPONSE_CHANNEL_FIELD], "notes");
+  assert.ok(promptOf([user, ...other, later]).includes("<|start|>assistant<|channel|>notes<|message|>x<|end|>"));
+  const thought = outputOf("<|channel|>analysis json<|message|>{}<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>");
+  assert.equal(thought[0]?.[spec.RESPONSE_CONTENT_TYPE_FIELD], "json");
+  assert.ok(promptOf([user, thought[0]]).includes("<|channel|>analysis json<|message|>{}<|end|>"));
 });
 
 test("reasoning content wins over its summary, and is dropped after a final answer", () => {
@@ -79,6 +107,10 @@ test("malformed items are typed 400s at their field", () => {
   assert.equal(refusal([{ type: "harmony:browser_call", recipient: "x" }]).code, "missing_required_parameter");
   assert.equal(refusal([{ type: spec.INPUT_TOOL_OUTPUT_TYPE, call_id: "nope", output: "x" }]).code, "unknown_call_id");
   assert.equal(refusal([{ type: "reasoning", summary: [], content: 5 }]).param, "input[0].content");
-  assert.equal(refusal([{ type: "function_call", call_id: "c", name: "get_weather", arguments: "{}", [spec.RESPONSE_CALL_CHANNEL_FIELD]: 5 }]).param, `input[0]["${spec.RESPONSE_CALL_CHANNEL_FIELD}"]`);
+  assert.equal(refusal([{ type: "function_call", call_id: "c", name: "get_weather", arguments: "{}", [spec.RESPONSE_CHANNEL_FIELD]: 5 }]).param, `input[0]["${spec.RESPONSE_CHANNEL_FIELD}"]`);
+  const answer = { type: "message", role: "assistant", phase: "final_answer", content: [{ type: "output_text", text: "A." }] };
+  assert.equal(refusal([{ ...answer, [spec.RESPONSE_CHANNEL_FIELD]: 5 }]).param, `input[0]["${spec.RESPONSE_CHANNEL_FIELD}"]`);
+  assert.equal(refusal([{ ...answer, [spec.RESPONSE_CONTENT_TYPE_FIELD]: [] }]).param, `input[0]["${spec.RESPONSE_CONTENT_TYPE_FIELD}"]`);
+  assert.equal(refusal([{ type: "reasoning", summary: [], [spec.RESPONSE_CONTENT_TYPE_FIELD]: 1 }]).param, `input[0]["${spec.RESPONSE_CONTENT_TYPE_FIELD}"]`);
   assert.equal(refusal([{ type: "acme:thing" }]).code, "unsupported_item");
 });

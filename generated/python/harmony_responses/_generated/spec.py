@@ -611,9 +611,9 @@ RESPONSE_REPAIRS_FIELD: str = "harmony:repairs"
 
 RESPONSE_VALIDATION_FIELD: str = "harmony:validation"
 
-RESPONSE_CALL_CHANNEL_FIELD: str = "harmony:channel"
+RESPONSE_CHANNEL_FIELD: str = "harmony:channel"
 
-RESPONSE_CALL_CONTENT_TYPE_FIELD: str = "harmony:content_type"
+RESPONSE_CONTENT_TYPE_FIELD: str = "harmony:content_type"
 
 STREAM_OPENING: tuple[str, ...] = ("response.created", "response.in_progress")
 

@@ -624,6 +624,7 @@ class ReasoningItemParam(SpecModel):
     summary: list[ReasoningSummaryContentParam]
     content: list[ReasoningTextContent] | None = None
     encrypted_content: str | None = None
+    harmony_content_type: Annotated[str | None, Field(alias="harmony:content_type")] = None
 
 
 class ReasoningParam(SpecModel):
@@ -767,6 +768,8 @@ class AssistantMessageItemParam(SpecModel):
     content: list[AssistantMessageItemParamContent] | AssistantMessageItemParamContent1
     phase: Literal["commentary", "final_answer"] | None = None
     status: str | None = None
+    harmony_channel: Annotated[str | None, Field(alias="harmony:channel")] = None
+    harmony_content_type: Annotated[str | None, Field(alias="harmony:content_type")] = None
 
 
 _ITEM_PARAM_TAGS: dict[tuple[str | None, str | None], str] = {

@@ -76,6 +76,8 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       },
       "phase": { "type": "string", "enum": ["commentary", "final_answer"], "x-openresponses-added-in": "2026-04-24" },
       "status": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "harmony:channel": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "harmony:content_type": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
     },
   },
   "CompactResource": {
@@ -610,6 +612,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
         "anyOf": [{ "type": "array", "items": { "$ref": "#/$defs/ReasoningTextContent" } }, { "type": "null" }],
       },
       "encrypted_content": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "harmony:content_type": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
     },
   },
   "ReasoningParam": {

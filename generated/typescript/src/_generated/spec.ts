@@ -596,9 +596,9 @@ export const RESPONSE_REPAIRS_FIELD: string = "harmony:repairs";
 
 export const RESPONSE_VALIDATION_FIELD: string = "harmony:validation";
 
-export const RESPONSE_CALL_CHANNEL_FIELD: string = "harmony:channel";
+export const RESPONSE_CHANNEL_FIELD: string = "harmony:channel";
 
-export const RESPONSE_CALL_CONTENT_TYPE_FIELD: string = "harmony:content_type";
+export const RESPONSE_CONTENT_TYPE_FIELD: string = "harmony:content_type";
 
 export const STREAM_OPENING: readonly string[] = ["response.created", "response.in_progress"];
 

@@ -116,6 +116,8 @@ export interface AssistantMessageItemParam {
   content: (OutputTextContentParam | RefusalContentParam)[] | string;
   phase?: "commentary" | "final_answer";
   status?: string | null;
+  "harmony:channel"?: string | null;
+  "harmony:content_type"?: string | null;
 }
 export interface OutputTextContentParam {
   type: "output_text";
@@ -285,6 +287,7 @@ export interface ReasoningItemParam {
   summary: ReasoningSummaryContentParam[];
   content?: ReasoningTextContent[] | null;
   encrypted_content?: string | null;
+  "harmony:content_type"?: string | null;
 }
 export interface ReasoningSummaryContentParam {
   type: "summary_text";

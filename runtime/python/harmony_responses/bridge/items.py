@@ -16,6 +16,12 @@ the spec's `ITEM_KINDS` table names:
 - the reasoning channel → `reasoning` (`content: [reasoning_text]`, `summary: []`);
 - anything else → an assistant `message` with `output_text`, its phase by the channel's purpose.
 
+An item keeps the header the model wrote where its kind alone would not render it back so, in the vendor-prefixed
+fields the spec names (`harmony:channel`, `harmony:content_type`; null: none): a `function_call` written on another
+channel than the tool-calls one or with another content type than the constrained function-arguments type; a
+`message` written on another channel than its phase's (the answer with no header at all: null), or with a content
+type; a `reasoning` item written with a content type.
+
 Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message (the budget ran out) ends
 `incomplete`; in strict mode a parse error ends with an `error` event and `response.failed`. Every repair
 lenient parsing makes is passed to `on_repair` when it happens and listed on the final response in the
@@ -76,6 +82,8 @@ RepairHook = Callable[[Recovered], None]
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
 _SEPARATOR = _spec.HEADER_NAMESPACE_SEPARATOR
 _VALIDATION_FIELD = _spec.RESPONSE_VALIDATION_FIELD
+_CHANNEL_FIELD = _spec.RESPONSE_CHANNEL_FIELD  # where an item keeps the header the model wrote, when it must
+_CONTENT_TYPE_FIELD = _spec.RESPONSE_CONTENT_TYPE_FIELD
 _CALL_CHANNEL = _spec.CHANNEL_TOOL_CALLS  # the header a function call is rendered back with, unless it says otherwise
 _CALL_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EMPTY_ARGUMENTS = "{}"  # JSON's empty object: what a call without arguments passes
@@ -255,19 +263,25 @@ class OpenItem:
         kind = self.spec.kind
         state: Any = status.value  # typed as the models' status literals
         done = status is not Status.IN_PROGRESS
+        extra: dict[str, Any] = {}
         if kind is ItemKind.REASONING:
             reasoning: list[Any] = [ReasoningTextContent(text=text)] if done else []
-            return ReasoningBody(id=self.id, summary=[], content=reasoning)
+            if self.content_type is not None:
+                extra[_CONTENT_TYPE_FIELD] = self.content_type
+            return ReasoningBody(id=self.id, summary=[], content=reasoning, **extra)
         if kind is ItemKind.MESSAGE:
             parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if done else []
             phase = _PHASE_OF_CHANNEL.get(self.channel or "", _DEFAULT_PHASE)
-            return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase)
+            if self.channel not in _PHASE_OF_CHANNEL:  # its phase would render it on another channel (or none)
+                extra[_CHANNEL_FIELD] = self.channel
+            if self.content_type is not None:
+                extra[_CONTENT_TYPE_FIELD] = self.content_type
+            return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase, **extra)
         if kind is ItemKind.FUNCTION_CALL:
-            extra: dict[str, Any] = {}
             if self.channel != _CALL_CHANNEL:
-                extra[_spec.RESPONSE_CALL_CHANNEL_FIELD] = self.channel
+                extra[_CHANNEL_FIELD] = self.channel
             if self.content_type != _CALL_CONTENT_TYPE:
-                extra[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = self.content_type
+                extra[_CONTENT_TYPE_FIELD] = self.content_type
             if self.validation is not None and done:
                 extra[_VALIDATION_FIELD] = self.validation
             return FunctionCall(

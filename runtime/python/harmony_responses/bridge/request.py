@@ -10,8 +10,10 @@ items become messages in order (`items_to_messages`). Whatever the model cannot 
 Every item the bridge emits comes back as input and renders to the message the model wrote:
 
 - `reasoning` → an analysis message of its `content` (what the model wrote); only without content, of
-  its `summary` (an empty summary renders nothing);
-- an assistant `message` → its phase's channel (a preamble on commentary, the answer on final);
+  its `summary` (an empty summary renders nothing); with the content type in its `harmony:content_type`;
+- an assistant `message` → its phase's channel (a preamble on commentary, the answer on final), unless its
+  `harmony:channel` names the channel the model wrote it on (null: none, as an answer written without a
+  header); with the content type in its `harmony:content_type` (absent or null: none);
 - `function_call` → a message to the function, on the channel and with the content type the item's
   vendor fields name (`harmony:channel`, `harmony:content_type`; null: none), by default the
   tool-calls channel and the constrained function-arguments type; its `function_call_output` → a tool
@@ -104,10 +106,23 @@ _CHANNEL_OF_PHASE = {
 _CALL_TYPES = tuple(row["type"] for row in _spec.ITEM_KINDS.values() if is_vendor_type(row["type"]))
 _CALL_MODEL: Any = getattr(_types, _spec.INPUT_CALL_SCHEMA)
 _TOOL_OUTPUT_MODEL: Any = getattr(_types, _spec.INPUT_TOOL_OUTPUT_SCHEMA)
-# The fields of a function_call that carry its header, by their names on the model (they are vendor-prefixed).
-_FIELD_OF_KEY = {(f.alias or name): name for name, f in FunctionCallItemParam.model_fields.items()}
-_CALL_CHANNEL_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CHANNEL_FIELD]
-_CALL_CONTENT_TYPE_FIELD = _FIELD_OF_KEY[_spec.RESPONSE_CALL_CONTENT_TYPE_FIELD]
+# The vendor-prefixed fields in which an item keeps the header the model wrote → their attribute on each input model
+# that reads them (`harmony:channel` → `harmony_channel`).
+_HeaderItem = FunctionCallItemParam | AssistantMessageItemParam | ReasoningItemParam
+_HEADER_KEYS = (_spec.RESPONSE_CHANNEL_FIELD, _spec.RESPONSE_CONTENT_TYPE_FIELD)
+_HEADER_ATTRIBUTES: dict[tuple[type[Any], str], str] = {
+    (model, f.alias): name
+    for model in (FunctionCallItemParam, AssistantMessageItemParam, ReasoningItemParam)
+    for name, f in model.model_fields.items()
+    if f.alias in _HEADER_KEYS
+}
+
+
+def _header(item: _HeaderItem, key: str, default: str | None) -> str | None:
+    """The header field `key` of an input item: its value when given (null: none), else `default`."""
+    attribute = _HEADER_ATTRIBUTES[type(item), key]
+    value: str | None = getattr(item, attribute) if attribute in item.model_fields_set else default
+    return value
 
 
 class RequestError(ValueError):
@@ -444,9 +459,10 @@ def _system(body: CreateResponseBody) -> SystemContent:
     return system
 
 
-def _assistant(text: str, channel: str | None) -> Message:
+def _assistant(text: str, channel: str | None, content_type: str | None = None) -> Message:
     message = Message.from_role_and_content(Role.ASSISTANT, text)
-    return message.with_channel(channel) if channel is not None else message
+    message = message.with_channel(channel) if channel is not None else message
+    return message.with_content_type(content_type) if content_type is not None else message
 
 
 @dataclass(frozen=True)
@@ -491,7 +507,7 @@ class KnownCalls:
             if isinstance(item, FunctionCallItemParam):
                 calls.functions[item.call_id] = _function_call_of(item)
             elif isinstance(item, FunctionCall):
-                channel = (item.model_extra or {}).get(_spec.RESPONSE_CALL_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
+                channel = (item.model_extra or {}).get(_spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
                 calls.functions[item.call_id] = ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
             elif isinstance(item, ExtensionItem) and item.type in _CALL_TYPES:
                 call = _CALL_MODEL.model_validate(item.model_dump(mode="json"))
@@ -542,17 +558,14 @@ def _validated(model: Any, item: ExtensionItem, where: str) -> Any:
 
 
 def _function_call_of(item: FunctionCallItemParam) -> ToolCall:
-    given = item.model_fields_set
-    channel = getattr(item, _CALL_CHANNEL_FIELD) if _CALL_CHANNEL_FIELD in given else _spec.CHANNEL_TOOL_CALLS
+    channel = _header(item, _spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
     return ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
 
 
 def _function_call(item: FunctionCallItemParam, calls: KnownCalls) -> Message:
-    given = item.model_fields_set
-    content_type = getattr(item, _CALL_CONTENT_TYPE_FIELD) if _CALL_CONTENT_TYPE_FIELD in given else _JSON_CONTENT_TYPE
+    content_type = _header(item, _spec.RESPONSE_CONTENT_TYPE_FIELD, _JSON_CONTENT_TYPE)
     call = calls.functions[item.call_id] = _function_call_of(item)
-    message = _assistant(item.arguments, call.channel).with_recipient(call.author)
-    return message.with_content_type(content_type) if content_type is not None else message
+    return _assistant(item.arguments, call.channel, content_type).with_recipient(call.author)
 
 
 def _tool_message(call: ToolCall, text: str) -> Message:
@@ -587,10 +600,18 @@ def _reasoning(item: ReasoningItemParam, where: str) -> Message | None:
     """The analysis message of a reasoning item: its content (what the model wrote), else its summary."""
     if item.encrypted_content is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
+    content_type = _header(item, _spec.RESPONSE_CONTENT_TYPE_FIELD, None)
     if item.content:
-        return _assistant("".join(part.text for part in item.content), _spec.CHANNEL_REASONING)
+        return _assistant("".join(part.text for part in item.content), _spec.CHANNEL_REASONING, content_type)
     text = "".join(part.text for part in item.summary)
-    return _assistant(text, _spec.CHANNEL_REASONING) if text else None
+    return _assistant(text, _spec.CHANNEL_REASONING, content_type) if text else None
+
+
+def _assistant_message(item: AssistantMessageItemParam, where: str) -> Message:
+    """An assistant message on its phase's channel, unless it names the channel the model wrote it on."""
+    text = "".join(_text_parts(item.content, where, (_OUTPUT_TEXT, "refusal")))
+    channel = _header(item, _spec.RESPONSE_CHANNEL_FIELD, _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER))
+    return _assistant(text, channel, _header(item, _spec.RESPONSE_CONTENT_TYPE_FIELD, None))
 
 
 def items_to_messages(
@@ -617,9 +638,7 @@ def items_to_messages(
             texts = _text_parts(item.content, where, ("input_text",))
             turns.append(Message.from_role_and_contents(Role.USER, [TextContent(text=t) for t in texts]))
         elif isinstance(item, AssistantMessageItemParam):
-            texts = _text_parts(item.content, where, (_OUTPUT_TEXT, "refusal"))
-            channel = _CHANNEL_OF_PHASE.get(item.phase or "", _spec.CHANNEL_ANSWER)
-            turns.append(_assistant("".join(texts), channel))
+            turns.append(_assistant_message(item, where))
         elif isinstance(item, FunctionCallItemParam):
             turns.append(_function_call(item, calls))
         elif isinstance(item, FunctionCallOutputItemParam):

@@ -17,6 +17,12 @@
  * - the reasoning channel → `reasoning`; anything else → an assistant `message`, its phase by the channel's
  *   purpose.
  *
+ * An item keeps the header the model wrote where its kind alone would not render it back so, in the vendor-prefixed
+ * fields the spec names (`harmony:channel`, `harmony:content_type`; null: none): a `function_call` written on another
+ * channel than the tool-calls one or with another content type than the constrained function-arguments type; a
+ * `message` written on another channel than its phase's (the answer with no header at all: null), or with a content
+ * type; a `reasoning` item written with a content type.
+ *
  * Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message ends `incomplete`; in strict mode
  * a parse error ends with an `error` event and `response.failed`. Every repair lenient parsing makes is passed to
  * `onRepair` when it happens and listed on the final response in the vendor-prefixed field named by the spec
@@ -45,6 +51,8 @@ export type RepairHook = (repair: Recovered) => void;
 const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
 const VALIDATION_FIELD = spec.RESPONSE_VALIDATION_FIELD;
+const CHANNEL_FIELD = spec.RESPONSE_CHANNEL_FIELD; // where an item keeps the header the model wrote, when it must
+const CONTENT_TYPE_FIELD = spec.RESPONSE_CONTENT_TYPE_FIELD;
 const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS; // the header a function call is rendered back with, unless it says otherwise
 const CALL_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
@@ -202,16 +210,22 @@ export class OpenItem {
     const done = status !== Status.InProgress;
     const part = this.spec.part;
     if (kind === ItemKind.Reasoning) {
-      return { type: this.spec.type, id: this.id, summary: [], content: done && part !== null ? [part(text)] : [] };
+      const reasoning: JsonObject = { type: this.spec.type, id: this.id, summary: [], content: done && part !== null ? [part(text)] : [] };
+      if (this.contentType !== null) reasoning[CONTENT_TYPE_FIELD] = this.contentType;
+      return reasoning;
     }
     if (kind === ItemKind.Message) {
       const phase = PHASE_OF_CHANNEL.get(this.channel ?? "") ?? DEFAULT_PHASE;
-      return { type: this.spec.type, id: this.id, status, role: Role.Assistant, content: done && part !== null ? [part(text)] : [], phase };
+      const message: JsonObject = { type: this.spec.type, id: this.id, status, role: Role.Assistant, content: done && part !== null ? [part(text)] : [], phase };
+      // its phase would render it on another channel (or none)
+      if (this.channel === null || !PHASE_OF_CHANNEL.has(this.channel)) message[CHANNEL_FIELD] = this.channel;
+      if (this.contentType !== null) message[CONTENT_TYPE_FIELD] = this.contentType;
+      return message;
     }
     if (kind === ItemKind.FunctionCall) {
       const call: JsonObject = { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
-      if (this.channel !== CALL_CHANNEL) call[spec.RESPONSE_CALL_CHANNEL_FIELD] = this.channel;
-      if (this.contentType !== CALL_CONTENT_TYPE) call[spec.RESPONSE_CALL_CONTENT_TYPE_FIELD] = this.contentType;
+      if (this.channel !== CALL_CHANNEL) call[CHANNEL_FIELD] = this.channel;
+      if (this.contentType !== CALL_CONTENT_TYPE) call[CONTENT_TYPE_FIELD] = this.contentType;
       if (this.validation !== null && done) call[VALIDATION_FIELD] = this.validation;
       return call;
     }

@@ -9,8 +9,9 @@
  * offending parameter; nothing is dropped silently.
  *
  * Every item the bridge emits comes back as input and renders to the message the model wrote: `reasoning` → an
- * analysis message of its `content` (only without content, of its `summary`); an assistant `message` → its phase's
- * channel; `function_call` → a message to the function on the channel and with the content type its vendor fields
+ * analysis message of its `content` (only without content, of its `summary`), with the content type in its
+ * `harmony:content_type`; an assistant `message` → its phase's channel unless its `harmony:channel` names the one
+ * the model wrote it on (null: none), with the content type in its `harmony:content_type`; `function_call` → a message to the function on the channel and with the content type its vendor fields
  * name (`harmony:channel`, `harmony:content_type`; null: none; absent: the tool-calls channel and the constrained
  * function-arguments type), its output → a tool message on the call's channel; the vendor-prefixed call items → a
  * message to their `recipient`, and the vendor-prefixed tool output item (naming its call by the call item's `id`)
@@ -378,9 +379,10 @@ function systemOf(body: CreateResponseBody): SystemContent {
   return system;
 }
 
-function assistant(text: string, channel: string | null): Message {
+function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
   const message = Message.fromRoleAndContent(Role.Assistant, text);
-  return channel !== null ? message.withChannel(channel) : message;
+  if (channel !== null) message.withChannel(channel);
+  return contentType !== null ? message.withContentType(contentType) : message;
 }
 
 type AnyItem = JsonObject & { readonly type?: string | null };
@@ -423,15 +425,18 @@ function optionalText(value: unknown): string | null {
   return typeof value === "string" ? value : null;
 }
 
+/** The header field `key` (`harmony:channel`, `harmony:content_type`) of an input item: its value when given (null:
+ * none), else `fallback`. */
+function header(item: AnyItem, key: string, fallback: string | null): string | null {
+  return given(item, key) ? optionalText(item[key]) : fallback;
+}
+
 function functionCall(item: AnyItem, calls: KnownCalls): Message {
-  const channelKey = spec.RESPONSE_CALL_CHANNEL_FIELD;
-  const typeKey = spec.RESPONSE_CALL_CONTENT_TYPE_FIELD;
-  const channel = given(item, channelKey) ? optionalText(item[channelKey]) : spec.CHANNEL_TOOL_CALLS;
-  const contentType = given(item, typeKey) ? optionalText(item[typeKey]) : JSON_CONTENT_TYPE;
+  const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
+  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
   const author = FUNCTIONS_PREFIX + String(item["name"] ?? "");
   calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
-  const message = assistant(String(item["arguments"] ?? ""), channel).withRecipient(author);
-  return contentType !== null ? message.withContentType(contentType) : message;
+  return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
 }
 
 function toolMessage(call: ToolCall, text: string): Message {
@@ -468,12 +473,13 @@ function reasoning(item: AnyItem, where: string): Message | null {
   if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
   }
+  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null);
   const content = item["content"];
   if (Array.isArray(content) && content.length > 0) {
-    return assistant((content as Part[]).map((p) => p.text ?? "").join(""), spec.CHANNEL_REASONING);
+    return assistant((content as Part[]).map((p) => p.text ?? "").join(""), spec.CHANNEL_REASONING, contentType);
   }
   const text = (item["summary"] as Part[]).map((p) => p.text ?? "").join("");
-  return text ? assistant(text, spec.CHANNEL_REASONING) : null;
+  return text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
 }
 
 /**
@@ -503,8 +509,10 @@ export function itemsToMessages(items: Iterable<ItemParamOrExtension>, root = "i
         break;
       }
       case "AssistantMessageItemParam": {
+        // on its phase's channel, unless it names the channel the model wrote it on
         const texts = textParts(content, where, [OUTPUT_TEXT, "refusal"]);
-        turns.push(assistant(texts.join(""), CHANNEL_OF_PHASE.get(str("phase")) ?? spec.CHANNEL_ANSWER));
+        const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(str("phase")) ?? spec.CHANNEL_ANSWER);
+        turns.push(assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)));
         break;
       }
       case "FunctionCallItemParam":
