@@ -241,6 +241,14 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
             ("seq", "str"),
         )
     )
+    out.append(
+        Fact(
+            "SAMPLING_RANGES",
+            sv.sampling,
+            "Sampling field → the closed range the server accepts (the schema leaves it open; the engines do not).",
+            ("map", "str", ("pair", "int", "int")),
+        )
+    )
     out += _group("server_object", sv.objects.items())
     out += _group("input_items", sv.list_paging.items())
     out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())

@@ -443,6 +443,14 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
     )
 
 
+def _range(doc: _Doc, *path: str) -> tuple[int, int]:
+    """A closed range `[low, high]` of integers, low first."""
+    bounds = doc.get(*path, kind=list)
+    if len(bounds) != 2 or not all(type(b) is int for b in bounds) or bounds[0] > bounds[1]:
+        raise doc.fail(path, f"expected [low, high], two integers with low <= high, found {bounds!r}")
+    return bounds[0], bounds[1]
+
+
 def _server(sv: _Doc, requests: RequestsIR, mapping: MappingIR) -> ServerIR:
     """The server's errors, resolving those the bridge or the mapping already names to their type and code."""
     bridge = {e.handle: e for e in requests.errors}
@@ -469,6 +477,7 @@ def _server(sv: _Doc, requests: RequestsIR, mapping: MappingIR) -> ServerIR:
         interrupted=sv.strings("interrupted"),
         objects=sv.strings("objects"),
         list_paging=sv.table("list"),
+        sampling={field: _range(sv, "sampling", field) for field in sv.table("sampling")},
         input_item_id_prefixes=sv.strings("input_item_id_prefixes"),
         compaction=sv.strings("compaction"),
     )

@@ -49,6 +49,9 @@ def post(url: str, path: str, content: bytes | str | None = None, **kwargs: Any)
         ({"input": "hi", "max_output_tokens": 3}, "max_output_tokens", "invalid_request"),
         ({"input": "hi", "background": True}, "background", "unsupported_parameter"),
         ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "previous_response_not_found"),
+        ({"input": "hi", "temperature": -0.5}, "temperature", "invalid_value"),  # the engine would refuse it
+        ({"input": "hi", "top_p": 1.5}, "top_p", "invalid_value"),
+        ({"input": "hi", "frequency_penalty": 2.5}, "frequency_penalty", "invalid_value"),
         (
             {"input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
             "input[0].content[0]",
@@ -88,6 +91,8 @@ def test_bad_responses_requests_name_the_field(url: str, body: dict[str, Any], p
         ),  # fmt: skip
         ({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"}, "reasoning_effort"),
         ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "x"}], "temperature": 2.5}, "temperature"),
+        ({"messages": [{"role": "user", "content": "x"}], "presence_penalty": -3}, "presence_penalty"),
     ],
 )
 def test_bad_chat_requests_name_the_chat_field(url: str, body: dict[str, Any], param: str) -> None:

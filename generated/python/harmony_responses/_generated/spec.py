@@ -721,6 +721,7 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
         "message": "item {id} cannot be referenced: items are not stored here",
     },
     "unsupported_item": {"code": "unsupported_item", "message": "item type {type} is not supported"},
+    "out_of_range": {"code": "invalid_value", "message": "expected a number from {low} to {high}, found {found}"},
     "budget_too_small": {
         "code": "invalid_value",
         "message": "a budget of {budget} tokens leaves no room for the forced call",
@@ -817,6 +818,8 @@ REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: str = "item_reference_not_found"
 
 REQUEST_ERROR_UNSUPPORTED_ITEM: str = "unsupported_item"
 
+REQUEST_ERROR_OUT_OF_RANGE: str = "out_of_range"
+
 REQUEST_ERROR_BUDGET_TOO_SMALL: str = "budget_too_small"
 
 REQUEST_ERROR_PREVIOUS_RESPONSE_UNKNOWN: str = "previous_response_unknown"
@@ -904,6 +907,9 @@ INTERRUPTED_ERROR: dict[str, str] = {
 
 WEBSOCKET_HTTP_ONLY_FIELDS: tuple[str, ...] = ("stream", "stream_options", "background")
 """Request fields a WebSocket `response.create` must not carry (the spec's `x-openresponses-disallowed`)."""
+
+SAMPLING_RANGES: dict[str, tuple[int, int]] = {"temperature": (0, 2), "top_p": (0, 1), "presence_penalty": (-2, 2), "frequency_penalty": (-2, 2)}
+"""Sampling field → the closed range the server accepts (the schema leaves it open; the engines do not)."""
 
 SERVER_OBJECT_DELETED: str = "response.deleted"
 

@@ -697,6 +697,7 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
     "message": "item {id} cannot be referenced: items are not stored here",
   },
   "unsupported_item": { "code": "unsupported_item", "message": "item type {type} is not supported" },
+  "out_of_range": { "code": "invalid_value", "message": "expected a number from {low} to {high}, found {found}" },
   "budget_too_small": { "code": "invalid_value", "message": "a budget of {budget} tokens leaves no room for the forced call" },
   "previous_response_unknown": {
     "code": "previous_response_not_found",
@@ -786,6 +787,8 @@ export const REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: string = "item_reference_no
 
 export const REQUEST_ERROR_UNSUPPORTED_ITEM: string = "unsupported_item";
 
+export const REQUEST_ERROR_OUT_OF_RANGE: string = "out_of_range";
+
 export const REQUEST_ERROR_BUDGET_TOO_SMALL: string = "budget_too_small";
 
 export const REQUEST_ERROR_PREVIOUS_RESPONSE_UNKNOWN: string = "previous_response_unknown";
@@ -868,6 +871,9 @@ export const INTERRUPTED_ERROR: Readonly<Record<string, string>> = {
 
 /** Request fields a WebSocket `response.create` must not carry (the spec's `x-openresponses-disallowed`). */
 export const WEBSOCKET_HTTP_ONLY_FIELDS: readonly string[] = ["stream", "stream_options", "background"];
+
+/** Sampling field → the closed range the server accepts (the schema leaves it open; the engines do not). */
+export const SAMPLING_RANGES: Readonly<Record<string, readonly [number, number]>> = { "temperature": [0, 2], "top_p": [0, 1], "presence_penalty": [-2, 2], "frequency_penalty": [-2, 2] };
 
 export const SERVER_OBJECT_DELETED: string = "response.deleted";
 

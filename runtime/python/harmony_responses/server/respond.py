@@ -60,8 +60,15 @@ _TRUNCATION_AUTO = "auto"  # the `truncation` value that lets the oldest turns g
 
 
 def parse_body(raw: Mapping[str, Any], capabilities: Capabilities = SERVER_CAPABILITIES) -> CreateResponseBody:
-    """The bridge's validation of a request body (`RequestError` names the bad field, or a field not honoured)."""
-    return parse_request(raw, capabilities)
+    """The bridge's validation of a request body (`RequestError` names the bad field, or a field not honoured),
+    and the sampling fields held to the ranges the engines accept, so a value outside is the client's 400 rather
+    than the engine's failure."""
+    body = parse_request(raw, capabilities)
+    for field, (low, high) in _spec.SAMPLING_RANGES.items():
+        value = getattr(body, field)
+        if value is not None and not low <= value <= high:
+            raise RequestError.of(_spec.REQUEST_ERROR_OUT_OF_RANGE, field, low=low, high=high, found=value)
+    return body
 
 
 @dataclass(frozen=True)
