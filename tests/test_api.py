@@ -220,3 +220,12 @@ def test_constrain_content_type_is_special(encoding: HarmonyEncoding) -> None:
     assert text == '<|start|>assistant to=functions.f<|channel|>commentary <|constrain|>json<|message|>{"a": 1}<|call|>'
     assert tokens == encoding.encode(text, allowed_special="all")
     assert 200003 in tokens
+
+
+def test_messages_parsed_from_one_repeated_header_are_independent(encoding: HarmonyEncoding) -> None:
+    # The parser reads a header it has seen once; each message still gets an author of its own.
+    text = "<|start|>assistant<|channel|>analysis<|message|>a<|end|>" * 2
+    first, second = encoding.parse_messages_from_completion_tokens(encoding.encode(text, allowed_special="all"))
+    assert first.author == second.author and first.author is not second.author
+    first.author.name = "changed"
+    assert second.author.name is None and second.channel == "analysis" and second.content[0].to_dict()["text"] == "a"

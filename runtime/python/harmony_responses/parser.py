@@ -162,6 +162,8 @@ class StreamableParser:
         self._undecoded_bytes = b""
         self._stop = frozenset(_spec.STOP_TOKENS)
         self._token_bytes: dict[int, bytes] = {}
+        # Headers repeat within a completion (`<|channel|>analysis`, a call to the same function): each is parsed once.
+        self._headers: dict[tuple[tuple[int, ...], Role | None], ParsedHeader] = {}
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -247,6 +249,13 @@ class StreamableParser:
                 raise HarmonyError(_spec.ERR_PARSE_EXPECTED_START.format(token=token, start=_spec.TOKEN_START))
 
     def _parse_header(self, tokens: list[int], role: Role | None) -> ParsedHeader:
+        key = (tuple(tokens), role)
+        header = self._headers.get(key)
+        if header is None:
+            header = self._headers[key] = self._parse_new_header(tokens, role)
+        return header
+
+    def _parse_new_header(self, tokens: list[int], role: Role | None) -> ParsedHeader:
         try:
             text = self._encoding.decode_utf8(tokens)
         except HarmonyError:
