@@ -214,9 +214,6 @@ class StreamOptions(_Model):
     include_usage: bool | None = None
 
 
-_RANGES = _spec.SAMPLING_RANGES  # the sampling fields' ranges, as the Responses endpoint holds them
-
-
 class ChatCompletionRequest(_Model):
     """The fields of a Chat Completions request this server reads (others are kept and ignored)."""
 
@@ -229,14 +226,11 @@ class ChatCompletionRequest(_Model):
     reasoning_effort: str | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=_RANGES["temperature"][0], le=_RANGES["temperature"][1])
-    top_p: float | None = Field(default=None, ge=_RANGES["top_p"][0], le=_RANGES["top_p"][1])
-    presence_penalty: float | None = Field(
-        default=None, ge=_RANGES["presence_penalty"][0], le=_RANGES["presence_penalty"][1]
-    )
-    frequency_penalty: float | None = Field(
-        default=None, ge=_RANGES["frequency_penalty"][0], le=_RANGES["frequency_penalty"][1]
-    )
+    # Held to the engines' ranges where every request is, in the Responses body they become (`parse_body`).
+    temperature: float | None = None
+    top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     seed: int | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
