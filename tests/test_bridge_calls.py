@@ -226,8 +226,9 @@ def test_builtin_calls_are_vendor_prefixed_items(encoding: HarmonyEncoding, reci
     added = [e for e in events if e.type == "response.output_item.added"][0]
     assert added.item is not None and added.item.model_dump()["status"] == "in_progress"
     assert to_chat_completion(response)["choices"][0]["message"].get("tool_calls") is None
-    sse = "".join(stream_sse(list(text), encoding, ids=counting_ids(), created_at=1))
-    assert sse == "".join(to_sse(list(stream_response(list(text), encoding, ids=counting_ids(), created_at=1))))
+    fixed = {"created_at": 1, "clock": lambda: 1.0}  # completed_at reads the clock: a second may tick between runs
+    sse = "".join(stream_sse(list(text), encoding, ids=counting_ids(), **fixed))
+    assert sse == "".join(to_sse(list(stream_response(list(text), encoding, ids=counting_ids(), **fixed))))
 
 
 def test_the_checker_rejects_an_extension_item_without_a_vendor_prefix() -> None:
