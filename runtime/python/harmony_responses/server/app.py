@@ -43,7 +43,7 @@ from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Store, StoreError, open_store
 from .auth import KeyCheck
-from .body import read_json
+from .body import read_json_sized
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
 from .compaction import SECRET_NAME, CompactionSeal
 from .endpoints import compact, delete_response, get_response, list_input_items
@@ -51,6 +51,7 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .offload import maybe_off_loop
 from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
@@ -75,9 +76,11 @@ def _state(request: Request) -> ServerState:
     return state
 
 
-async def _read(request: Request, state: ServerState) -> dict[str, Any]:
+async def _read(request: Request, state: ServerState) -> tuple[dict[str, Any], int]:
+    """The body (keys checked first) and its size: past `offload.OFFLOAD_BYTES` the CPU-heavy steps (parsing,
+    validating, rendering and tokenizing) run on a worker thread, so a large request never pauses a stream."""
     state.keys.check(request.headers)
-    return await read_json(
+    return await read_json_sized(
         request.headers,
         request.stream(),
         max_bytes=state.settings.max_body_bytes,
@@ -117,15 +120,17 @@ def _call(
 async def responses(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
     try:
-        raw = await _read(request, state)
-        body = parse_body(raw)
+        raw, size = await _read(request, state)
+        body = await maybe_off_loop(size, parse_body, raw)
         settings = state.settings
         owner = owner_of(request.headers)
         body = await resolve_references(body, state.store, owner)
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
             prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
-        plan = plan_request(
+        plan = await maybe_off_loop(
+            size,
+            plan_request,
             body,
             state.encoding,
             media=settings.media,
@@ -151,28 +156,34 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
 async def chat_completions(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
     try:
-        raw = await _read(request, state)
-        chat: ChatCompletionRequest = parse_chat_request(raw)
-        mapped, items = to_responses_body(chat, state.settings.media)
-        try:
-            body = parse_body(mapped)
-            budget = chat.budget or state.settings.default_max_output_tokens
-            plan = plan_request(
-                body,
-                state.encoding,
-                media=state.settings.media,
-                budget=budget,
-                seed=chat.seed,
-                reserve=chat.budget,
-                window=state.settings.context_window,
-            )
-        except RequestError as exc:
-            raise chat_request_error(exc, items) from exc
+        raw, size = await _read(request, state)
+        chat, plan = await maybe_off_loop(size, _chat_plan, raw, state)
         wire = ChatWire(chat.include_usage)
         return _call(state, plan, wire, stream=bool(chat.stream), endpoint=_CHAT, received_at=received_at)
     except (ServerError, RequestError) as exc:
         state.metrics.requests.labels(_CHAT, str(exc.status)).inc()
         return _error_response(exc)
+
+
+def _chat_plan(raw: dict[str, Any], state: ServerState) -> tuple[ChatCompletionRequest, Plan]:
+    """A Chat Completions body read, mapped onto the Responses path, and planned (on a worker thread if large)."""
+    chat: ChatCompletionRequest = parse_chat_request(raw)
+    mapped, items = to_responses_body(chat, state.settings.media)
+    try:
+        body = parse_body(mapped)
+        budget = chat.budget or state.settings.default_max_output_tokens
+        plan = plan_request(
+            body,
+            state.encoding,
+            media=state.settings.media,
+            budget=budget,
+            seed=chat.seed,
+            reserve=chat.budget,
+            window=state.settings.context_window,
+        )
+    except RequestError as exc:
+        raise chat_request_error(exc, items) from exc
+    return chat, plan
 
 
 def _model_card(state: ServerState) -> dict[str, Any]:

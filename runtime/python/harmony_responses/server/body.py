@@ -65,6 +65,14 @@ async def read_json(
     headers: Mapping[str, str], chunks: AsyncIterator[bytes], *, max_bytes: int, max_depth: int
 ) -> dict[str, Any]:
     """The body as a JSON object, or a `ServerError` (413 too large, 400 not JSON, too deep, not an object)."""
+    value, _size = await read_json_sized(headers, chunks, max_bytes=max_bytes, max_depth=max_depth)
+    return value
+
+
+async def read_json_sized(
+    headers: Mapping[str, str], chunks: AsyncIterator[bytes], *, max_bytes: int, max_depth: int
+) -> tuple[dict[str, Any], int]:
+    """`read_json`, and the body's size in bytes (which tells whether the next steps run off the loop)."""
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise ServerError(ErrorKind.BODY_TOO_LARGE, f"the body is {declared} bytes; the limit is {max_bytes}")
@@ -76,7 +84,8 @@ async def read_json(
             raise ServerError(ErrorKind.BODY_TOO_LARGE, f"the body is over the limit of {max_bytes} bytes")
         parts.append(chunk)
     data = b"".join(parts)
-    return await maybe_off_loop(len(data), load_json_object, data, max_bytes=max_bytes, max_depth=max_depth)
+    value = await maybe_off_loop(len(data), load_json_object, data, max_bytes=max_bytes, max_depth=max_depth)
+    return value, len(data)
 
 
 def load_json_object(data: bytes, *, max_bytes: int, max_depth: int, what: str = "the body") -> dict[str, Any]:
