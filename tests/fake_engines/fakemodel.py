@@ -89,7 +89,7 @@ def behaviour(encoding: HarmonyEncoding, prompt_text: str, *, fail_rate: float, 
         b.end_without_finish = True
     elif b.name == "slow":
         b.token_delay = 0.02
-    elif b.name.startswith("shape_") and b.name[6:].isdigit():  # SCENARIO=shape_0, shape_1, ...
-        b.shape = int(b.name[6:])
+    elif b.name.startswith("shape_") and len(b.name) == 7:  # SCENARIO=shape_a, shape_b, ...: the first, second...
+        b.shape = ord(b.name[6]) - ord("a")
         b.error_after = 1
     return b

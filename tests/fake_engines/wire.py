@@ -100,7 +100,7 @@ async def _failures(b: Behaviour, emitted: int, error_frame: bytes) -> AsyncIter
         yield Sleep(60)
 
 
-# Valid JSON of the wrong shape for each wire format (SCENARIO=shape_N sends the N-th after the first tokens).
+# Valid JSON of the wrong shape for each wire format (SCENARIO=shape_a sends the first after the first tokens).
 MALFORMED: dict[str, list[Any]] = {
     "completions": [{"choices": "x"}, {"choices": [{"token_ids": "abc"}]}, {"choices": [1]},
                     {"choices": [{"token_ids": None, "text": 5}]}, [1, 2], {"choices": [{"token_ids": [1.5]}]}],

@@ -149,7 +149,7 @@ def test_workers_drain_too(tmp_path: Path) -> None:
 
 HOSTILE = {
     "escaped quotes 80 KB": b'{"input": "' + b'\\"' * 40_000 + b"}",
-    "escaped quotes 40 KB, closed": b'{"input": "' + b'\\"' * 20_000 + b'"}',
+    "escaped quotes 40 KB, closed": b'{"input": "' + b'\\"' * 20_000 + b'", "store": false}',  # valid: answered
     "8 MiB nested 4M deep": b'{"input": ' + b"[" * (4 << 20) + b"]" * (4 << 20) + b"}",
 }
 HEAVY = {  # valid requests that are merely big: each reaches the engine
@@ -191,7 +191,7 @@ def test_hostile_bodies_are_refused_fast_while_health_answers(paced: Server) -> 
         for name, data in HOSTILE.items():
             started = time.monotonic()
             response = post_raw(paced.url, data)
-            assert response.status_code == 400, (name, response.text[:300])
+            assert response.status_code == (200 if "closed" in name else 400), (name, response.text[:300])
             assert time.monotonic() - started < 3, name
     finally:
         done.set()
@@ -331,7 +331,7 @@ def odd_engine(request: pytest.FixtureRequest) -> Iterator[tuple[str, FakeEngine
 def test_malformed_engine_output_is_502_or_response_failed(odd_engine: tuple[str, FakeEngine, Server]) -> None:
     kind, fake, server = odd_engine
     for shape in range(SHAPES[FORMATS[kind]]):
-        body = {"input": f"SCENARIO=shape_{shape}"}
+        body = {"input": f"SCENARIO=shape_{'abcdef'[shape]}"}
         whole = httpx.post(server.url + "/v1/responses", json=body, timeout=30)
         assert whole.status_code == 502, (kind, shape, whole.text)
         error = whole.json()["error"]
