@@ -103,7 +103,8 @@ async def _failures(b: Behaviour, emitted: int, error_frame: bytes) -> AsyncIter
 # Valid JSON of the wrong shape for each wire format (SCENARIO=shape_a sends the first after the first tokens).
 MALFORMED: dict[str, list[Any]] = {
     "completions": [{"choices": "x"}, {"choices": [{"token_ids": "abc"}]}, {"choices": [1]},
-                    {"choices": [{"token_ids": None, "text": 5}]}, [1, 2], {"choices": [{"token_ids": [1.5]}]}],
+                    {"choices": [{"token_ids": None, "text": 5}]}, [1, 2], {"choices": [{"token_ids": [1.5]}]},
+                    {"choices": [{"token_ids": [10**9]}]}],  # an id past the vocabulary
     "generate": [{"output_ids": "abc", "meta_info": {}}, {"output_ids": [1], "meta_info": "x"}, [1, 2], "x"],
     "llamacpp": [{"tokens": "abc"}, {"tokens": [1], "content": 5}, [1, 2], {"tokens": {"a": 1}}],
     "ollama": [{"response": 5, "done": False}, [1, 2], "x", {"response": ["a"], "done": False}],
