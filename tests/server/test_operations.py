@@ -335,7 +335,9 @@ def test_malformed_engine_output_is_502_or_response_failed(odd_engine: tuple[str
         whole = httpx.post(server.url + "/v1/responses", json=body, timeout=30)
         assert whole.status_code == 502, (kind, shape, whole.text)
         error = whole.json()["error"]
-        assert error["code"] == "engine_failed" and "wrong shape" in error["message"], error
+        assert error["code"] == "engine_failed", error
+        if FORMATS[kind] != "completions" or shape < 6:  # the 7th, an id past the vocabulary, is valid in shape
+            assert "wrong shape" in error["message"], error
         assert fake.url not in whole.text and "127.0.0.1" not in whole.text
         assert whole.json()["response_id"].startswith("resp_")  # stored failed: the client can fetch it
         stored = httpx.get(server.url + "/v1/responses/" + whole.json()["response_id"], timeout=10).json()
