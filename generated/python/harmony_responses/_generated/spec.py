@@ -920,6 +920,14 @@ SERVER_OBJECT_DELETED: str = "response.deleted"
 
 SERVER_OBJECT_LIST: str = "list"
 
+PROBE_ALIVE: str = "ok"
+
+PROBE_DRAINING: str = "draining"
+
+PROBE_READY: str = "ready"
+
+PROBE_NOT_READY: str = "not_ready"
+
 INPUT_ITEMS_LIMIT_DEFAULT: int = 20
 
 INPUT_ITEMS_LIMIT_MAX: int = 100

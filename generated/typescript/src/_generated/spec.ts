@@ -884,6 +884,14 @@ export const SERVER_OBJECT_DELETED: string = "response.deleted";
 
 export const SERVER_OBJECT_LIST: string = "list";
 
+export const PROBE_ALIVE: string = "ok";
+
+export const PROBE_DRAINING: string = "draining";
+
+export const PROBE_READY: string = "ready";
+
+export const PROBE_NOT_READY: string = "not_ready";
+
 export const INPUT_ITEMS_LIMIT_DEFAULT: number = 20;
 
 export const INPUT_ITEMS_LIMIT_MAX: number = 100;

@@ -218,7 +218,7 @@ async def health(request: Request) -> Response:
     state = _state(request)
     return JSONResponse(
         {
-            "status": "draining" if state.drain.draining else "ok",
+            "status": _spec.PROBE_DRAINING if state.drain.draining else _spec.PROBE_ALIVE,
             "model": state.settings.model,
             "pid": os.getpid(),
             "engine": {"kind": state.engine.info.kind, "active_requests": state.engine.active},
@@ -232,8 +232,8 @@ async def ready(request: Request) -> Response:
     state = _state(request)
     problem = "the server is shutting down" if state.drain.draining else await state.engine.check_ready()
     if problem is None:
-        return JSONResponse({"status": "ready", "model": state.settings.model})
-    body = {"status": "not_ready", "error": error_payload(ErrorKind.NOT_READY, problem)}
+        return JSONResponse({"status": _spec.PROBE_READY, "model": state.settings.model})
+    body = {"status": _spec.PROBE_NOT_READY, "error": error_payload(ErrorKind.NOT_READY, problem)}
     return JSONResponse(body, status_code=http_status(ErrorKind.NOT_READY), headers={"Retry-After": "1"})
 
 
