@@ -23,6 +23,7 @@ from serverkit import FakeEngine, Server, process_rss_bytes, sse_events
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 pytest_plugins = ["store_fixtures"]
 
+_CHAT = "/v1/chat/completions"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 LONG = "Please quote all of this back. " * 40  # the demo engine quotes it: at 40 tokens/s, seconds of stream
 
@@ -40,11 +41,13 @@ def stream_text(
         return response.status_code, "".join(parts)
 
 
-def start_streams(url: str, bodies: list[dict[str, Any]]) -> tuple[ThreadPoolExecutor, list[Any]]:
+def start_streams(
+    url: str, bodies: list[dict[str, Any]], path: str = "/v1/responses"
+) -> tuple[ThreadPoolExecutor, list[Any]]:
     """The streams running (each has sent its first bytes), as futures of `stream_text`."""
-    pool = ThreadPoolExecutor(len(bodies))
+    pool = ThreadPoolExecutor(len(bodies) + 2)
     started = threading.Semaphore(0)
-    futures = [pool.submit(stream_text, url, body, started=started) for body in bodies]
+    futures = [pool.submit(stream_text, url, body, path, started) for body in bodies]
     for _ in bodies:
         assert started.acquire(timeout=30), "a stream did not start"
     return pool, futures
@@ -112,7 +115,10 @@ def test_a_second_signal_ends_the_streams_at_once(tmp_path: Path) -> None:
     server = Server("--engine", "demo:?tps=40", "--store", f"sqlite:///{tmp_path / 'r.sqlite3'}")
     httpx.get(server.url + "/health", timeout=30)
     pool, futures = start_streams(server.url, [{"input": LONG, "max_output_tokens": 4000}] * 3)
-    with pool:
+    chat_pool, chats = start_streams(server.url, [{"messages": [{"role": "user", "content": LONG}]}], _CHAT)
+    whole = pool.submit(httpx.post, server.url + "/v1/responses", json={"input": LONG}, timeout=60)
+    with pool, chat_pool:
+        time.sleep(0.3)  # the whole request is under way
         server.popen.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         status = httpx.post(server.url + "/v1/responses", json={"input": "late"}, timeout=10)
@@ -125,6 +131,13 @@ def test_a_second_signal_ends_the_streams_at_once(tmp_path: Path) -> None:
         assert time.monotonic() - started < 10
         for future in futures:
             assert assert_ended(future.result()[1])["type"] == "response.failed"
+        chat = chats[0].result()[1]
+        assert chat.rstrip().endswith("data: [DONE]")
+        last = json.loads(chat.rstrip().split("\n\n")[-2].removeprefix("data: "))
+        assert last["error"]["code"] == "server_shutting_down", last  # Chat: an error chunk, then [DONE]
+        cut = whole.result()
+        assert cut.status_code == 503 and cut.json()["error"]["code"] == "server_shutting_down", cut.text
+        assert cut.json()["response_id"].startswith("resp_")  # stored failed: the client can fetch it
 
 
 def test_workers_drain_too(tmp_path: Path) -> None:
@@ -352,23 +365,21 @@ def test_malformed_engine_output_is_502_or_response_failed(odd_engine: tuple[str
         assert chat.status_code == 502 and chat.json()["error"]["code"] == "engine_failed"
 
 
-def test_health_hides_the_engine_and_ready_checks_it() -> None:
-    fake = FakeEngine("vllm")
-    server = Server("--engine", f"vllm:{fake.url}", "--store", "memory", "--engine-timeout", "1")
-    try:
-        health = httpx.get(server.url + "/health", timeout=10)
-        assert health.status_code == 200 and fake.url.split("//")[1] not in health.text
-        assert httpx.get(server.url + "/ready", timeout=10).status_code == 200
-        fake.stop()
-        ready = httpx.get(server.url + "/ready", timeout=10)
-        assert ready.status_code == 503 and ready.json()["error"]["code"] == "not_ready"
-        assert "127.0.0.1" not in ready.text
-        down = httpx.post(server.url + "/v1/responses", json={"input": "hi"}, timeout=10)
-        assert down.status_code == 502 and "127.0.0.1" not in down.text
-        assert httpx.get(server.url + "/health", timeout=10).status_code == 200  # alive, if not ready
-    finally:
-        server.stop()
-        fake.stop()
+def test_health_hides_the_engine_and_ready_checks_it(odd_engine: tuple[str, FakeEngine, Server]) -> None:
+    """Runs after the malformed-output test of the same engine: it stops the fake engine."""
+    kind, fake, server = odd_engine
+    health = httpx.get(server.url + "/health", timeout=10)
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert fake.url.split("//")[1] not in health.text and "127.0.0.1" not in health.text
+    ready = httpx.get(server.url + "/ready", timeout=10)
+    assert ready.status_code == 200 and ready.json()["status"] == "ready", (kind, ready.text)
+    fake.stop()
+    ready = httpx.get(server.url + "/ready", timeout=10)
+    assert ready.status_code == 503 and ready.json()["error"]["code"] == "not_ready"
+    assert "127.0.0.1" not in ready.text
+    down = httpx.post(server.url + "/v1/responses", json={"input": "hi"}, timeout=30)
+    assert down.status_code == 502 and "127.0.0.1" not in down.text, down.text
+    assert httpx.get(server.url + "/health", timeout=10).status_code == 200  # alive, if not ready
 
 
 # -- a rolling restart on one PostgreSQL ------------------------------------------------------------------------
