@@ -140,6 +140,24 @@ def test_a_second_signal_ends_the_streams_at_once(tmp_path: Path) -> None:
         assert cut.json()["response_id"].startswith("resp_")  # stored failed: the client can fetch it
 
 
+def test_a_websocket_response_ends_failed_at_the_deadline(tmp_path: Path) -> None:
+    from websockets.sync.client import connect
+
+    db = tmp_path / "r.sqlite3"
+    server = Server("--engine", "demo:?tps=40", "--store", f"sqlite:///{db}", "--shutdown-timeout", "1")
+    httpx.get(server.url + "/health", timeout=30)
+    with connect(server.url.replace("http://", "ws://") + "/v1/responses") as ws:
+        ws.send(json.dumps({"type": "response.create", "model": "gpt-oss", "input": LONG}))
+        while not json.loads(ws.recv(timeout=30))["type"].endswith(".delta"):
+            pass
+        server.popen.send_signal(signal.SIGTERM)
+        while (event := json.loads(ws.recv(timeout=30)))["type"] not in TERMINAL:
+            pass
+        assert event["type"] == "response.failed" and event["response"]["error"]["code"] == "server_shutting_down"
+    assert wait_exit(server, 30) == 0
+    assert stored_statuses(db) == ["failed"]
+
+
 def test_workers_drain_too(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite3"
     server = Server(
