@@ -250,6 +250,7 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
         )
     )
     out += _group("server_object", sv.objects.items())
+    out += _group("probe", sv.probes.items())
     out += _group("input_items", sv.list_paging.items())
     out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())
     out += _group("compaction", sv.compaction.items())

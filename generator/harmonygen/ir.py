@@ -232,6 +232,7 @@ class ServerIR:
     errors: tuple[ServerErrorIR, ...]
     interrupted: dict[str, str]  # the error (code, message) of a response its server never finished
     objects: dict[str, str]  # `object` names of bodies the OpenAPI document leaves out
+    probes: dict[str, str]  # the `status` words of /health and /ready
     list_paging: dict[str, Any]  # `input_items` paging: limit_default, limit_max, order_default
     sampling: dict[str, tuple[int, int]]  # sampling field → the closed range the server accepts
     input_item_id_prefixes: dict[str, str]

@@ -476,6 +476,7 @@ def _server(sv: _Doc, requests: RequestsIR, mapping: MappingIR) -> ServerIR:
         errors=tuple(errors),
         interrupted=sv.strings("interrupted"),
         objects=sv.strings("objects"),
+        probes=sv.strings("probes"),
         list_paging=sv.table("list"),
         sampling={field: _range(sv, "sampling", field) for field in sv.table("sampling")},
         input_item_id_prefixes=sv.strings("input_item_id_prefixes"),

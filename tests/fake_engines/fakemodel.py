@@ -41,6 +41,7 @@ class Behaviour:
     stall_before: float = 0.0  # seconds before the response head
     stall_after: int | None = None  # stall (for a long time) after this many tokens
     end_without_finish: bool = False
+    shape: int | None = None  # after the first tokens, send wire.MALFORMED[format][shape]: valid JSON, wrong shape
     token_delay: float = 0.001  # seconds per chunk
     rng: random.Random = field(default_factory=random.Random)
 
@@ -88,4 +89,7 @@ def behaviour(encoding: HarmonyEncoding, prompt_text: str, *, fail_rate: float, 
         b.end_without_finish = True
     elif b.name == "slow":
         b.token_delay = 0.02
+    elif b.name.startswith("shape_") and len(b.name) == 7:  # SCENARIO=shape_a, shape_b, ...: the first, second...
+        b.shape = ord(b.name[6]) - ord("a")
+        b.error_after = 1
     return b

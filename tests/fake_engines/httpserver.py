@@ -120,6 +120,11 @@ class FakeServer:
             self.stats = Stats()
             await self._json(writer, 200, {"ok": True})
             return True
+        if request.method == "GET" and request.path.rsplit("/", 2)[-1] in ("health", "version"):
+            await self._json(
+                writer, 200, {"status": "ok"}
+            )  # readiness: /health (vLLM, SGLang, llama.cpp), /api/version
+            return True
         handler = self.routes.get(request.path)
         if handler is None or request.method != "POST":
             await self._json(writer, 404, {"error": {"message": f"no route {request.method} {request.path}"}})

@@ -100,6 +100,25 @@ async def _failures(b: Behaviour, emitted: int, error_frame: bytes) -> AsyncIter
         yield Sleep(60)
 
 
+# Valid JSON of the wrong shape for each wire format (SCENARIO=shape_a sends the first after the first tokens).
+MALFORMED: dict[str, list[Any]] = {
+    "completions": [{"choices": "x"}, {"choices": [{"token_ids": "abc"}]}, {"choices": [1]},
+                    {"choices": [{"token_ids": None, "text": 5}]}, [1, 2], {"choices": [{"token_ids": [1.5]}]},
+                    {"choices": [{"token_ids": [10**9]}]}],  # an id past the vocabulary
+    "generate": [{"output_ids": "abc", "meta_info": {}}, {"output_ids": [1], "meta_info": "x"}, [1, 2], "x"],
+    "llamacpp": [{"tokens": "abc"}, {"tokens": [1], "content": 5}, [1, 2], {"tokens": {"a": 1}}],
+    "ollama": [{"response": 5, "done": False}, [1, 2], "x", {"response": ["a"], "done": False}],
+}  # fmt: skip
+
+
+def _malformed(b: Behaviour, kind: str, normal: bytes, sse: bool = True) -> bytes:
+    """The error frame of this request: the malformed chunk its scenario names, else `normal`."""
+    if b.shape is None:
+        return normal
+    chunk = MALFORMED[kind][b.shape % len(MALFORMED[kind])]
+    return _sse(chunk) + _sse(b"[DONE]") if sse else _json_line(chunk) + b"\n"
+
+
 def _error_body(message: str, code: int) -> bytes:
     return _json_line(
         {"error": {"message": message, "type": "BadRequestError" if code < 500 else "InternalError", "code": code}}
@@ -152,9 +171,14 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
             yield a
         if b.error_before is not None:
             return
-        error_frame = _sse(
-            {"error": {"message": "fake engine: CUDA error mid-stream", "type": "InternalServerError", "code": 500}}
-        ) + _sse(b"[DONE]")
+        error_frame = _malformed(
+            b,
+            "completions",
+            _sse(
+                {"error": {"message": "fake engine: CUDA error mid-stream", "type": "InternalServerError", "code": 500}}
+            )
+            + _sse(b"[DONE]"),
+        )
         groups = b.chunks(tokens)
         emitted = 0
         for k, group in enumerate(groups):
@@ -221,7 +245,9 @@ def sglang_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             yield a
         if b.error_before is not None:
             return
-        error_frame = _sse({"error": {"message": "fake engine: scheduler died"}}) + _sse(b"[DONE]")
+        error_frame = _malformed(
+            b, "generate", _sse({"error": {"message": "fake engine: scheduler died"}}) + _sse(b"[DONE]")
+        )
         groups = b.chunks(tokens)
         done_ids: list[int] = []
         text_so_far = ""
@@ -276,7 +302,9 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
             yield a
         if b.error_before is not None:
             return
-        error_frame = _sse({"error": {"code": 500, "message": "fake engine: slot failed", "type": "server_error"}})
+        error_frame = _malformed(
+            b, "llamacpp", _sse({"error": {"code": 500, "message": "fake engine: slot failed", "type": "server_error"}})
+        )
         predicted = 0
         for token in tokens:
             async for a in _failures(b, predicted, error_frame):
@@ -336,7 +364,7 @@ def ollama_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             yield a
         if b.error_before is not None:
             return
-        error_frame = _json_line({"error": "fake engine: runner crashed"}) + b"\n"
+        error_frame = _malformed(b, "ollama", _json_line({"error": "fake engine: runner crashed"}) + b"\n", sse=False)
         model = body.get("model")
         for i, token in enumerate(tokens):
             async for a in _failures(b, i, error_frame):

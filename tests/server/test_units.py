@@ -15,7 +15,7 @@ from harmony_responses._tables import spec
 from harmony_responses.bridge import ChatChunks, EventSink, RequestError, SSESink
 from harmony_responses.cli import build_parser
 from harmony_responses.server.auth import KeyCheck
-from harmony_responses.server.body import MAX_VALUES, nesting_exceeds, read_json
+from harmony_responses.server.body import MAX_VALUES, nesting_exceeds, read_json, too_many_values
 from harmony_responses.server.calls import call_header
 from harmony_responses.server.chat import (
     chat_param,
@@ -135,11 +135,34 @@ def test_bad_engine_specs(spec: str, fragment: str) -> None:
         (b'{"a": "[[[[[[[[[[", "b": "\\"]]]]{{{{"}', 1, False),
         (b"[" * 65 + b"]" * 65, 64, True),
         (b"[" * 64 + b"]" * 64, 64, False),
-        (b"[[[", 2, False),  # malformed: left to the parser, which names the place
+        (b"[[[", 3, False),  # malformed: left to the parser, which names the place
+        (b"[[[", 2, True),  # malformed, but it opens more levels than the limit before the parser would say so
+        (b'{"a": "\\\\", "b": [[["\\\\\\"]"]]]}', 4, False),  # escaped backslashes, then an escaped quote
+        (b'{"a": "\\\\", "b": [[["\\\\\\"]"]]]}', 3, True),
+        (b"[[]" * 1000 + b"]" * 1000, 64, True),  # no long run of openers at first: one appears after a pass
     ],
 )
 def test_nesting_scan(text: bytes, limit: int, deep: bool) -> None:
     assert nesting_exceeds(text, limit) is deep
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b'{"input": "' + b'\\"' * 40_000 + b"}",  # an unterminated run of escaped quotes (backtracked quadratically)
+        b'{"input": "' + b'\\"' * 40_000 + b'"}',
+        b"[" * (4 << 20) + b"]" * (4 << 20),  # 8 MiB nested 4M deep (64 passes over 8 MiB)
+        b"[[]" * (2 << 20),
+        b'""' * (4 << 20),  # 8M quotes
+        b'"' + b"\\" * (4 << 20) + b'"',
+    ],
+)
+def test_body_scans_are_linear(hostile: bytes) -> None:
+    """Each scan of an 8 MiB hostile body takes CPU time of a linear pass (the old scans took 3 s on 40 KB)."""
+    started = time.process_time()
+    nesting_exceeds(hostile, 64)
+    too_many_values(hostile)
+    assert time.process_time() - started < 0.5
 
 
 def test_read_json_refuses_before_reading_everything() -> None:

@@ -150,3 +150,45 @@ def test_the_async_store_keeps_the_event_loop_running_while_the_database_is_busy
     finally:
         blocker.close()
     assert ticks >= 20  # the loop ran on while `begin` waited for the lock (it would be ~0 if it blocked)
+
+
+def test_closing_waits_for_a_transaction_on_another_thread_and_removes_the_lock_file(tmp_path: Path) -> None:
+    """Closing a SQLite connection while another thread executes on it crashed the interpreter (SIGTERM with live
+    streams: the store closed while a cancelled stream stored its end); close now waits for the write."""
+    import threading
+
+    from harmony_responses.store.sqlite import SQLiteDatabase
+
+    path = tmp_path / "r.sqlite3"
+    store = open_store(f"sqlite:///{path}")
+    writers = tmp_path / "r.sqlite3-writers"
+    assert len(list(writers.iterdir())) == 1
+    db = store._db  # type: ignore[attr-defined]
+    assert isinstance(db, SQLiteDatabase)
+    inside, release = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def slow_read() -> None:  # a read: the close's own write transaction does not wait for it, only the close
+        try:
+            with db.read() as tx:
+                inside.set()
+                release.wait(5)
+                tx.rows("SELECT count(*) FROM responses")
+        except BaseException as exc:  # noqa: B036 - reported below
+            failures.append(exc)
+
+    writer = threading.Thread(target=slow_read)
+    writer.start()
+    assert inside.wait(5)
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    time.sleep(0.2)
+    assert closer.is_alive()  # waiting for the transaction, not closing its connection under it
+    release.set()
+    writer.join(5)
+    closer.join(5)
+    assert not closer.is_alive() and not failures
+    assert list(writers.iterdir()) == []
+    with pytest.raises(StoreError, match="closed"):
+        with db.read():
+            pass

@@ -895,6 +895,11 @@ SERVER_ERRORS: dict[str, dict[str, Any]] = {
     "model_output_invalid": {"status": 502, "type": "server_error", "code": "model_output_invalid"},
     "client_disconnected": {"status": None, "type": "server_error", "code": "client_disconnected"},
     "store_failed": {"status": 503, "type": "server_error", "code": "store_unavailable"},
+    "head_too_large": {"status": 431, "type": "invalid_request_error", "code": "request_header_fields_too_large"},
+    "request_timeout": {"status": 408, "type": "invalid_request_error", "code": "request_timeout"},
+    "too_many_connections": {"status": 503, "type": "server_error", "code": "too_many_connections"},
+    "shutting_down": {"status": 503, "type": "server_error", "code": "server_shutting_down"},
+    "not_ready": {"status": 503, "type": "server_error", "code": "not_ready"},
     "internal": {"status": 500, "type": "server_error", "code": "internal_error"},
 }
 """The server's own errors by handle → HTTP status (null: only a stored response's error), type, code."""
@@ -914,6 +919,14 @@ SAMPLING_RANGES: dict[str, tuple[int, int]] = {"temperature": (0, 2), "top_p": (
 SERVER_OBJECT_DELETED: str = "response.deleted"
 
 SERVER_OBJECT_LIST: str = "list"
+
+PROBE_ALIVE: str = "ok"
+
+PROBE_DRAINING: str = "draining"
+
+PROBE_READY: str = "ready"
+
+PROBE_NOT_READY: str = "not_ready"
 
 INPUT_ITEMS_LIMIT_DEFAULT: int = 20
 

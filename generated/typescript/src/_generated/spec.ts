@@ -860,6 +860,11 @@ export const SERVER_ERRORS: Readonly<Record<string, { readonly status: number | 
   "model_output_invalid": { "status": 502, "type": "server_error", "code": "model_output_invalid" },
   "client_disconnected": { "status": null, "type": "server_error", "code": "client_disconnected" },
   "store_failed": { "status": 503, "type": "server_error", "code": "store_unavailable" },
+  "head_too_large": { "status": 431, "type": "invalid_request_error", "code": "request_header_fields_too_large" },
+  "request_timeout": { "status": 408, "type": "invalid_request_error", "code": "request_timeout" },
+  "too_many_connections": { "status": 503, "type": "server_error", "code": "too_many_connections" },
+  "shutting_down": { "status": 503, "type": "server_error", "code": "server_shutting_down" },
+  "not_ready": { "status": 503, "type": "server_error", "code": "not_ready" },
   "internal": { "status": 500, "type": "server_error", "code": "internal_error" },
 };
 
@@ -878,6 +883,14 @@ export const SAMPLING_RANGES: Readonly<Record<string, readonly [number, number]>
 export const SERVER_OBJECT_DELETED: string = "response.deleted";
 
 export const SERVER_OBJECT_LIST: string = "list";
+
+export const PROBE_ALIVE: string = "ok";
+
+export const PROBE_DRAINING: string = "draining";
+
+export const PROBE_READY: string = "ready";
+
+export const PROBE_NOT_READY: string = "not_ready";
 
 export const INPUT_ITEMS_LIMIT_DEFAULT: number = 20;
 

@@ -5,12 +5,15 @@
     GET/DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/compact
     POST /v1/chat/completions   Chat Completions (stream true or false), on the same Harmony path
     GET  /v1/models             the served model; GET /v1/models/{id} one model or 404
-    GET  /health                liveness and the engine's name (no key needed)
+    GET  /health                liveness (no key needed; says nothing of the engine's address)
+    GET  /ready                 readiness: 200 when the engine answers, 503 when not or while draining
     GET  /metrics               Prometheus metrics (no key needed)
 
 The response store is opened (and migrated) when the app is made, swept for responses of dead
-processes every `--store-recover-interval` seconds, and closed at shutdown (this process's unfinished
-responses are then marked failed).
+processes every `--store-recover-interval` seconds, and closed at shutdown, after the last response has
+ended and the last store write has landed (this process's unfinished responses are then marked failed).
+While the worker drains (`drain.Drain`), every request but `/health`, `/ready` and `/metrics` gets 503
+`server_shutting_down` with `Retry-After`, and the connection is closed.
 
 Starlette, not FastAPI: the request and response models already exist (the generated Open Responses
 types, validated by the bridge), the streaming path is a hand-written ASGI response, and errors must
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import time
@@ -39,14 +43,15 @@ from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Store, StoreError, open_store
 from .auth import KeyCheck
-from .body import read_json
+from .body import read_json_sized
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
 from .compaction import SECRET_NAME, CompactionSeal
 from .endpoints import compact, delete_response, get_response, list_input_items
 from .engines.base import Engine
 from .engines.spec import build_engine
-from .errors import ErrorKind, ServerError, error_payload
+from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .offload import maybe_off_loop
 from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
@@ -71,9 +76,11 @@ def _state(request: Request) -> ServerState:
     return state
 
 
-async def _read(request: Request, state: ServerState) -> dict[str, Any]:
+async def _read(request: Request, state: ServerState) -> tuple[dict[str, Any], int]:
+    """The body (keys checked first) and its size: past `offload.OFFLOAD_BYTES` the CPU-heavy steps (parsing,
+    validating, rendering and tokenizing) run on a worker thread, so a large request never pauses a stream."""
     state.keys.check(request.headers)
-    return await read_json(
+    return await read_json_sized(
         request.headers,
         request.stream(),
         max_bytes=state.settings.max_body_bytes,
@@ -106,21 +113,24 @@ def _call(
         received_at=received_at,
         release=state.release,
         recorder=recorder,
+        drain=state.drain,
     )
 
 
 async def responses(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
     try:
-        raw = await _read(request, state)
-        body = parse_body(raw)
+        raw, size = await _read(request, state)
+        body = await maybe_off_loop(size, parse_body, raw)
         settings = state.settings
         owner = owner_of(request.headers)
         body = await resolve_references(body, state.store, owner)
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
             prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
-        plan = plan_request(
+        plan = await maybe_off_loop(
+            size,
+            plan_request,
             body,
             state.encoding,
             media=settings.media,
@@ -146,28 +156,34 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
 async def chat_completions(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
     try:
-        raw = await _read(request, state)
-        chat: ChatCompletionRequest = parse_chat_request(raw)
-        mapped, items = to_responses_body(chat, state.settings.media)
-        try:
-            body = parse_body(mapped)
-            budget = chat.budget or state.settings.default_max_output_tokens
-            plan = plan_request(
-                body,
-                state.encoding,
-                media=state.settings.media,
-                budget=budget,
-                seed=chat.seed,
-                reserve=chat.budget,
-                window=state.settings.context_window,
-            )
-        except RequestError as exc:
-            raise chat_request_error(exc, items) from exc
+        raw, size = await _read(request, state)
+        chat, plan = await maybe_off_loop(size, _chat_plan, raw, state)
         wire = ChatWire(chat.include_usage)
         return _call(state, plan, wire, stream=bool(chat.stream), endpoint=_CHAT, received_at=received_at)
     except (ServerError, RequestError) as exc:
         state.metrics.requests.labels(_CHAT, str(exc.status)).inc()
         return _error_response(exc)
+
+
+def _chat_plan(raw: dict[str, Any], state: ServerState) -> tuple[ChatCompletionRequest, Plan]:
+    """A Chat Completions body read, mapped onto the Responses path, and planned (on a worker thread if large)."""
+    chat: ChatCompletionRequest = parse_chat_request(raw)
+    mapped, items = to_responses_body(chat, state.settings.media)
+    try:
+        body = parse_body(mapped)
+        budget = chat.budget or state.settings.default_max_output_tokens
+        plan = plan_request(
+            body,
+            state.encoding,
+            media=state.settings.media,
+            budget=budget,
+            seed=chat.seed,
+            reserve=chat.budget,
+            window=state.settings.context_window,
+        )
+    except RequestError as exc:
+        raise chat_request_error(exc, items) from exc
+    return chat, plan
 
 
 def _model_card(state: ServerState) -> dict[str, Any]:
@@ -198,17 +214,27 @@ async def model(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
+    """Liveness: the process answers. No key is needed, so nothing here says where the engine is."""
     state = _state(request)
-    info = state.engine.info
     return JSONResponse(
         {
-            "status": "ok",
+            "status": _spec.PROBE_DRAINING if state.drain.draining else _spec.PROBE_ALIVE,
             "model": state.settings.model,
             "pid": os.getpid(),
-            "engine": {"kind": info.kind, "target": info.target, "active_requests": state.engine.active},
+            "engine": {"kind": state.engine.info.kind, "active_requests": state.engine.active},
             "in_flight": state.in_flight,
         }
     )
+
+
+async def ready(request: Request) -> Response:
+    """Readiness, for load balancers and orchestrators: 200 when the engine answers, else 503 saying why."""
+    state = _state(request)
+    problem = "the server is shutting down" if state.drain.draining else await state.engine.check_ready()
+    if problem is None:
+        return JSONResponse({"status": _spec.PROBE_READY, "model": state.settings.model})
+    body = {"status": _spec.PROBE_NOT_READY, "error": error_payload(ErrorKind.NOT_READY, problem)}
+    return JSONResponse(body, status_code=http_status(ErrorKind.NOT_READY), headers={"Retry-After": "1"})
 
 
 async def metrics(request: Request) -> Response:
@@ -231,6 +257,27 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
     body = {"error": error_payload(ErrorKind.INTERNAL, f"internal server error ({type(exc).__name__})")}
     return JSONResponse(body, status_code=500)
+
+
+_ALWAYS = ("/health", "/ready", "/metrics")  # answered while draining, for the orchestrator
+_SHUTTING_DOWN = json.dumps(
+    {"error": error_payload(ErrorKind.SHUTTING_DOWN, "the server is shutting down; retry on another instance")}
+).encode()
+
+
+async def _turned_away(scope: Scope, send: Send) -> None:
+    """A request that arrived while the worker drains: 503 with `Retry-After`, and the connection closed."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1012})  # service restart
+        return
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_SHUTTING_DOWN)).encode()),
+        (b"retry-after", b"1"),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": http_status(ErrorKind.SHUTTING_DOWN), "headers": headers})
+    await send({"type": "http.response.body", "body": _SHUTTING_DOWN, "more_body": False})
 
 
 Handler = Callable[[Request, ServerState], Awaitable[Response | EngineCall]]
@@ -259,6 +306,9 @@ class App:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.state.drain.draining and scope["type"] in ("http", "websocket") and scope["path"] not in _ALWAYS:
+            await _turned_away(scope, send)
+            return
         if scope["type"] == "websocket" and scope["path"] == _RESPONSES:
             await serve_socket(scope, receive, send, self.state)
             return
@@ -355,6 +405,7 @@ def create_app(
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route("/ready", ready, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},

@@ -37,7 +37,13 @@ def add_serve_parser(sub: Any) -> None:
         "ollama:URL?model=NAME (default demo, a deterministic stand-in for a model)",
     )
     p.add_argument("--model", help="the model name served and listed by /v1/models (default gpt-oss)")
-    p.add_argument("--api-key", action="append", dest="api_keys", help="accept this key (repeatable); none: no auth")
+    p.add_argument(
+        "--api-key",
+        action="append",
+        dest="api_keys",
+        help="accept this key (repeatable); none: no auth. A flag's value shows in `ps` to every user of the "
+        "machine: HARMONY_RESPONSES_API_KEYS=KEY1,KEY2 in the environment avoids that",
+    )
     p.add_argument("--workers", type=int, help="worker processes (default 1)")
     p.add_argument("--media", choices=[m.value for m in MediaPolicy], help="image/file inputs (default reject)")
     p.add_argument(
@@ -62,6 +68,15 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument(
         "--store-recover-interval", type=float, help="seconds between sweeps for responses of dead processes (30)"
     )
+    p.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        help="seconds live responses may finish after SIGTERM/SIGINT before they are ended as failed (30)",
+    )
+    p.add_argument("--max-head-bytes", type=int, help="largest request line and headers; more gets 431 (64 KiB)")
+    p.add_argument("--receive-timeout", type=float, help="seconds to receive a request's head and body; then 408 (30)")
+    p.add_argument("--idle-timeout", type=float, help="seconds an idle connection is kept open (5)")
+    p.add_argument("--max-connections", type=int, help="open connections per worker; one more gets 503 (4096)")
     p.set_defaults(func=serve, file=None)
 
 
@@ -84,6 +99,11 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "context_window": args.context_window,
         "compaction_key": args.compaction_key,
         "store_recover_interval": args.store_recover_interval,
+        "shutdown_timeout": args.shutdown_timeout,
+        "max_head_bytes": args.max_head_bytes,
+        "receive_timeout": args.receive_timeout,
+        "idle_timeout": args.idle_timeout,
+        "max_connections": args.max_connections,
     }
     return Settings.from_env(environ, **overrides)
 
@@ -96,6 +116,30 @@ def startup_warnings(settings: Settings) -> list[str]:
             "(set --api-key or HARMONY_RESPONSES_API_KEYS)"
         ]
     return []
+
+
+def check_engine(settings: Settings) -> str | None:
+    """Build the engine once (a bad spec, a recordings file missing or unreadable), or say why it cannot be."""
+    import asyncio
+
+    from .._tables import spec as _spec
+    from ..encoding import load_harmony_encoding
+    from .engines.spec import EngineSpecError, build_engine
+
+    try:
+        engine = build_engine(
+            settings.engine,
+            load_harmony_encoding(_spec.ENCODING_NAME),
+            model=settings.model,
+            timeout=settings.engine_timeout,
+            max_connections=1,
+        )
+    except EngineSpecError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"--engine {settings.engine!r}: {exc.strerror or exc}"
+    asyncio.run(engine.aclose())
+    return None
 
 
 def check_store(settings: Settings) -> str | None:
@@ -132,10 +176,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"harmony-responses serve: {exc}", file=sys.stderr)
         return 2
     try:
-        import uvicorn
-        from uvicorn.supervisors import Multiprocess
-
-        from .engines.spec import EngineSpecError, parse_engine_spec
+        from .serving import run_worker, supervise
     except ImportError as exc:
         print(
             f"harmony-responses serve: {exc.name} is missing; install the server extra: "
@@ -143,14 +184,10 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        parse_engine_spec(settings.engine)
-    except EngineSpecError as exc:
-        print(f"harmony-responses serve: {exc}", file=sys.stderr)
-        return 2
-    problem = check_store(settings)
+    problem = check_engine(settings) or check_store(settings)
     if problem is not None:
-        print(f"harmony-responses serve: {problem}", file=sys.stderr)
+        one_line = " ".join(problem.split())  # a driver's message may span lines
+        print(f"harmony-responses serve: {one_line}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
     for warning in startup_warnings(settings):
@@ -165,17 +202,8 @@ def serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})", flush=True)
-    config = uvicorn.Config(
-        "harmony_responses.server.app:app_from_env",
-        factory=True,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
     if settings.workers > 1:
-        Multiprocess(config, sockets=[sock]).run()
+        supervise(settings, sock)
     else:
-        server.run(sockets=[sock])
+        run_worker(sock)
     return 0

@@ -29,6 +29,11 @@ class ErrorKind(Enum):
     MODEL_OUTPUT_INVALID = auto()
     CLIENT_DISCONNECTED = auto()
     STORE_FAILED = auto()
+    HEAD_TOO_LARGE = auto()
+    REQUEST_TIMEOUT = auto()
+    TOO_MANY_CONNECTIONS = auto()
+    SHUTTING_DOWN = auto()
+    NOT_READY = auto()
     INTERNAL = auto()
 
 

@@ -11,6 +11,11 @@ A stored response (`Recorder`) is begun before the status is chosen (a continuat
 response went meanwhile is still a 400), and finished before the bytes holding its terminal event are
 sent; a store that cannot finish it cuts the stream there (a whole response: 503), so no client is told
 of an end the store does not hold.
+
+While the server drains (`drain.Drain`), a call still running at the deadline is interrupted: its engine
+request is cancelled and the response ends with the `shutting_down` error (see `_interrupted`). A whole
+response that failed once stored carries its `response_id` beside the error, so the client can fetch
+or delete it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..bridge import DONE_FRAME, ChatChunks, EventSink, RequestError, SSESink
 from ..bridge.items import Sink
+from .drain import Drain
 from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .metrics import Metrics
@@ -187,6 +193,7 @@ class EngineCall:
         received_at: float,
         release: Callable[[], None],
         recorder: Recorder | None = None,
+        drain: Drain | None = None,
     ) -> None:
         self.engine = engine
         self.run = run
@@ -197,7 +204,19 @@ class EngineCall:
         self.received_at = received_at
         self.release = release
         self.recorder = recorder
+        self.drain = drain
         self.status: int | None = None
+        self._work: asyncio.Future[None] | None = None
+        self._interrupted = False
+        self._recording: asyncio.Future[None] | None = None  # the store write of the run's end
+        self._closed = False  # the body's last bytes were sent
+
+    def interrupt(self) -> None:
+        """End the call now (the server's shutdown deadline): cancel the engine; `__call__` ends the response."""
+        if not self._interrupted:
+            self._interrupted = True
+            if self._work is not None:
+                self._work.cancel()
 
     @property
     def plan(self) -> Plan:
@@ -205,8 +224,13 @@ class EngineCall:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.metrics.in_flight.inc()
-        work = asyncio.ensure_future(self._serve(send))
+        drain = self.drain
+        work = self._work = asyncio.ensure_future(self._serve(send))
         watch = asyncio.ensure_future(_wait_disconnect(receive))
+        if drain is not None:
+            drain.calls.add(self)
+            if drain.expired:
+                self.interrupt()
         try:
             await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
             if not work.done():
@@ -214,7 +238,11 @@ class EngineCall:
                 self.metrics.disconnects.inc()
             with contextlib.suppress(asyncio.CancelledError, ClientGone):
                 await work
+            if self._interrupted and not watch.done():
+                await self._interrupted_end(send)
         finally:
+            if drain is not None:
+                drain.calls.discard(self)
             for task in (work, watch):
                 if not task.done():
                     task.cancel()
@@ -226,9 +254,51 @@ class EngineCall:
             if self.status is not None:
                 self.metrics.requests.labels(self.endpoint, str(self.status)).inc()
 
-    async def _error(self, send: Send, kind: ErrorKind, message: str) -> None:
+    async def _error(self, send: Send, kind: ErrorKind, message: str, response_id: str | None = None) -> None:
         self.status = http_status(kind)
-        await send_json(send, self.status, {"error": error_payload(kind, message)})
+        body: dict[str, Any] = {"error": error_payload(kind, message)}
+        if response_id is not None:
+            body["response_id"] = response_id  # stored failed: the client can fetch or delete it
+        headers = [(b"retry-after", b"1")] if kind is ErrorKind.SHUTTING_DOWN else []
+        self._closed = True
+        await send_json(send, self.status, body, headers)
+
+    def _stored_id(self) -> str | None:
+        """The response's id when the store holds it (begun), else None."""
+        recorder = self.recorder
+        return self.run.builder.response_id if recorder is not None and recorder.begun else None
+
+    async def _interrupted_end(self, send: Send) -> None:
+        """The shutdown deadline cut the call: end the response as failed, with its terminal events or a 503."""
+        run = self.run
+        if self._recording is not None:
+            with contextlib.suppress(NotRecorded):
+                await self._recording  # an end already being stored: let it land first
+        if self._closed:
+            return
+        message = f"the server shut down before the response finished (--shutdown-timeout {self.drain_timeout:g} s)"
+        if self.status is None:  # nothing sent yet: the whole response's error, or the stream's 503
+            if run.started and not run.ended:
+                run.fail(ErrorKind.SHUTTING_DOWN, message)
+                with contextlib.suppress(NotRecorded):
+                    await self._recorded(run)
+            await self._error(send, ErrorKind.SHUTTING_DOWN, message, self._stored_id())
+            return
+        if not self.stream:
+            return  # a whole response is being sent: it ends by itself
+        if not run.ended:
+            run.fail(ErrorKind.SHUTTING_DOWN, message)
+            try:
+                await self._recorded(run)
+            except NotRecorded:
+                return  # never claim an end the store does not hold (the stream is cut, as on a store failure)
+        self._closed = True
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": self.wire.take() + self.wire.tail(), "more_body": False})
+
+    @property
+    def drain_timeout(self) -> float:
+        return self.drain.timeout if self.drain is not None else 0.0
 
     async def _refused(self, send: Send, exc: RequestError | ServerError) -> None:
         """An error found once the engine had started (the store refused to begin the response)."""
@@ -239,9 +309,11 @@ class EngineCall:
             await send_json(send, exc.status, exc.body(), [(k.encode(), v.encode()) for k, v in exc.headers.items()])
 
     async def _recorded(self, run: ResponseRun) -> None:
-        """The run ended: store its end before its terminal event is sent."""
+        """The run ended: store its end before its terminal event is sent (a shutdown that interrupts the
+        call meanwhile waits for the write: it is shielded)."""
         if self.recorder is not None:
-            await self.recorder.ended(run)
+            self._recording = asyncio.ensure_future(self.recorder.ended(run))
+            await asyncio.shield(self._recording)
 
     async def _serve(self, send: Send) -> None:
         run = self.run
@@ -337,6 +409,7 @@ class EngineCall:
                     run.fail(ErrorKind.INTERNAL, "internal server error while streaming")
                     await self._recorded(run)
                 await self._write(send)
+            self._closed = True
             await send({"type": "http.response.body", "body": self.wire.tail(), "more_body": False})
         except OSError as exc:  # a server that raises once the client is gone (uvicorn returns quietly)
             raise ClientGone() from exc
@@ -356,7 +429,9 @@ class EngineCall:
         if run.failure is not None:
             response = run.response()
             error = response.error if response is not None else None
-            await self._error(send, run.failure, error.message if error is not None else "the response failed")
+            message = error.message if error is not None else "the response failed"
+            await self._error(send, run.failure, message, self._stored_id())
             return
         self.status = 200
+        self._closed = True
         await send_json(send, 200, self.wire.whole(run))

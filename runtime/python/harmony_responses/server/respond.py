@@ -174,6 +174,7 @@ class ResponseRun:
             encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens, stored=stored
         )
         self.failure: ErrorKind | None = None
+        self.started = False
         self._feed_token = self.builder.feed_token
         self._keep = sink.keep
 
@@ -194,6 +195,7 @@ class ResponseRun:
 
     def start(self) -> None:
         """`response.created`, `response.in_progress`, and the forced call's opening events."""
+        self.started = True
         self.builder.start()
         self._feed_ids(self.plan.prefill)
         self._check()

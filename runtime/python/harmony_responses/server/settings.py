@@ -60,6 +60,11 @@ class Settings:
     context_window: int = 131072  # the served model's context window in tokens (gpt-oss's)
     compaction_key: str = ""  # signs compaction items; "" uses a random key kept in the store
     store_recover_interval: float = 30.0  # seconds between sweeps for responses whose server process died
+    shutdown_timeout: float = 30.0  # seconds live responses may run after SIGTERM/SIGINT before they are ended
+    max_head_bytes: int = 64 * 1024  # request line and headers; more gets 431 and the connection closed
+    receive_timeout: float = 30.0  # seconds from a request's first byte to the end of its body; then 408
+    idle_timeout: float = 5.0  # seconds a connection may wait for its first (or next) request before it is closed
+    max_connections: int = 4096  # open connections per worker; one more gets 503 instead of a failed accept()
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
@@ -70,6 +75,8 @@ class Settings:
             "max_json_depth",
             "default_max_output_tokens",
             "context_window",
+            "max_head_bytes",
+            "max_connections",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -78,8 +85,11 @@ class Settings:
             raise SettingsError(f"port must be 0..65535, got {self.port}")
         if self.engine_timeout <= 0:
             raise SettingsError(f"engine_timeout must be positive, got {self.engine_timeout}")
-        if self.store_recover_interval <= 0:
-            raise SettingsError(f"store_recover_interval must be positive, got {self.store_recover_interval}")
+        for seconds in ("store_recover_interval", "receive_timeout", "idle_timeout"):
+            if getattr(self, seconds) <= 0:
+                raise SettingsError(f"{seconds} must be positive, got {getattr(self, seconds)}")
+        if self.shutdown_timeout < 0:
+            raise SettingsError(f"shutdown_timeout must be at least 0, got {self.shutdown_timeout}")
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self

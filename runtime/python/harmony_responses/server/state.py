@@ -1,5 +1,5 @@
 """What the handlers of one server process share: settings, the encoding, the engine, the response store,
-the compaction seal, the turn renderer, metrics and the count of engine calls in flight."""
+the compaction seal, the turn renderer, metrics, the drain (shutdown) and the count of engine calls in flight."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..encoding import HarmonyEncoding
 from ..store import AsyncStore
 from .auth import KeyCheck
 from .compaction import CompactionSeal
+from .drain import Drain
 from .engines.base import Engine
 from .errors import ErrorKind, ServerError
 from .metrics import Metrics
@@ -29,6 +30,7 @@ class ServerState:
     seal: CompactionSeal
     renderer: TurnRenderer
     metrics: Metrics = field(default_factory=Metrics)
+    drain: Drain = field(default_factory=Drain)
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))
 

@@ -260,6 +260,11 @@ class Recorder:
         return self._input
 
     @property
+    def begun(self) -> bool:
+        """Whether the store holds the response (its start was stored)."""
+        return self._begun
+
+    @property
     def keeps(self) -> bool:
         """Whether the response is stored (echoed as `store: true`)."""
         return self.store is not None

@@ -14,11 +14,17 @@ its socket: after a reconnect, send its history again (or continue a stored resp
 continued from the cache.
 
 Errors before a response starts (a malformed message, an unknown previous response, the concurrency
-limit, an engine that fails before its first output) are the spec's `WebSocketErrorEvent`,
+limit, an engine that fails before its first output, a server that is shutting down) are the spec's
+`WebSocketErrorEvent`,
 `{"type": "error", "status": 400, "error": {"type", "code", "message", "param"}}`, and the socket stays
 open. A failure once the response has started is the stream's own `error` event, then
 `response.failed`. A missing or wrong API key gets one such error (401), then the socket is closed
 (code 1008, policy violation).
+
+While the server drains (`drain.Drain`), the response running on a socket may finish; one still running
+at the deadline ends with `error` and `response.failed` (`server_shutting_down`), and a new
+`response.create` gets that error event. The socket is closed (1012, service restart) once the worker
+has no response left to finish.
 """
 
 from __future__ import annotations
@@ -125,6 +131,14 @@ class Connection:
         self.owner = owner
         self.cache: Cached | None = None
         self.waiting: asyncio.Queue[str | bytes | None] = asyncio.Queue(MAX_WAITING)
+        self._work: asyncio.Future[None] | None = None
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        """The server's shutdown deadline: end the running response now (`_run` sends its terminal events)."""
+        if self._work is not None and not self._interrupted:
+            self._interrupted = True
+            self._work.cancel()
 
     async def serve(self) -> None:
         reader = asyncio.ensure_future(self._read())
@@ -133,8 +147,17 @@ class Connection:
                 message = await self.waiting.get()
                 if message is None:
                     return  # the client closed the socket
-                work = asyncio.ensure_future(self._respond(message))
-                await asyncio.wait((work, reader), return_when=asyncio.FIRST_COMPLETED)
+                drain = self.state.drain
+                if drain.draining:
+                    shutting = ServerError(ErrorKind.SHUTTING_DOWN, "the server is shutting down; reconnect elsewhere")
+                    await self.socket.send_text(error_frame(shutting))
+                    continue
+                work = self._work = asyncio.ensure_future(self._respond(message))
+                drain.calls.add(self)
+                try:
+                    await asyncio.wait((work, reader), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    drain.calls.discard(self)
                 if not work.done():  # the client went away mid-response: stop the engine now
                     work.cancel()
                     self.state.metrics.disconnects.inc()
@@ -282,6 +305,18 @@ class Connection:
         except NotRecorded as exc:  # the terminal event stays unsent: the store does not hold this end
             sink.take()
             await self.socket.send_text(error_frame(ServerError(ErrorKind.STORE_FAILED, f"not stored: {exc}")))
+            return False
+        except asyncio.CancelledError:
+            if not self._interrupted:
+                raise  # the client left
+            timeout = state.drain.timeout
+            message = f"the server shut down before the response finished (--shutdown-timeout {timeout:g} s)"
+            if not run.started:
+                await self.socket.send_text(error_frame(ServerError(ErrorKind.SHUTTING_DOWN, message)))
+                return False
+            if not run.ended:
+                run.fail(ErrorKind.SHUTTING_DOWN, message)
+                await self._end(run, recorder, sink)
             return False
         finally:
             state.metrics.in_flight.dec()

@@ -105,8 +105,10 @@ class AsyncStore:
         return await self._run(self.store.recover)
 
     async def close(self) -> None:
-        """Close the store (after the calls already queued), then the threads."""
-        try:
-            await self._run(self.store.close)
-        finally:
-            self._pool.shutdown(wait=False)
+        """Close the store once every call already queued or running has returned (no call starts after)."""
+
+        def close_after_the_rest() -> None:
+            self._pool.shutdown(wait=True)
+            self.store.close()
+
+        await asyncio.get_running_loop().run_in_executor(None, close_after_the_rest)

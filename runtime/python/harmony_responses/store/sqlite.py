@@ -8,7 +8,11 @@ response deletes its items.
 
 Writer liveness: beside the database, `<file>-writers/<id>.lock` is held with `flock` by the writer
 `id` for as long as its store is open; the kernel drops the lock when the process ends, however it
-ends.
+ends. Closing the store removes its lock file (a killed process's is removed by the next recovery).
+
+`close` waits for the transactions running on other threads to end before it closes their connections
+(closing a connection another thread is executing on crashes the interpreter); later ones get
+`StoreError`.
 """
 
 from __future__ import annotations
@@ -60,7 +64,10 @@ class SQLiteDatabase(Database):
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
+        self._active = 0  # transactions running, on any thread
+        self._idle = threading.Condition(self._lock)
         self._writer_fd: int | None = None
+        self._writer_file: Path | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             mode = self._connection().execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -76,8 +83,6 @@ class SQLiteDatabase(Database):
         if conn is not None:
             return conn
         with self._lock:
-            if self._closed:
-                raise StoreError("the store is closed")
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             self._connections.append(conn)
         conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
@@ -87,14 +92,24 @@ class SQLiteDatabase(Database):
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Tx]:
-        conn = self._connection()
-        conn.execute(begin)
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            self._active += 1
         try:
-            yield _SQLiteTx(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn = self._connection()
+            conn.execute(begin)
+            try:
+                yield _SQLiteTx(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            with self._lock:
+                self._active -= 1
+                if not self._active:
+                    self._idle.notify_all()
 
     def read(self) -> AbstractContextManager[Tx]:
         return self._transaction("BEGIN")
@@ -123,6 +138,7 @@ class SQLiteDatabase(Database):
                 os.close(fd)
                 raise StoreError(f"writer lock {str(lock_file)!r} is held by another process") from None
             self._writer_fd = fd
+            self._writer_file = lock_file
         return int(writer_id)
 
     def ensure_writer(self, writer_id: int) -> int:
@@ -151,12 +167,16 @@ class SQLiteDatabase(Database):
     def release_writer(self) -> None:
         if self._writer_fd is not None:
             fd, self._writer_fd = self._writer_fd, None
+            if self._writer_file is not None:
+                self._writer_file.unlink(missing_ok=True)  # still locked: no recovery is looking at it
             os.close(fd)
 
     def close(self) -> None:
         self.release_writer()
         with self._lock:
             self._closed = True
+            if not self._idle.wait_for(lambda: not self._active, timeout=BUSY_TIMEOUT_S * 2):
+                return  # a transaction still runs: leave the connections to the process's exit, never crash it
             connections, self._connections = self._connections, []
         for conn in connections:
             conn.close()

@@ -143,3 +143,28 @@ class Engine(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - adapters without connections have nothing to release
         """Release connections (called once, at shutdown)."""
+
+    async def check_ready(self) -> str | None:
+        """None when the engine can take requests, else why not (for `/ready`; never the engine's address)."""
+        return None
+
+
+class EngineMalformed(EngineUnavailable):
+    """The engine answered with output of the wrong shape (valid JSON, but not what its wire format says)."""
+
+
+SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
+"""What reading a chunk of the wrong shape raises in an adapter (turned into `EngineMalformed`)."""
+
+
+def malformed(what: str, value: Any = None) -> EngineMalformed:
+    """The error for engine output of the wrong shape: what was wrong, and a short excerpt of it."""
+    excerpt = "" if value is None else f": {value!r:.120}"
+    return EngineMalformed(f"the engine sent output of the wrong shape ({what}){excerpt}")
+
+
+def token_ids(value: Any, field: str) -> list[int]:
+    """`value` when it is a list of token ids, else `EngineMalformed` naming `field`."""
+    if type(value) is list and all(type(i) is int and i >= 0 for i in value):
+        return value
+    raise malformed(f"{field} must be a list of token ids", value)

@@ -2,12 +2,15 @@
 
 httpx's read timeout bounds every wait on the engine (the response head, then each chunk), so an
 engine that stalls raises `EngineTimeout`; transport failures and 5xx answers raise
-`EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own message.
+`EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own message, and output of the
+wrong shape `EngineMalformed`. The engine's address is never in these messages (clients see them, and
+the stored responses keep them): it goes to the log only.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,11 +18,14 @@ from typing import Any
 import httpx
 
 from ..._tables import spec as _spec
-from .base import Engine, EngineError, EngineRejected, EngineTimeout, EngineUnavailable
+from .base import Engine, EngineError, EngineRejected, EngineTimeout, EngineUnavailable, malformed
+
+log = logging.getLogger("harmony_responses.server")
 
 # Engine words spelled like Harmony's (see tests/test_facts_once.py): vLLM's old flat error's `object`.
 WIRE = {"error_object": "error"}
 
+READY_TIMEOUT_S = 2.0
 _SSE_DATA = "data:"
 _SSE_DONE = _spec.SSE_DONE  # the engines' SSE streams end as OpenAI's (and ours) do
 
@@ -51,6 +57,8 @@ def stream_error(data: Any) -> str | None:
 class HttpEngine(Engine):
     """An engine behind HTTP: `post` opens a streamed response, `sse` and `ndjson` read its frames."""
 
+    ready_path = "/health"  # answers 2xx once the engine can take requests (vLLM, SGLang, llama.cpp)
+
     def __init__(self, base_url: str, *, timeout: float, max_connections: int) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/")
@@ -63,6 +71,17 @@ class HttpEngine(Engine):
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    async def check_ready(self) -> str | None:
+        try:
+            response = await self._client.get(self.ready_path, timeout=READY_TIMEOUT_S)
+        except httpx.HTTPError as exc:
+            log.warning("readiness: %s%s: %s: %s", self.base_url, self.ready_path, type(exc).__name__, exc)
+            return f"the engine does not answer ({type(exc).__name__})"
+        if not response.is_success:
+            log.warning("readiness: %s%s answered HTTP %d", self.base_url, self.ready_path, response.status_code)
+            return f"the engine is not ready (its health check answered HTTP {response.status_code})"
+        return None
 
     @asynccontextmanager
     async def post(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
@@ -77,10 +96,11 @@ class HttpEngine(Engine):
                     raise EngineUnavailable(message, response.status_code)
                 yield response
         except httpx.TimeoutException as exc:
-            where = f"{self.base_url}{path}"
-            raise EngineTimeout(f"no answer from {where} within the timeout ({type(exc).__name__})") from exc
+            log.warning("engine %s%s: no answer within the timeout (%s)", self.base_url, path, type(exc).__name__)
+            raise EngineTimeout(f"no answer from the engine within the timeout ({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:
-            raise EngineUnavailable(f"{self.base_url}{path}: {type(exc).__name__}: {exc}") from exc
+            log.warning("engine %s%s: %s: %s", self.base_url, path, type(exc).__name__, exc)
+            raise EngineUnavailable(f"the engine cannot be reached or broke the stream ({type(exc).__name__})") from exc
 
     async def sse(self, response: httpx.Response) -> AsyncGenerator[Any, None]:
         """The JSON of each SSE `data:` field, until `data: [DONE]` or the end of the body."""
@@ -103,7 +123,7 @@ def _loads(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        raise EngineUnavailable(f"the engine sent a chunk that is not JSON: {text[:200]!r}") from None
+        raise malformed("a chunk that is not JSON", text[:120]) from None
 
 
 __all__ = ["EngineError", "HttpEngine", "error_message", "stream_error"]

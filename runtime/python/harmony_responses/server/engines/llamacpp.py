@@ -15,7 +15,18 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from ...encoding import HarmonyEncoding
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Tokens
+from .base import (
+    SHAPE_ERRORS,
+    EngineInfo,
+    EngineOutput,
+    EngineRequest,
+    EngineUnavailable,
+    Finished,
+    FinishReason,
+    Tokens,
+    malformed,
+    token_ids,
+)
 from .http import HttpEngine, stream_error
 
 # llama.cpp's words spelled like Harmony's (see tests/test_facts_once.py): the `stop_type`s that mean a stop.
@@ -57,27 +68,32 @@ class LlamaCppEngine(HttpEngine):
         seen = 0
         finished: Finished | None = None
         async with self.post("/completion", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                if finished is not None:
-                    continue  # read to the end of the body so the connection can be reused
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
-                ids = list(chunk.get("tokens") or [])
-                predicted = chunk.get("tokens_predicted")
-                content = chunk.get("content") or ""
-                if isinstance(predicted, int) and predicted > seen + len(ids) and content and not chunk.get("stop"):
-                    # ids went missing (held back with a split UTF-8 character): the text is complete
-                    ids = self.encoding.encode(content, allowed_special="all")
-                    seen = predicted
-                else:
-                    seen += len(ids)
-                if ids:
-                    yield Tokens(ids)
-                if chunk.get("stop"):
-                    finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
+            try:
+                async for chunk in self.sse(response):
+                    if finished is not None:
+                        continue  # read to the end of the body so the connection can be reused
+                    message = stream_error(chunk)
+                    if message is not None:
+                        raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                    if not isinstance(chunk, dict):
+                        raise malformed("a chunk that is not an object", chunk)
+                    ids = list(token_ids(chunk.get("tokens") or [], "tokens"))
+                    predicted = chunk.get("tokens_predicted")
+                    content = chunk.get("content") or ""
+                    if type(content) is not str:
+                        raise malformed("content must be a string", content)
+                    if isinstance(predicted, int) and predicted > seen + len(ids) and content and not chunk.get("stop"):
+                        # ids went missing (held back with a split UTF-8 character): the text is complete
+                        ids = self.encoding.encode(content, allowed_special="all")
+                        seen = predicted
+                    else:
+                        seen += len(ids)
+                    if ids:
+                        yield Tokens(ids)
+                    if chunk.get("stop"):
+                        finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
+            except SHAPE_ERRORS as exc:
+                raise malformed(f"{type(exc).__name__}: {exc}") from exc
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")
         yield finished
@@ -89,4 +105,4 @@ def _finish(chunk: dict[str, Any]) -> Finished:
         return Finished(FinishReason.LENGTH)
     if kind in WIRE["stop_types"]:
         return Finished(FinishReason.STOP)
-    raise EngineUnavailable(f"the engine stopped with stop_type {kind!r}")
+    raise EngineUnavailable(f"the engine stopped with stop_type {kind!r:.80}")

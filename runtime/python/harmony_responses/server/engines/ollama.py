@@ -16,7 +16,17 @@ from typing import Any
 
 from ...encoding import HarmonyEncoding
 from ...safety import escape_control_tokens
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Text
+from .base import (
+    SHAPE_ERRORS,
+    EngineInfo,
+    EngineOutput,
+    EngineRequest,
+    EngineUnavailable,
+    Finished,
+    FinishReason,
+    Text,
+    malformed,
+)
 from .http import HttpEngine, stream_error
 
 
@@ -39,6 +49,8 @@ def prompt_as_text(encoding: HarmonyEncoding, prompt: Sequence[int]) -> str:
 
 class OllamaEngine(HttpEngine):
     """Ollama `/api/generate` with `raw: true`."""
+
+    ready_path = "/api/version"  # Ollama has no /health
 
     def __init__(
         self, base_url: str, encoding: HarmonyEncoding, *, model: str, timeout: float, max_connections: int
@@ -76,23 +88,28 @@ class OllamaEngine(HttpEngine):
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
         async with self.post("/api/generate", self.payload(request)) as response:
-            async for chunk in self.ndjson(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a line that is not an object: {chunk!r:.200}")
-                text = chunk.get("response")
-                if text:
-                    yield Text(text)
-                if chunk.get("done"):
-                    reason = chunk.get("done_reason")
-                    if reason == "length":
-                        finished = Finished(FinishReason.LENGTH)
-                    elif reason in ("stop", None):
-                        finished = Finished(FinishReason.STOP)
-                    else:
-                        raise EngineUnavailable(f"the engine ended with done_reason {reason!r}")
+            try:
+                async for chunk in self.ndjson(response):
+                    message = stream_error(chunk)
+                    if message is not None:
+                        raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                    if not isinstance(chunk, dict):
+                        raise malformed("a line that is not an object", chunk)
+                    text = chunk.get("response")
+                    if text:
+                        if type(text) is not str:
+                            raise malformed("response must be a string", text)
+                        yield Text(text)
+                    if chunk.get("done"):
+                        reason = chunk.get("done_reason")
+                        if reason == "length":
+                            finished = Finished(FinishReason.LENGTH)
+                        elif reason in ("stop", None):
+                            finished = Finished(FinishReason.STOP)
+                        else:
+                            raise EngineUnavailable(f"the engine ended with done_reason {reason!r:.80}")
+            except SHAPE_ERRORS as exc:
+                raise malformed(f"{type(exc).__name__}: {exc}") from exc
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a done line")
         yield finished

@@ -15,7 +15,19 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Text, Tokens
+from .base import (
+    SHAPE_ERRORS,
+    EngineInfo,
+    EngineOutput,
+    EngineRequest,
+    EngineUnavailable,
+    Finished,
+    FinishReason,
+    Text,
+    Tokens,
+    malformed,
+    token_ids,
+)
 from .http import HttpEngine, stream_error
 
 Flavor = Literal["vllm", "sglang"]
@@ -69,22 +81,33 @@ class OpenAICompletionsEngine(HttpEngine):
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
         async with self.post("/v1/completions", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                choices = chunk.get("choices") if isinstance(chunk, dict) else None
-                if not choices:
-                    continue  # the usage chunk
-                choice = choices[0]
-                ids = choice.get("token_ids")
-                if ids:
-                    yield Tokens(list(ids))
-                elif ids is None and choice.get("text"):
-                    yield Text(choice["text"])
-                reason = choice.get("finish_reason")
-                if reason is not None:
-                    finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
+            try:
+                async for chunk in self.sse(response):
+                    message = stream_error(chunk)
+                    if message is not None:
+                        raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                    if type(chunk) is not dict:
+                        raise malformed("a chunk that is not an object", chunk)
+                    choices = chunk.get("choices")
+                    if not choices:
+                        continue  # the usage chunk
+                    if type(choices) is not list or type(choices[0]) is not dict:
+                        raise malformed("choices must be a list of objects", choices)
+                    choice = choices[0]
+                    ids = choice.get("token_ids")
+                    if ids is not None:
+                        if ids:
+                            yield Tokens(list(token_ids(ids, "token_ids")))
+                    elif choice.get("text"):
+                        text = choice["text"]
+                        if type(text) is not str:
+                            raise malformed("text must be a string", text)
+                        yield Text(text)
+                    reason = choice.get("finish_reason")
+                    if reason is not None:
+                        finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
+            except SHAPE_ERRORS as exc:
+                raise malformed(f"{type(exc).__name__}: {exc}") from exc
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
@@ -95,4 +118,4 @@ def _finish(reason: str, matched: Any) -> Finished:
         return Finished(FinishReason.STOP, matched if isinstance(matched, int) else None)
     if reason == "length":
         return Finished(FinishReason.LENGTH)
-    raise EngineUnavailable(f"the engine ended the completion with finish_reason {reason!r}")
+    raise EngineUnavailable(f"the engine ended the completion with finish_reason {reason!r:.80}")

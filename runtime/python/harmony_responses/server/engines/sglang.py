@@ -14,7 +14,18 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Tokens
+from .base import (
+    SHAPE_ERRORS,
+    EngineInfo,
+    EngineOutput,
+    EngineRequest,
+    EngineUnavailable,
+    Finished,
+    FinishReason,
+    Tokens,
+    malformed,
+    token_ids,
+)
 from .http import HttpEngine, stream_error
 
 
@@ -47,22 +58,27 @@ class SGLangEngine(HttpEngine):
         seen = 0  # completion ids passed on so far
         finished: Finished | None = None
         async with self.post("/generate", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
-                ids = chunk.get("output_ids") or []
-                meta = chunk.get("meta_info") or {}
-                count = meta.get("completion_tokens")
-                new = _new_ids(ids, seen, count)
-                if new:
-                    seen += len(new)
-                    yield Tokens(new)
-                reason = meta.get("finish_reason")
-                if reason is not None:
-                    finished = _finish(reason)
+            try:
+                async for chunk in self.sse(response):
+                    message = stream_error(chunk)
+                    if message is not None:
+                        raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                    if not isinstance(chunk, dict):
+                        raise malformed("a chunk that is not an object", chunk)
+                    ids = token_ids(chunk.get("output_ids") or [], "output_ids")
+                    meta = chunk.get("meta_info") or {}
+                    if type(meta) is not dict:
+                        raise malformed("meta_info must be an object", meta)
+                    count = meta.get("completion_tokens")
+                    new = _new_ids(ids, seen, count)
+                    if new:
+                        seen += len(new)
+                        yield Tokens(new)
+                    reason = meta.get("finish_reason")
+                    if reason is not None:
+                        finished = _finish(reason)
+            except SHAPE_ERRORS as exc:
+                raise malformed(f"{type(exc).__name__}: {exc}") from exc
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
@@ -90,4 +106,4 @@ def _finish(reason: Any) -> Finished:
         return Finished(FinishReason.LENGTH)
     message = reason.get("message") if isinstance(reason, dict) else None
     detail = f": {message}" if message else ""
-    raise EngineUnavailable(f"the engine ended the completion with finish_reason {kind!r}{detail}")
+    raise EngineUnavailable(f"the engine ended the completion with finish_reason {kind!r:.80}{detail:.200}")
