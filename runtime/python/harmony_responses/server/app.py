@@ -35,6 +35,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._tables import spec as _spec
+from ..bridge.encrypted import SECRET_NAME as REASONING_SECRET_NAME
+from ..bridge.encrypted import ReasoningSeal
 from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Store, StoreError, open_store
@@ -95,7 +97,7 @@ def _call(
     # A streamed run writes to the wire's sink; a whole one keeps no events (its response is the builder's).
     sink = wire.sink if stream else NullSink()
     stored = recorder is not None and recorder.keeps
-    run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=stored)
+    run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=stored, seal=state.reasoning.seal)
     return EngineCall(
         engine=state.engine,
         run=run,
@@ -131,6 +133,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
+            reasoning=state.reasoning.reader(),
         )
         store = state.store if body.store is not False else None
         recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
@@ -317,6 +320,10 @@ def create_app(
     opened = store or open_store(settings.store_url())
     key = settings.compaction_key
     seal = CompactionSeal.from_passphrase(key) if key else CompactionSeal(opened.secret(SECRET_NAME))
+    sealing = settings.reasoning_key
+    reasoning = (
+        ReasoningSeal.from_passphrase(sealing) if sealing else ReasoningSeal(opened.secret(REASONING_SECRET_NAME))
+    )
     responses_store = AsyncStore(opened)
     state = ServerState(
         settings=settings,
@@ -326,6 +333,7 @@ def create_app(
         store=responses_store,
         seal=seal,
         renderer=TurnRenderer(enc),
+        reasoning=reasoning,
     )
 
     @contextlib.asynccontextmanager

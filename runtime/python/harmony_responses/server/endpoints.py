@@ -158,6 +158,7 @@ async def compact(request: Request, state: ServerState) -> Response:
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
+            reasoning=state.reasoning.reader(),
         )
         state.acquire()
         try:

@@ -1,11 +1,13 @@
 """What the handlers of one server process share: settings, the encoding, the engine, the response store,
-the compaction seal, the turn renderer, metrics and the count of engine calls in flight."""
+the compaction seal, the reasoning seal, the turn renderer, the background runs, metrics and the count of engine
+calls in flight."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+from ..bridge.encrypted import ReasoningSeal
 from ..encoding import HarmonyEncoding
 from ..store import AsyncStore
 from .auth import KeyCheck
@@ -28,6 +30,7 @@ class ServerState:
     store: AsyncStore
     seal: CompactionSeal
     renderer: TurnRenderer
+    reasoning: ReasoningSeal  # seals reasoning items' `encrypted_content` and opens them again
     metrics: Metrics = field(default_factory=Metrics)
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))

@@ -122,6 +122,7 @@ export interface Capabilities {
   readonly logprobs?: boolean; // returns log probabilities
   readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
   readonly truncation?: boolean; // shortens an input too long for the context
+  readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
 }
 
@@ -135,6 +136,7 @@ const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
   logprobs: "logprobs",
   max_output_tokens: "maxOutputTokens",
   truncation: "truncation",
+  encrypted_reasoning: "encryptedReasoning",
 };
 // The capabilities the spec names must be the caller's flags.
 for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {
