@@ -11,6 +11,7 @@ from ..bridge.encrypted import ReasoningSeal
 from ..encoding import HarmonyEncoding
 from ..store import AsyncStore
 from .auth import KeyCheck
+from .background import BackgroundRuns
 from .compaction import CompactionSeal
 from .engines.base import Engine
 from .errors import ErrorKind, ServerError
@@ -32,6 +33,7 @@ class ServerState:
     renderer: TurnRenderer
     reasoning: ReasoningSeal  # seals reasoning items' `encrypted_content` and opens them again
     metrics: Metrics = field(default_factory=Metrics)
+    background: BackgroundRuns = field(default_factory=BackgroundRuns)  # this process's background responses
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))
 
