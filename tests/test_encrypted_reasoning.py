@@ -198,5 +198,8 @@ def test_sealed_reasoning_gives_the_stored_state_prompt_token_for_token(
         broken[index]["encrypted_content"] = _flip(items[index]["encrypted_content"], where)
         with pytest.raises(RequestError) as caught:
             conversation_parts(parse_request(request(broken), SERVER_CAPABILITIES), reasoning=SEAL.reader())
-        assert (caught.value.code, caught.value.param) == ("invalid_encrypted_content", f"input[{index}].encrypted_content")
+        assert (caught.value.code, caught.value.param) == (
+            "invalid_encrypted_content",
+            f"input[{index}].encrypted_content",
+        )
     json.dumps(items)  # what the client keeps is plain JSON

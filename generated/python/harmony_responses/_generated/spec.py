@@ -956,6 +956,8 @@ ENCRYPTED_REASONING_SEAL: str = "hrr1"
 
 BACKGROUND_CANCELLED_MESSAGE: str = "the response was cancelled (POST /v1/responses/{id}/cancel) before it ended"
 
+BACKGROUND_STOPPED_MESSAGE: str = "the server stopped before this background response finished; what it wrote so far is kept"
+
 BACKGROUND_NOT_BACKGROUND: str = "only responses created with background: true can be cancelled or streamed again"
 
 BACKGROUND_NOT_STREAMED: str = "this background response was not created with stream: true, so it has no events to stream"

@@ -920,6 +920,8 @@ export const ENCRYPTED_REASONING_SEAL: string = "hrr1";
 
 export const BACKGROUND_CANCELLED_MESSAGE: string = "the response was cancelled (POST /v1/responses/{id}/cancel) before it ended";
 
+export const BACKGROUND_STOPPED_MESSAGE: string = "the server stopped before this background response finished; what it wrote so far is kept";
+
 export const BACKGROUND_NOT_BACKGROUND: string = "only responses created with background: true can be cancelled or streamed again";
 
 export const BACKGROUND_NOT_STREAMED: string = "this background response was not created with stream: true, so it has no events to stream";

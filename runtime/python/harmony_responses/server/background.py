@@ -27,8 +27,8 @@ response that stops early; the stored response, what `GET` and the cancel endpoi
 A process that dies leaves its background responses unfinished: the store's sweep for dead processes marks
 them failed, and a follower that finds a response ended without a terminal event stored ends the stream with
 `response.failed` carrying the stored response. At shutdown (`BackgroundRuns.shutdown`, from the app's
-lifespan after the drain) the runs still going are failed with the spec's `interrupted` error and settled in
-the store before it closes: a background response is never continued by another process.
+lifespan after the drain) the runs still going are failed (`background.stopped_message`, with what they wrote
+so far) and settled in the store before it closes: a background response is never continued by another process.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ class BackgroundRun:
                     self.recorder.cancelled = True
                     run.fail(ErrorKind.CANCELLED, _spec.BACKGROUND_CANCELLED_MESSAGE)
                 else:  # the server stops
-                    run.fail(ErrorKind.INTERNAL, _spec.INTERRUPTED_ERROR["message"])
+                    run.fail(ErrorKind.INTERNAL, _spec.BACKGROUND_STOPPED_MESSAGE)
             except (ResponseNotInProgress, StoreError) as exc:  # recovered or deleted meanwhile, or the store failed
                 log.warning("background response %s stopped: %s", self.response_id, exc)
                 return
