@@ -142,13 +142,13 @@ def test_a_cancelled_stream_ends_with_its_terminal_event(slow: Server) -> None:
 
 def _drop_and_resume(sdk: OpenAI, resumer: OpenAI, keep: int) -> tuple[str, list[int], list[Any]]:
     stream = sdk.responses.create(model=MODEL, input="Stream it, then again.", background=True, stream=True)
-    seen = []
+    seen: list[Any] = []
     for event in stream:
         seen.append(event)
         if len(seen) == keep:
             break
     stream.close()  # the client leaves: the response runs on
-    response_id = seen[0].response.id  # type: ignore[attr-defined]
+    response_id: str = seen[0].response.id
     last = seen[-1].sequence_number
     resumed = list(resumer.responses.retrieve(response_id, stream=True, starting_after=last))
     return response_id, [e.sequence_number for e in seen], resumed
@@ -167,7 +167,8 @@ def test_a_dropped_stream_resumes_with_exactly_the_missing_events(slow: Server) 
     assert [e.type for e in resumed] == [e["type"] for e in whole[7:]]
     assert raw_events(slow, response_id, starting_after=len(whole) - 3) == whole[-2:]
     assert raw_response(slow, response_id)["status"] == "completed"
-    assert sdk.responses.retrieve(response_id).output_text == resumed[-1].response.output_text  # type: ignore[union-attr]
+    final: Any = resumed[-1]
+    assert sdk.responses.retrieve(response_id).output_text == final.response.output_text
 
 
 # -- two processes on one PostgreSQL database -------------------------------------------------------------------
