@@ -55,9 +55,12 @@ def test_a_sealed_reasoning_opens_to_what_was_sealed() -> None:
 def test_a_changed_foreign_expired_or_other_version_blob_does_not_open() -> None:
     blob = SEAL.seal("thought", "analysis", None)
     body = blob.split(".", 1)[1]
-    for i in range(len(body)):  # every character of the blob changed in turn
-        swapped = "A" if body[i] != "A" else "B"
-        assert SEAL.open(f"{SEAL_VERSION}.{body[:i]}{swapped}{body[i + 1 :]}") is None, i
+    for i in range(len(body)):  # every character of the blob changed in turn, to each of two others
+        for other in "AB" if body[i] not in "AB" else "CD":
+            assert SEAL.open(f"{SEAL_VERSION}.{body[:i]}{other}{body[i + 1 :]}") is None, (i, other)
+    for cut in range(1, 4):  # every length: one a character short of each
+        short = ReasoningSeal(KEY).seal("x" * cut, None, None)
+        assert SEAL.open(short[:-1]) is None and SEAL.open(short + "A") is None
     assert SEAL.open(blob[:-1]) is None and SEAL.open(blob + "A") is None
     assert ReasoningSeal(bytes(32)).open(blob) is None  # another server's key
     assert ReasoningSeal.from_passphrase("a").open(ReasoningSeal.from_passphrase("b").seal("t", None, None)) is None

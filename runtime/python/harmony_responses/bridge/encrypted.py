@@ -52,9 +52,14 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    if not text or any(c not in _B64_ALPHABET for c in text):
+    """The bytes of canonical unpadded base64url only: any other spelling (a character outside the alphabet,
+    a length no encoding has, unused bits set) is refused, so a changed character never opens as the original."""
+    if not text or any(c not in _B64_ALPHABET for c in text) or len(text) % 4 == 1:
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
 
 
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

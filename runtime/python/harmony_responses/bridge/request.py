@@ -676,18 +676,22 @@ def items_to_messages(
 
 
 def request_to_conversation(
-    body: CreateResponseBody, system: SystemContent | None = None, *, compaction: CompactionReader | None = None
+    body: CreateResponseBody,
+    system: SystemContent | None = None,
+    *,
+    compaction: CompactionReader | None = None,
+    reasoning: ReasoningReader | None = None,
 ) -> Conversation:
     """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
 
     `system` replaces the default system content (identity, dates); a reasoning effort the request
     names is applied to it. The input items become messages as `items_to_messages` says; `compaction`
-    opens compaction items (refused without it). A request that continues a stored response
+    opens compaction items and `reasoning` sealed reasoning (each refused without it). A request that continues a stored response
     (`previous_response_id`) needs its history: see `conversation_parts`.
     """
     if body.previous_response_id is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
-    return conversation_parts(body, system=system, compaction=compaction).conversation()
+    return conversation_parts(body, system=system, compaction=compaction, reasoning=reasoning).conversation()
 
 
 def conversation_parts(
