@@ -686,8 +686,8 @@ def request_to_conversation(
 
     `system` replaces the default system content (identity, dates); a reasoning effort the request
     names is applied to it. The input items become messages as `items_to_messages` says; `compaction`
-    opens compaction items and `reasoning` sealed reasoning (each refused without it). A request that continues a stored response
-    (`previous_response_id`) needs its history: see `conversation_parts`.
+    opens compaction items and `reasoning` sealed reasoning (each refused without it). A request that
+    continues a stored response (`previous_response_id`) needs its history: see `conversation_parts`.
     """
     if body.previous_response_id is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
