@@ -241,7 +241,9 @@ class BackgroundRun:
                 self.metrics.engine_errors.labels(kind.name.lower()).inc()
                 run.fail(kind, exc.message)
             except asyncio.CancelledError:
-                if self.runs.cancelling(self.response_id):
+                if run.ended:  # asked once the run had ended (its engine stream closing): it ended as it did
+                    pass
+                elif self.runs.cancelling(self.response_id):
                     self.recorder.cancelled = True
                     run.fail(ErrorKind.CANCELLED, _spec.BACKGROUND_CANCELLED_MESSAGE)
                 else:  # the server stops
@@ -252,7 +254,10 @@ class BackgroundRun:
             except Exception:  # a bug: the response still ends, failed
                 log.exception("internal error in background response %s", self.response_id)
                 run.fail(ErrorKind.INTERNAL, "internal server error in a background response")
-            await self._settle()
+            settle = asyncio.ensure_future(self._settle())
+            while not settle.done():  # a cancel or a shutdown while settling waits for the end to be stored
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(settle)
         finally:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
