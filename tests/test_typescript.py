@@ -50,6 +50,7 @@ from harmony_responses.bridge import (
     to_sse,
     tool_policy,
 )
+from harmony_responses.bridge.encrypted import ReasoningSeal
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 from harmony_responses.types import _models
 
@@ -792,7 +793,7 @@ def request_text(draw: st.DrawFn) -> str:
     return json.dumps(raw)
 
 
-def _py_request(encoding: HarmonyEncoding, text: str) -> dict[str, Any]:
+def _py_request(encoding: HarmonyEncoding, text: str, seal: ReasoningSeal | None = None) -> dict[str, Any]:
     try:
         body = parse_request(json.loads(text))
     except RequestError as exc:
@@ -802,7 +803,7 @@ def _py_request(encoding: HarmonyEncoding, text: str) -> dict[str, Any]:
     snapshot = response_snapshot(body, response_id="resp_x", created_at=0, model="m", status="completed", output=[])
     out: dict[str, Any] = {"snapshot": snapshot.model_dump_json()}
     try:
-        conversation = request_to_conversation(body)
+        conversation = request_to_conversation(body, reasoning=seal.reader() if seal is not None else None)
         policy = tool_policy(body)
     except RequestError as exc:
         return {**out, "error": {"code": exc.code, "param": exc.param, "message": exc.message}}
@@ -821,6 +822,62 @@ def test_requests_are_read_coerced_and_refused_alike(node: Node, encoding: Harmo
         assert theirs.get("error_type") == "TypeError", theirs
         return
     assert theirs == ours
+
+
+SEAL_KEY = bytes(range(1, 33))
+SEALED_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
+
+
+@SETTINGS
+@given(
+    texts=st.lists(st.tuples(SEALED_TEXT, st.sampled_from([None, "json", "code"])), min_size=1, max_size=3),
+    change=st.sampled_from(["none", "flip", "foreign", "differs", "same content", "cut"]),
+    where=st.integers(0, 10_000),
+)
+def test_encrypted_reasoning_is_read_alike(
+    node: Node, encoding: HarmonyEncoding, texts: list[tuple[str, str | None]], change: str, where: int
+) -> None:
+    """Reasoning items sealed by Python (and by TypeScript) open alike in both languages, to the token; a changed,
+    cut, foreign or disagreeing blob is the same 400 naming the same item in both."""
+    seal = ReasoningSeal(SEAL_KEY)
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Hi"}]
+    for said_text, content_type in texts:
+        blob = seal.seal(said_text, "analysis", content_type)
+        if change == "flip":
+            body = blob.split(".", 1)[1]
+            i = where % len(body)
+            blob = f"hrr1.{body[:i]}{'A' if body[i] != 'A' else 'B'}{body[i + 1 :]}"
+        elif change == "foreign":
+            blob = ReasoningSeal(bytes(32)).seal(said_text, "analysis", content_type)
+        elif change == "cut":
+            blob = blob[: len(blob) - 1 - where % 3]
+        item: dict[str, Any] = {"type": "reasoning", "summary": [], "encrypted_content": blob}
+        if change in ("differs", "same content"):
+            said = said_text if change == "same content" else said_text + "!"
+            item["content"] = [{"type": "reasoning_text", "text": said}]
+        items.append(item)
+    raw = json.dumps({"model": "m", "input": items})
+    ours = _py_request(encoding, raw, seal)
+    assert node.ask(op="request", request=raw, reasoning_key=SEAL_KEY.hex()) == ours
+    if change in ("none", "same content"):
+        assert "prompt" in ours, ours
+    else:
+        assert ours["error"]["code"] == "invalid_encrypted_content", ours
+    assert node.ask(op="request", request=raw) == _py_request(encoding, raw)  # no key: refused alike
+    said_text, content_type = texts[0]
+    made = node.ask(
+        op="reasoning_seal", key=SEAL_KEY.hex(), text=said_text, channel="analysis", content_type=content_type
+    )
+    opened = seal.open(made["blob"])
+    assert opened is not None and (opened.text, opened.channel, opened.content_type) == (
+        said_text,
+        "analysis",
+        content_type,
+    )
+    assert made["opened"] == [said_text, "analysis", content_type]
+    theirs = node.ask(op="reasoning_seal", key=SEAL_KEY.hex(), text="", blob=items[1]["encrypted_content"])["opened"]
+    mine = seal.open(items[1]["encrypted_content"])
+    assert theirs == (None if mine is None else [mine.text, mine.channel, mine.content_type])
 
 
 def _broken(item: Any, key: str, value: Any) -> Any:

@@ -254,6 +254,8 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("input_items", sv.list_paging.items())
     out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())
     out += _group("compaction", sv.compaction.items())
+    out += _group("encrypted_reasoning", sv.encrypted_reasoning.items())
+    out += _group("background", sv.background.items())
     return out
 
 

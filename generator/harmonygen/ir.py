@@ -237,6 +237,8 @@ class ServerIR:
     sampling: dict[str, tuple[int, int]]  # sampling field → the closed range the server accepts
     input_item_id_prefixes: dict[str, str]
     compaction: dict[str, str]  # prompt, summary_frame, seal
+    encrypted_reasoning: dict[str, str]  # seal: the version prefix of reasoning items' `encrypted_content`
+    background: dict[str, str]  # what background responses say (the cancelled error, the events' retention)
 
 
 @dataclass(frozen=True)

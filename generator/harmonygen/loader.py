@@ -481,6 +481,8 @@ def _server(sv: _Doc, requests: RequestsIR, mapping: MappingIR) -> ServerIR:
         sampling={field: _range(sv, "sampling", field) for field in sv.table("sampling")},
         input_item_id_prefixes=sv.strings("input_item_id_prefixes"),
         compaction=sv.strings("compaction"),
+        encrypted_reasoning=sv.strings("encrypted_reasoning"),
+        background=sv.strings("background"),
     )
 
 

@@ -47,7 +47,7 @@ def post(url: str, path: str, content: bytes | str | None = None, **kwargs: Any)
         ({"input": "hi", "tool_choice": "required"}, "tool_choice", "invalid_tool_choice"),
         ({"input": "hi", "reasoning": {"effort": "xhigh"}}, "reasoning.effort", "unsupported_reasoning_effort"),
         ({"input": "hi", "max_output_tokens": 3}, "max_output_tokens", "invalid_request"),
-        ({"input": "hi", "background": True}, "background", "unsupported_parameter"),
+        ({"input": "hi", "background": True, "store": False}, "background", "unsupported_parameter"),
         ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "previous_response_not_found"),
         ({"input": "hi", "temperature": -0.5}, "temperature", "invalid_value"),  # the engine would refuse it
         ({"input": "hi", "top_p": 1.5}, "top_p", "invalid_value"),

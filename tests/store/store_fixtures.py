@@ -50,7 +50,7 @@ def postgres_emptied_after(postgres_shared_database: str) -> Iterator[str]:
     """The shared database, emptied after the test (much cheaper than a new database per test)."""
     yield postgres_shared_database
     with psycopg.connect(postgres_shared_database, autocommit=True) as conn:
-        conn.execute("TRUNCATE responses, response_items, store_writers")
+        conn.execute("TRUNCATE responses, response_items, response_events, store_writers")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])

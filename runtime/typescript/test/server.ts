@@ -60,6 +60,7 @@ import {
   toSse,
   type ReasoningNames,
 } from "../src/bridge/index.js";
+import { ReasoningSeal } from "../src/bridge/encrypted.js";
 import { model } from "../src/bridge/schema.js";
 import { writeJson } from "../src/json.js";
 import { responses, Role } from "../src/tables.js";
@@ -186,8 +187,10 @@ function request(req: Request): unknown {
     throw e;
   }
   const snapshot = pydanticJson(dumpAs("ResponseResource", responseSnapshot(body, { responseId: "resp_x", createdAt: 0, model: "m", status: "completed", output: [] })));
+  const key = req["reasoning_key"];
+  const sealed = typeof key === "string" ? new ReasoningSeal(Buffer.from(key, "hex")).reader() : null;
   try {
-    const conversation = requestToConversation(body);
+    const conversation = requestToConversation(body, null, sealed);
     const policy = toolPolicy(body);
     return { snapshot, prompt: encoding.renderConversationForCompletion(conversation, Role.Assistant), policy: [policy.mode, [...policy.allowed]] };
   } catch (e) {
@@ -252,6 +255,13 @@ function answer(req: Request): unknown {
       return bridge(req);
     case "request":
       return request(req);
+    case "reasoning_seal": {
+      const seal = new ReasoningSeal(Buffer.from(String(req["key"]), "hex"));
+      const optional = (v: unknown): string | null => (typeof v === "string" ? v : null);
+      const blob = seal.seal(String(req["text"]), optional(req["channel"]), optional(req["content_type"]));
+      const opened = seal.open(typeof req["blob"] === "string" ? req["blob"] : blob);
+      return { blob, opened: opened === null ? null : [opened.text, opened.channel, opened.contentType] };
+    }
     case "models":
       return models();
     case "arguments": {

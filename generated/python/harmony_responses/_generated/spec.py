@@ -716,6 +716,18 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
     "unknown_call_id": {"code": "unknown_call_id", "message": "no earlier function_call item has call_id {call_id}"},
     "unknown_tool_call": {"code": "unknown_call_id", "message": "no earlier item of type {types} has id {call_id}"},
     "encrypted_reasoning": {"code": "unsupported_parameter", "message": "encrypted reasoning cannot be read here"},
+    "reasoning_not_ours": {
+        "code": "invalid_encrypted_content",
+        "message": "this reasoning item's encrypted_content was not made by this server, was changed since, or has expired: send reasoning items back as the server returned them, or leave encrypted_content out",
+    },
+    "reasoning_content_differs": {
+        "code": "invalid_encrypted_content",
+        "message": "this reasoning item's content is not the reasoning its encrypted_content holds: send the item back unchanged, or send one of the two",
+    },
+    "background_needs_store": {
+        "code": "unsupported_parameter",
+        "message": "background responses are kept in the store so they can be polled: background: true needs store: true (or store left out)",
+    },
     "item_reference_not_found": {
         "code": "item_reference_not_found",
         "message": "item {id} cannot be referenced: items are not stored here",
@@ -814,6 +826,12 @@ REQUEST_ERROR_UNKNOWN_TOOL_CALL: str = "unknown_tool_call"
 
 REQUEST_ERROR_ENCRYPTED_REASONING: str = "encrypted_reasoning"
 
+REQUEST_ERROR_REASONING_NOT_OURS: str = "reasoning_not_ours"
+
+REQUEST_ERROR_REASONING_CONTENT_DIFFERS: str = "reasoning_content_differs"
+
+REQUEST_ERROR_BACKGROUND_NEEDS_STORE: str = "background_needs_store"
+
 REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: str = "item_reference_not_found"
 
 REQUEST_ERROR_UNSUPPORTED_ITEM: str = "unsupported_item"
@@ -878,7 +896,7 @@ EXTRA_FIELDS: dict[str, tuple[str | None, str]] = {
 }
 """Fields outside the spec that clients send → (the capability that honours it, why not here)."""
 
-INCLUDES: dict[str, str | None] = {"message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": None}
+INCLUDES: dict[str, str | None] = {"message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": "encrypted_reasoning"}
 """`include` values → the capability that honours it."""
 
 SERVER_ERRORS: dict[str, dict[str, Any]] = {
@@ -894,6 +912,7 @@ SERVER_ERRORS: dict[str, dict[str, Any]] = {
     "tool_choice_violated": {"status": 502, "type": "server_error", "code": "tool_choice_violated"},
     "model_output_invalid": {"status": 502, "type": "server_error", "code": "model_output_invalid"},
     "client_disconnected": {"status": None, "type": "server_error", "code": "client_disconnected"},
+    "cancelled": {"status": None, "type": "server_error", "code": "response_cancelled"},
     "store_failed": {"status": 503, "type": "server_error", "code": "store_unavailable"},
     "head_too_large": {"status": 431, "type": "invalid_request_error", "code": "request_header_fields_too_large"},
     "request_timeout": {"status": 408, "type": "invalid_request_error", "code": "request_timeout"},
@@ -945,6 +964,16 @@ COMPACTION_PROMPT: str = "Summarize the conversation so far so that it can go on
 COMPACTION_SUMMARY_FRAME: str = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n"
 
 COMPACTION_SEAL: str = "hrc1"
+
+ENCRYPTED_REASONING_SEAL: str = "hrr1"
+
+BACKGROUND_CANCELLED_MESSAGE: str = "the response was cancelled (POST /v1/responses/{id}/cancel) before it ended"
+
+BACKGROUND_STOPPED_MESSAGE: str = "the server stopped before this background response finished; what it wrote so far is kept"
+
+BACKGROUND_NOT_BACKGROUND: str = "only responses created with background: true can be cancelled or streamed again"
+
+BACKGROUND_NOT_STREAMED: str = "this background response was not created with stream: true, so it has no events to stream"
 
 BUILTIN_NAMESPACES: dict[str, dict[str, Any]] = {
     "browser": {

@@ -692,6 +692,18 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
   "unknown_call_id": { "code": "unknown_call_id", "message": "no earlier function_call item has call_id {call_id}" },
   "unknown_tool_call": { "code": "unknown_call_id", "message": "no earlier item of type {types} has id {call_id}" },
   "encrypted_reasoning": { "code": "unsupported_parameter", "message": "encrypted reasoning cannot be read here" },
+  "reasoning_not_ours": {
+    "code": "invalid_encrypted_content",
+    "message": "this reasoning item's encrypted_content was not made by this server, was changed since, or has expired: send reasoning items back as the server returned them, or leave encrypted_content out",
+  },
+  "reasoning_content_differs": {
+    "code": "invalid_encrypted_content",
+    "message": "this reasoning item's content is not the reasoning its encrypted_content holds: send the item back unchanged, or send one of the two",
+  },
+  "background_needs_store": {
+    "code": "unsupported_parameter",
+    "message": "background responses are kept in the store so they can be polled: background: true needs store: true (or store left out)",
+  },
   "item_reference_not_found": {
     "code": "item_reference_not_found",
     "message": "item {id} cannot be referenced: items are not stored here",
@@ -783,6 +795,12 @@ export const REQUEST_ERROR_UNKNOWN_TOOL_CALL: string = "unknown_tool_call";
 
 export const REQUEST_ERROR_ENCRYPTED_REASONING: string = "encrypted_reasoning";
 
+export const REQUEST_ERROR_REASONING_NOT_OURS: string = "reasoning_not_ours";
+
+export const REQUEST_ERROR_REASONING_CONTENT_DIFFERS: string = "reasoning_content_differs";
+
+export const REQUEST_ERROR_BACKGROUND_NEEDS_STORE: string = "background_needs_store";
+
 export const REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: string = "item_reference_not_found";
 
 export const REQUEST_ERROR_UNSUPPORTED_ITEM: string = "unsupported_item";
@@ -843,7 +861,7 @@ export const EXTRA_FIELDS: Readonly<Record<string, readonly [string | null, stri
 };
 
 /** `include` values → the capability that honours it. */
-export const INCLUDES: Readonly<Record<string, string | null>> = { "message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": null };
+export const INCLUDES: Readonly<Record<string, string | null>> = { "message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": "encrypted_reasoning" };
 
 /** The server's own errors by handle → HTTP status (null: only a stored response's error), type, code. */
 export const SERVER_ERRORS: Readonly<Record<string, { readonly status: number | null; readonly type: string; readonly code: string }>> = {
@@ -859,6 +877,7 @@ export const SERVER_ERRORS: Readonly<Record<string, { readonly status: number | 
   "tool_choice_violated": { "status": 502, "type": "server_error", "code": "tool_choice_violated" },
   "model_output_invalid": { "status": 502, "type": "server_error", "code": "model_output_invalid" },
   "client_disconnected": { "status": null, "type": "server_error", "code": "client_disconnected" },
+  "cancelled": { "status": null, "type": "server_error", "code": "response_cancelled" },
   "store_failed": { "status": 503, "type": "server_error", "code": "store_unavailable" },
   "head_too_large": { "status": 431, "type": "invalid_request_error", "code": "request_header_fields_too_large" },
   "request_timeout": { "status": 408, "type": "invalid_request_error", "code": "request_timeout" },
@@ -909,6 +928,16 @@ export const COMPACTION_PROMPT: string = "Summarize the conversation so far so t
 export const COMPACTION_SUMMARY_FRAME: string = "Summary of the earlier conversation, written by the assistant when it was compacted:\n\n";
 
 export const COMPACTION_SEAL: string = "hrc1";
+
+export const ENCRYPTED_REASONING_SEAL: string = "hrr1";
+
+export const BACKGROUND_CANCELLED_MESSAGE: string = "the response was cancelled (POST /v1/responses/{id}/cancel) before it ended";
+
+export const BACKGROUND_STOPPED_MESSAGE: string = "the server stopped before this background response finished; what it wrote so far is kept";
+
+export const BACKGROUND_NOT_BACKGROUND: string = "only responses created with background: true can be cancelled or streamed again";
+
+export const BACKGROUND_NOT_STREAMED: string = "this background response was not created with stream: true, so it has no events to stream";
 
 /** Built-in tool namespaces (browser, python) as ToolNamespaceConfig data. */
 export const BUILTIN_NAMESPACES: Readonly<Record<string, { readonly name: string; readonly description: string | null; readonly tools: readonly { readonly name: string; readonly description: string; readonly parameters: JsonValue }[] }>> = {

@@ -338,6 +338,9 @@ class ResponseBuilder:
     `stop_at_turn_end=False` reads a whole transcript. `strict=True` fails the response on the first
     deviation from the grammar instead of repairing it. `stored=True` says the caller keeps the response
     (echoed as `store: true`); `messages()` gives what the model wrote as Harmony messages, for a store.
+    `seal_reasoning` seals each ended reasoning item's text, channel and content type into its
+    `encrypted_content` (`include: ["reasoning.encrypted_content"]`, see `bridge.encrypted`); `background=True`
+    echoes `background: true`.
     """
 
     def __init__(
@@ -358,7 +361,11 @@ class ResponseBuilder:
         tools: Iterable[str] | None = None,
         on_repair: RepairHook | None = None,
         stored: bool = False,
+        seal_reasoning: Callable[[str, str | None, str | None], str] | None = None,
+        background: bool = False,
     ) -> None:
+        self._seal_reasoning = seal_reasoning
+        self._background = background
         names = tools if tools is not None else [t.name for t in (request.tools or [])] if request else []
         self._schemas: dict[str, dict[str, Any]] = {
             t.name: t.parameters.model_dump(mode="json") if t.parameters is not None else {}
@@ -447,7 +454,8 @@ class ResponseBuilder:
         """The response as it stands (an open item is included as `incomplete` unless in progress)."""
         output = list(self._output)
         if self._item is not None and status is not Status.IN_PROGRESS:
-            output.append(self._item.body(Status.INCOMPLETE, self._parser.current_content))
+            text = self._parser.current_content
+            output.append(self._sealed(self._item, self._item.body(Status.INCOMPLETE, text), text))
         repairs = [_repair_dict(r) for r in self._repairs] if status is not Status.IN_PROGRESS else None
         return response_snapshot(
             self._request,
@@ -458,6 +466,7 @@ class ResponseBuilder:
             output=output,
             repairs=repairs,
             stored=self._stored,
+            background=self._background,
             **extra,
         )
 
@@ -661,10 +670,18 @@ class ResponseBuilder:
                 )
             else:  # from the token that opened the body to the one that closed it
                 self._reasoning_tokens += self._parser.tokens_read - self._reasoning_from
-        body = item.body(status, text)
+        body = self._sealed(item, item.body(status, text), text)
         sink.event(_ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=index, item=body))
         self._output.append(body)
         self._item = None
+
+    def _sealed(self, item: OpenItem, body: ItemField, text: str) -> ItemField:
+        """A reasoning item's body with its `encrypted_content`, when the request included it."""
+        if not item.reasoning or self._seal_reasoning is None:
+            return body
+        return body.model_copy(
+            update={"encrypted_content": self._seal_reasoning(text, item.channel, item.content_type)}
+        )
 
     def _check_arguments(self, item: OpenItem, text: str) -> str:
         """A finished call's arguments: `{}` for empty ones (one more delta), and a strict tool's check."""

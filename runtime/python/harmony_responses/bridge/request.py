@@ -26,7 +26,8 @@ Every item the bridge emits comes back as input and renders to the message the m
 `conversation_parts(body, history=..., calls=...)` is the same mapping for a request that continues
 earlier turns (`previous_response_id`): the request's system and developer messages, the stored turns'
 Harmony messages, then the new input. Compaction items render through the caller's `CompactionReader`
-(only the server that made an item can open it).
+(only the server that made an item can open it); reasoning items that carry `encrypted_content` through its
+`ReasoningReader` (`bridge.encrypted`), refused without one.
 
 The chain-of-thought rule is the renderer's (`render_conversation_for_completion`, as the reference): when
 the last assistant message is a final answer, analysis messages before the first final answer are left
@@ -176,6 +177,7 @@ class Capabilities:
     background: bool = False  # runs `background: true` requests for clients to poll
     sampling: bool = False  # samples the completion: `temperature`, `top_p`, the penalties, `seed`
     logprobs: bool = False  # returns log probabilities: `top_logprobs`, include `message.output_text.logprobs`
+    encrypted_reasoning: bool = False  # seals reasoning items: include `reasoning.encrypted_content`
     max_output_tokens: bool = False  # stops at `max_output_tokens` and answers `incomplete`
     truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
@@ -530,6 +532,12 @@ CompactionReader = Callable[[CompactionSummaryItemParam, str], Sequence[Message]
 stored), so the bridge asks its caller; without a reader, compaction items are refused."""
 
 
+ReasoningReader = Callable[[ReasoningItemParam, str], Message]
+"""Opens a reasoning input item's `encrypted_content` found at request path `where`: the analysis message the
+model wrote, or a `RequestError` (`bridge.encrypted.ReasoningSeal.reader`). Without a reader, such items are
+refused."""
+
+
 @dataclass(frozen=True)
 class ConversationParts:
     """A request's conversation in its three parts.
@@ -596,8 +604,11 @@ def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
     raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
 
 
-def _reasoning(item: ReasoningItemParam, where: str) -> Message | None:
-    """The analysis message of a reasoning item: its content (what the model wrote), else its summary."""
+def _reasoning(item: ReasoningItemParam, where: str, sealed: ReasoningReader | None = None) -> Message | None:
+    """The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed
+    reasoning (`encrypted_content`) is opened by `sealed`, and refused without it."""
+    if item.encrypted_content is not None and sealed is not None:
+        return sealed(item, where)
     if item.encrypted_content is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_ENCRYPTED_REASONING, f"{where}.encrypted_content")
     content_type = _header(item, _spec.RESPONSE_CONTENT_TYPE_FIELD, None)
@@ -619,13 +630,14 @@ def items_to_messages(
     root: str = "input",
     calls: KnownCalls | None = None,
     compaction: CompactionReader | None = None,
+    reasoning: ReasoningReader | None = None,
 ) -> ItemMessages:
     """Input items → the developer instructions they give and the Harmony messages they stand for, in order.
 
     An item's errors name it as `root[i]` (`input[3].call_id`). `calls` holds the calls read before these
     items (a store replaying earlier turns passes the same `KnownCalls` to each batch); it is updated with the
-    calls these items make. `compaction` opens compaction items (refused without it). Output items are
-    input items too: `ItemParamAdapter.validate_python(item.model_dump())`.
+    calls these items make. `compaction` opens compaction items and `reasoning` sealed reasoning (each refused
+    without it). Output items are input items too: `ItemParamAdapter.validate_python(item.model_dump())`.
     """
     calls = KnownCalls() if calls is None else calls
     instructions: list[str] = []
@@ -647,7 +659,7 @@ def items_to_messages(
                 raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_CALL_ID, f"{where}.call_id", call_id=item.call_id)
             turns.append(_tool_message(known, "".join(_text_parts(item.output, where, ("input_text",), key="output"))))
         elif isinstance(item, ReasoningItemParam):
-            message = _reasoning(item, where)
+            message = _reasoning(item, where, reasoning)
             if message is not None:
                 turns.append(message)
         elif isinstance(item, ItemReferenceParam):
@@ -664,18 +676,22 @@ def items_to_messages(
 
 
 def request_to_conversation(
-    body: CreateResponseBody, system: SystemContent | None = None, *, compaction: CompactionReader | None = None
+    body: CreateResponseBody,
+    system: SystemContent | None = None,
+    *,
+    compaction: CompactionReader | None = None,
+    reasoning: ReasoningReader | None = None,
 ) -> Conversation:
     """The Harmony conversation for `body`, ready for `render_conversation_for_completion(..., Role.ASSISTANT)`.
 
     `system` replaces the default system content (identity, dates); a reasoning effort the request
     names is applied to it. The input items become messages as `items_to_messages` says; `compaction`
-    opens compaction items (refused without it). A request that continues a stored response
-    (`previous_response_id`) needs its history: see `conversation_parts`.
+    opens compaction items and `reasoning` sealed reasoning (each refused without it). A request that
+    continues a stored response (`previous_response_id`) needs its history: see `conversation_parts`.
     """
     if body.previous_response_id is not None:
         raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
-    return conversation_parts(body, system=system, compaction=compaction).conversation()
+    return conversation_parts(body, system=system, compaction=compaction, reasoning=reasoning).conversation()
 
 
 def conversation_parts(
@@ -685,6 +701,7 @@ def conversation_parts(
     calls: KnownCalls | None = None,
     compaction: CompactionReader | None = None,
     system: SystemContent | None = None,
+    reasoning: ReasoningReader | None = None,
 ) -> ConversationParts:
     """The conversation for `body` after `history`, the Harmony messages of earlier turns, oldest first (what
     a store keeps for `previous_response_id`): the request's system and developer messages, the history,
@@ -702,7 +719,7 @@ def conversation_parts(
         sys_content = (
             system.model_copy(update={"reasoning_effort": sys_content.reasoning_effort}) if requested else system
         )
-    read = items_to_messages(_input_items(body), calls=calls, compaction=compaction)
+    read = items_to_messages(_input_items(body), calls=calls, compaction=compaction, reasoning=reasoning)
     instructions: list[str] = [body.instructions] if body.instructions else []
     instructions += read.instructions
     tools, _policy = _tools(body)

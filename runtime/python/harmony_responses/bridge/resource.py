@@ -79,9 +79,11 @@ def response_snapshot(
     completed_at: int | None = None,
     repairs: list[dict[str, Any]] | None = None,
     stored: bool = False,
+    background: bool = False,
 ) -> ResponseResource:
     """A full `ResponseResource` (all 31 keys) echoing the request's settings; `store` is `stored` (whether
-    the caller keeps the response), `previous_response_id` the request's.
+    the caller keeps the response), `background` whether it runs in the background, `previous_response_id`
+    the request's.
 
     `repairs`, when there are any, go into a vendor-prefixed field (`RESPONSE_REPAIRS_FIELD` of the
     spec): what lenient parsing changed in the model's output, so that no repair is silent.
@@ -124,7 +126,7 @@ def response_snapshot(
         max_output_tokens=b.max_output_tokens,
         max_tool_calls=b.max_tool_calls,
         store=stored,
-        background=False,
+        background=background,
         service_tier="default",
         metadata=dict(b.metadata) if b.metadata is not None else {},
         safety_identifier=b.safety_identifier,

@@ -3,6 +3,7 @@
     POST /v1/responses          Open Responses (stream true or false), stored unless `store: false`
     WS   /v1/responses          WebSocket mode: `response.create` messages, events as JSON frames
     GET/DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/compact
+    POST /v1/responses/{id}/cancel, GET /v1/responses/{id}?stream=true  background responses (`background`)
     POST /v1/chat/completions   Chat Completions (stream true or false), on the same Harmony path
     GET  /v1/models             the served model; GET /v1/models/{id} one model or 404
     GET  /health                liveness (no key needed; says nothing of the engine's address)
@@ -39,14 +40,18 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._tables import spec as _spec
+from ..bridge.encrypted import SECRET_NAME as REASONING_SECRET_NAME
+from ..bridge.encrypted import ReasoningSeal
 from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
-from ..store import AsyncStore, Store, StoreError, open_store
+from ..store import AsyncStore, Owner, Store, StoreError, open_store
 from .auth import KeyCheck
+from .background import check_background
+from .background import start as start_background
 from .body import read_json_sized
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
 from .compaction import SECRET_NAME, CompactionSeal
-from .endpoints import compact, delete_response, get_response, list_input_items
+from .endpoints import cancel_response, compact, delete_response, get_response, list_input_items
 from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
@@ -102,7 +107,7 @@ def _call(
     # A streamed run writes to the wire's sink; a whole one keeps no events (its response is the builder's).
     sink = wire.sink if stream else NullSink()
     stored = recorder is not None and recorder.keeps
-    run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=stored)
+    run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=stored, seal=state.reasoning.seal)
     return EngineCall(
         engine=state.engine,
         run=run,
@@ -117,6 +122,29 @@ def _call(
     )
 
 
+async def _background(
+    state: ServerState, plan: Plan, recorder: Recorder, wire: Wire, *, stream: bool, owner: Owner
+) -> Response:
+    """A `background: true` response: stored `queued` and run by this process (`server.background`)."""
+    state.acquire()
+    sink = wire.sink if stream else NullSink()
+    settings = state.settings
+    run = ResponseRun(
+        plan, state.encoding, sink, model=settings.model, stored=True, seal=state.reasoning.seal, background=True
+    )
+    return await start_background(
+        engine=state.engine,
+        run=run,
+        recorder=recorder,
+        store=state.store,
+        runs=state.background,
+        metrics=state.metrics,
+        release=state.release,
+        stream=stream,
+        owner=owner,
+    )
+
+
 async def responses(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
     try:
@@ -124,6 +152,8 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
         body = await maybe_off_loop(size, parse_body, raw)
         settings = state.settings
         owner = owner_of(request.headers)
+        if body.background:
+            check_background(body.store)
         body = await resolve_references(body, state.store, owner)
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
@@ -141,10 +171,13 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
+            reasoning=state.reasoning.reader(),
         )
         store = state.store if body.store is not False else None
         recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
         wire = ResponsesWire(settings.reasoning_events)
+        if body.background:
+            return await _background(state, plan, recorder, wire, stream=bool(body.stream), owner=owner)
         return _call(
             state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at, recorder=recorder
         )
@@ -367,6 +400,10 @@ def create_app(
     opened = store or open_store(settings.store_url())
     key = settings.compaction_key
     seal = CompactionSeal.from_passphrase(key) if key else CompactionSeal(opened.secret(SECRET_NAME))
+    sealing = settings.reasoning_key
+    reasoning = (
+        ReasoningSeal.from_passphrase(sealing) if sealing else ReasoningSeal(opened.secret(REASONING_SECRET_NAME))
+    )
     responses_store = AsyncStore(opened)
     state = ServerState(
         settings=settings,
@@ -376,6 +413,7 @@ def create_app(
         store=responses_store,
         seal=seal,
         renderer=TurnRenderer(enc),
+        reasoning=reasoning,
     )
 
     @contextlib.asynccontextmanager
@@ -386,6 +424,7 @@ def create_app(
         finally:
             sweeper.cancel()
             await asyncio.gather(sweeper, return_exceptions=True)
+            await state.background.shutdown()  # background responses still running: failed, settled in the store
             try:
                 await eng.aclose()
             finally:
@@ -402,6 +441,7 @@ def create_app(
             Route(_RESPONSES + "/{response_id}", _with_state(get_response), methods=["GET"]),
             Route(_RESPONSES + "/{response_id}", _with_state(delete_response), methods=["DELETE"]),
             Route(_RESPONSES + "/{response_id}/input_items", _with_state(list_input_items), methods=["GET"]),
+            Route(_RESPONSES + "/{response_id}/cancel", _with_state(cancel_response), methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),

@@ -66,6 +66,10 @@ def add_serve_parser(sub: Any) -> None:
         "--compaction-key", help="signs compaction items (default: a random key kept in the store, shared by its users)"
     )
     p.add_argument(
+        "--reasoning-key",
+        help="encrypts reasoning items' encrypted_content (default: a random key kept in the store)",
+    )
+    p.add_argument(
         "--store-recover-interval", type=float, help="seconds between sweeps for responses of dead processes (30)"
     )
     p.add_argument(
@@ -98,6 +102,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "store": args.store,
         "context_window": args.context_window,
         "compaction_key": args.compaction_key,
+        "reasoning_key": args.reasoning_key,
         "store_recover_interval": args.store_recover_interval,
         "shutdown_timeout": args.shutdown_timeout,
         "max_head_bytes": args.max_head_bytes,

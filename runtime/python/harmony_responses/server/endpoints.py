@@ -1,6 +1,8 @@
 """The endpoints beyond creating a response: stored responses and compaction.
 
-    GET    /v1/responses/{id}               the stored ResponseResource (in progress: its start)
+    GET    /v1/responses/{id}               the stored ResponseResource (in progress: its start); with
+                                            ?stream=true&starting_after=N a background response's events
+    POST   /v1/responses/{id}/cancel        cancel a background response (see `background`)
     DELETE /v1/responses/{id}               {"id", "object": "response.deleted", "deleted": true}
     GET    /v1/responses/{id}/input_items   a page of its input items (?after=ID&limit=1..100&order=asc|desc)
     POST   /v1/responses/compact            the spec's CompactResource (see `compaction`)
@@ -32,6 +34,7 @@ from ..types import (
     OutputTextContent,
     UserMessageItemParam,
 )
+from .background import cancel, stream_again
 from .body import read_json
 from .compaction import COMPACTION_ID_PREFIX, COMPACTION_PROMPT, as_response_request, kept_user_texts
 from .errors import ErrorKind, ServerError
@@ -62,9 +65,26 @@ def _not_found(response_id: str) -> ServerError:
 
 async def get_response(request: Request, state: ServerState) -> Response:
     response_id = request.path_params["response_id"]
+    query = request.query_params
     try:
         state.keys.check(request.headers)
+        if query.get("stream", "").lower() == "true":  # a background response's events, again (`background`)
+            return await stream_again(state.store, response_id, owner_of(request.headers), query.get("starting_after"))
         resource = await state.store.get(response_id, owner_of(request.headers))
+    except ResponseNotFound:
+        return _error(_not_found(response_id))
+    except StoreError as exc:
+        return _error(store_failed(exc))
+    except ServerError as exc:
+        return _error(exc)
+    return JSONResponse(resource)
+
+
+async def cancel_response(request: Request, state: ServerState) -> Response:
+    response_id = request.path_params["response_id"]
+    try:
+        state.keys.check(request.headers)
+        resource = await cancel(state.store, state.background, response_id, owner_of(request.headers))
     except ResponseNotFound:
         return _error(_not_found(response_id))
     except StoreError as exc:
@@ -158,6 +178,7 @@ async def compact(request: Request, state: ServerState) -> Response:
             history_rendered=prior.rendered,
             compaction=state.seal.reader(),
             window=settings.context_window,
+            reasoning=state.reasoning.reader(),
         )
         state.acquire()
         try:

@@ -28,6 +28,7 @@ class ErrorKind(Enum):
     TOOL_CHOICE_VIOLATED = auto()
     MODEL_OUTPUT_INVALID = auto()
     CLIENT_DISCONNECTED = auto()
+    CANCELLED = auto()
     STORE_FAILED = auto()
     HEAD_TOO_LARGE = auto()
     REQUEST_TIMEOUT = auto()

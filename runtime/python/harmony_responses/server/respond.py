@@ -27,6 +27,7 @@ from ..bridge import (
     CompactionReader,
     ConversationParts,
     KnownCalls,
+    ReasoningReader,
     RequestError,
     ResponseBuilder,
     Status,
@@ -36,6 +37,7 @@ from ..bridge import (
     to_chat_completion,
     tool_policy,
 )
+from ..bridge.encrypted import ReasoningSealer
 from ..bridge.items import Sink
 from ..encoding import HarmonyEncoding
 from ..models import Message
@@ -53,8 +55,15 @@ from .settings import MediaPolicy
 
 # What this server honours beyond the prompt (the rest of a request that asks for more is refused).
 SERVER_CAPABILITIES = Capabilities(
-    store=True, sampling=True, max_output_tokens=True, truncation=True, extra_fields=frozenset()
+    store=True,
+    background=True,
+    sampling=True,
+    max_output_tokens=True,
+    truncation=True,
+    encrypted_reasoning=True,
+    extra_fields=frozenset(),
 )
+ENCRYPTED_REASONING = "reasoning.encrypted_content"  # the `include` value that seals reasoning items
 DEFAULT_CONTEXT_WINDOW = 131072  # gpt-oss's (`--context-window`)
 _TRUNCATION_AUTO = "auto"  # the `truncation` value that lets the oldest turns go (the schema's TruncationEnum)
 
@@ -97,18 +106,20 @@ def plan_request(
     history_rendered: Sequence[Sequence[int] | None] | None = None,
     compaction: CompactionReader | None = None,
     window: int = DEFAULT_CONTEXT_WINDOW,
+    reasoning: ReasoningReader | None = None,
 ) -> Plan:
     """The plan for a request; `RequestError` for what the model cannot take.
 
     `history` and `calls` (`KnownCalls.to_json()`) are the stored turns a `previous_response_id` continues,
-    and beside them `history_rendered` the token ids of those already rendered; `compaction` opens compaction items.
+    and beside them `history_rendered` the token ids of those already rendered; `compaction` opens compaction items,
+    `reasoning` reasoning items sealed in `encrypted_content`.
     The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
     it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
     """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
     known = KnownCalls.from_json(calls or {})
-    parts = conversation_parts(body, history=history, calls=known, compaction=compaction)
+    parts = conversation_parts(body, history=history, calls=known, compaction=compaction, reasoning=reasoning)
     policy = tool_policy(body)
     schemas = {
         t.name: (t.parameters.model_dump(mode="json") if t.parameters is not None else None) for t in body.tools or []
@@ -164,14 +175,32 @@ class ResponseRun:
     The events go to `sink` (the wire's: SSE text, or typed events). On top of the builder, a run knows
     what the engine said of the end (a stop whose token it did not send, as llama.cpp and Ollama do; a
     budget that ran out), the tool choice the model had to follow, and engine failures with the server's
-    error codes.
+    error codes. `seal` seals reasoning items when the request includes `reasoning.encrypted_content`.
     """
 
-    def __init__(self, plan: Plan, encoding: HarmonyEncoding, sink: Sink, *, model: str, stored: bool = False) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        encoding: HarmonyEncoding,
+        sink: Sink,
+        *,
+        model: str,
+        stored: bool = False,
+        seal: ReasoningSealer | None = None,
+        background: bool = False,
+    ) -> None:
         self.plan = plan
         self.sink = sink
+        included = ENCRYPTED_REASONING in (plan.body.include or [])
         self.builder = ResponseBuilder(
-            encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens, stored=stored
+            encoding,
+            plan.body,
+            sink,
+            model=model,
+            input_tokens=plan.input_tokens,
+            stored=stored,
+            seal_reasoning=seal if included else None,
+            background=background,
         )
         self.failure: ErrorKind | None = None
         self.started = False

@@ -59,6 +59,7 @@ class Settings:
     store: str = ""  # the response store's URL; "" is the embedded default (a SQLite file, see `store_url`)
     context_window: int = 131072  # the served model's context window in tokens (gpt-oss's)
     compaction_key: str = ""  # signs compaction items; "" uses a random key kept in the store
+    reasoning_key: str = ""  # encrypts reasoning items' encrypted_content; "" uses a random key kept in the store
     store_recover_interval: float = 30.0  # seconds between sweeps for responses whose server process died
     shutdown_timeout: float = 30.0  # seconds live responses may run after SIGTERM/SIGINT before they are ended
     max_head_bytes: int = 64 * 1024  # request line and headers; more gets 431 and the connection closed

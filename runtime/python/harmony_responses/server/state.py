@@ -1,14 +1,17 @@
 """What the handlers of one server process share: settings, the encoding, the engine, the response store,
-the compaction seal, the turn renderer, metrics, the drain (shutdown) and the count of engine calls in flight."""
+the compaction seal, the reasoning seal, the turn renderer, the background runs, metrics, the drain (shutdown)
+and the count of engine calls in flight."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+from ..bridge.encrypted import ReasoningSeal
 from ..encoding import HarmonyEncoding
 from ..store import AsyncStore
 from .auth import KeyCheck
+from .background import BackgroundRuns
 from .compaction import CompactionSeal
 from .drain import Drain
 from .engines.base import Engine
@@ -29,8 +32,10 @@ class ServerState:
     store: AsyncStore
     seal: CompactionSeal
     renderer: TurnRenderer
+    reasoning: ReasoningSeal  # seals reasoning items' `encrypted_content` and opens them again
     metrics: Metrics = field(default_factory=Metrics)
     drain: Drain = field(default_factory=Drain)
+    background: BackgroundRuns = field(default_factory=BackgroundRuns)  # this process's background responses
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))
 

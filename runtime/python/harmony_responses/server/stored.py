@@ -12,6 +12,8 @@
   sees the terminal event, so a client is never told of an end the store does not hold. A response whose
   client left is stored failed (`abandoned`). A store that cannot record raises `NotRecorded`: the server
   then ends the exchange without the terminal event (the stream is cut; a whole response is a 503).
+  A background response (`server.background`) is begun `queued` at once (`queue`) and, when it was
+  cancelled, stored with status `cancelled` (`cancelled`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..store import (
     Rendering,
     ResponseInProgress,
     ResponseNotFound,
+    ResponseStatus,
     StoreError,
 )
 from ..types import (
@@ -253,6 +256,7 @@ class Recorder:
         self._input: Rendering | None = None
         self._begun = False
         self._finished = False
+        self.cancelled = False  # a background response cancelled: its end is stored `cancelled`, not `failed`
 
     def _input_rendering(self) -> Rendering:
         if self._input is None:
@@ -274,12 +278,29 @@ class Recorder:
         continues went meanwhile, `ServerError` when the store fails."""
         if self.store is None:
             return
+        await self._begin(run, run.builder.snapshot(Status.IN_PROGRESS).model_dump(mode="json"))
+
+    async def queue(self, run: ResponseRun) -> dict[str, Any]:
+        """Store a background response `queued`, before the engine is asked (`begin`'s errors as `started`'s);
+        return the resource stored."""
+        resource = self.queued_resource(run)
+        await self._begin(run, resource)
+        return resource
+
+    @staticmethod
+    def queued_resource(run: ResponseRun) -> dict[str, Any]:
+        resource: dict[str, Any] = run.builder.snapshot(Status.IN_PROGRESS).model_dump(mode="json")
+        resource["status"] = ResponseStatus.QUEUED.value
+        return resource
+
+    async def _begin(self, run: ResponseRun, resource: dict[str, Any]) -> None:
+        assert self.store is not None
         body = self.plan.body
         try:
             await self.store.begin(
                 run.builder.response_id,
                 owner=self.owner,
-                resource=run.builder.snapshot(Status.IN_PROGRESS).model_dump(mode="json"),
+                resource=resource,
                 input_items=self.items,
                 input_messages=self.plan.parts.turn,
                 previous_response_id=body.previous_response_id,
@@ -304,6 +325,8 @@ class Recorder:
             response = run.response()
             assert response is not None, "a run that ended has its final response"
             resource = response.model_dump(mode="json")
+            if self.cancelled:
+                resource["status"], resource["error"] = ResponseStatus.CANCELLED.value, None
             try:
                 await self.store.finish(
                     run.builder.response_id,

@@ -242,6 +242,7 @@ class Connection:
                 history_rendered=prior.rendered,
                 compaction=state.seal.reader(),
                 window=settings.context_window,
+                reasoning=state.reasoning.reader(),
             )
 
             def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:
@@ -272,7 +273,9 @@ class Connection:
     async def _run(self, plan: Plan, recorder: Recorder) -> bool:
         """Stream one response to the socket; whether it ended without failing."""
         state, sink = self.state, EventSink()
-        run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=recorder.keeps)
+        run = ResponseRun(
+            plan, state.encoding, sink, model=state.settings.model, stored=recorder.keeps, seal=state.reasoning.seal
+        )
         outputs = state.engine.generate(plan.engine_request)
         state.metrics.in_flight.inc()
         try:

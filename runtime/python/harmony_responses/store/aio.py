@@ -16,7 +16,17 @@ from typing import Any, TypeVar
 
 from ..models import Message
 from .base import Store
-from .model import LIST_LIMIT_DEFAULT, LIST_ORDER_DEFAULT, CallRecord, History, ItemPage, Order, Owner, Rendering
+from .model import (
+    LIST_LIMIT_DEFAULT,
+    LIST_ORDER_DEFAULT,
+    CallRecord,
+    EventPage,
+    History,
+    ItemPage,
+    Order,
+    Owner,
+    Rendering,
+)
 
 T = TypeVar("T")
 
@@ -74,6 +84,18 @@ class AsyncStore:
             calls=calls,
             rendered=rendered,
         )
+
+    async def progress(self, response_id: str, resource: Mapping[str, Any]) -> None:
+        await self._run(self.store.progress, response_id, resource)
+
+    async def append_events(self, response_id: str, events: Sequence[tuple[int, str]]) -> bool:
+        return await self._run(self.store.append_events, response_id, events)
+
+    async def events_after(self, response_id: str, owner: Owner, after: int) -> EventPage:
+        return await self._run(self.store.events_after, response_id, owner, after)
+
+    async def request_cancel(self, response_id: str, owner: Owner) -> dict[str, Any]:
+        return await self._run(self.store.request_cancel, response_id, owner)
 
     async def get(self, response_id: str, owner: Owner) -> dict[str, Any]:
         return await self._run(self.store.get, response_id, owner)

@@ -25,6 +25,7 @@ from .model import (
     LIST_ORDER_DEFAULT,
     TERMINAL_STATUSES,
     CallRecord,
+    EventPage,
     History,
     InvalidArgument,
     ItemPage,
@@ -100,7 +101,7 @@ class Store(ABC):
         rendered: Rendering | None = None,
     ) -> None:
         """Store a response's end in one transaction: its final resource (status `completed`,
-        `incomplete` or `failed`), its output items, the Harmony messages the model wrote (analysis
+        `incomplete`, `failed` or `cancelled`), its output items, the Harmony messages the model wrote (analysis
         included), the calls among the output items (call id → record) and the output messages'
         token ids (used only when rendered under the key `begin` was given). Raises
         `ResponseNotInProgress` when it was finished, recovered or deleted meanwhile.
@@ -108,7 +109,8 @@ class Store(ABC):
         status = status_of(resource)
         if status not in TERMINAL_STATUSES:
             raise InvalidArgument(
-                "resource.status", f"a response finishes completed, incomplete or failed, not {status.value!r}"
+                "resource.status",
+                f"a response finishes completed, incomplete, failed or cancelled, not {status.value!r}",
             )
         self._complete(
             response_id,
@@ -119,6 +121,30 @@ class Store(ABC):
             check_calls(calls, "calls"),
             _packed(check_rendering(rendered, output_messages, "rendered")),
         )
+
+    def progress(self, response_id: str, resource: Mapping[str, Any]) -> None:
+        """Store the new resource of a response that has not ended (a background response `queued` that
+        starts: `in_progress`). Raises `ResponseNotInProgress` when it ended, was recovered or deleted."""
+        status = status_of(resource)
+        if status in TERMINAL_STATUSES:
+            raise InvalidArgument("resource.status", f"progress is queued or in_progress, not {status.value!r}")
+        self._progress(response_id, status, check_resource(resource, response_id, status))
+
+    @abstractmethod
+    def append_events(self, response_id: str, events: Sequence[tuple[int, str]]) -> bool:
+        """Append stream events (sequence number, SSE frame) to a response that has not ended; return whether a
+        cancel was asked for (`request_cancel`). Raises `ResponseNotInProgress` when it ended, was recovered or
+        deleted. With no events it only answers the question (the background runner polls it)."""
+
+    @abstractmethod
+    def events_after(self, response_id: str, owner: Owner, after: int) -> EventPage:
+        """The response's stored events with a sequence number above `after`, in order, and its status (read in
+        one snapshot). Raises `ResponseNotFound`."""
+
+    @abstractmethod
+    def request_cancel(self, response_id: str, owner: Owner) -> dict[str, Any]:
+        """Ask the process running the response to cancel it (a flag it polls); return its resource as it
+        stands. A response that has ended is left as it is. Raises `ResponseNotFound`."""
 
     @abstractmethod
     def get(self, response_id: str, owner: Owner) -> dict[str, Any]:
@@ -202,6 +228,9 @@ class Store(ABC):
         calls: dict[str, CallRecord],
         rendered: tuple[str, bytes] | None,
     ) -> None: ...
+
+    @abstractmethod
+    def _progress(self, response_id: str, status: ResponseStatus, resource: dict[str, Any]) -> None: ...
 
     @abstractmethod
     def _page(self, response_id: str, owner: Owner, after: str | None, limit: int, order: Order) -> ItemPage: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from .model import (
     TERMINAL_STATUSES,
     CallRecord,
     DuplicateResponse,
+    EventPage,
     History,
     ItemNotFound,
     ItemPage,
@@ -55,6 +57,8 @@ class _Row:
     rendered_by: str | None = None
     input_rendered: bytes | None = None
     output_rendered: bytes | None = None
+    events: list[tuple[int, str]] = field(default_factory=list)
+    cancel_requested: bool = False
 
 
 def _both(input_rendered: bytes | None, output_rendered: bytes | None) -> tuple[list[int], ...] | None:
@@ -128,6 +132,38 @@ class MemoryStore(Store):
             row.output_rendered = rendered[1] if rendered else None
             if rendered is None or rendered[0] != row.rendered_by:
                 row.rendered_by = None
+
+    def _unfinished(self, response_id: str) -> _Row:
+        row = self._rows.get(response_id)
+        if row is None or row.status in TERMINAL_STATUSES:
+            raise ResponseNotInProgress(response_id)
+        return row
+
+    def _progress(self, response_id: str, status: ResponseStatus, resource: dict[str, Any]) -> None:
+        text = _dump(resource)
+        with self._lock:
+            row = self._unfinished(response_id)
+            row.status, row.resource = status, text
+
+    def append_events(self, response_id: str, events: Sequence[tuple[int, str]]) -> bool:
+        with self._lock:
+            row = self._unfinished(response_id)
+            row.events.extend((int(n), str(body)) for n, body in events)
+            return row.cancel_requested
+
+    def events_after(self, response_id: str, owner: Owner, after: int) -> EventPage:
+        with self._lock:
+            row = self._owned(response_id, owner)
+            return EventPage(row.status, tuple(e for e in row.events if e[0] > after), row.cancel_requested)
+
+    def request_cancel(self, response_id: str, owner: Owner) -> dict[str, Any]:
+        with self._lock:
+            row = self._owned(response_id, owner)
+            if row.status not in TERMINAL_STATUSES:
+                row.cancel_requested = True
+            text = row.resource
+        result: dict[str, Any] = json.loads(text)
+        return result
 
     def _owned(self, response_id: str, owner: Owner) -> _Row:
         row = self._rows.get(response_id)

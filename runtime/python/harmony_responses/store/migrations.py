@@ -50,6 +50,12 @@ class Migration:
 #   rendered it (a blob of little-endian uint32: per message its length, then its ids), and the key of
 #   that rendering (the encoding and its rules): the next prompt is assembled from them, not re-encoded.
 # - store_secrets: named random keys shared by every process on the database (the compaction signing key).
+# Version 3 adds background responses:
+# - responses.cancel_requested: 1 once `POST /responses/{id}/cancel` asked (in any process) that a running
+#   background response stop; the process running it polls the flag.
+# - response_events: the stream events of a background response created with `stream: true`, by sequence
+#   number, each the SSE frame as sent, so any process can replay them after a sequence number
+#   (`GET /responses/{id}?stream=true&starting_after=N`) and follow the new ones.
 
 _SQLITE_V1 = (
     """CREATE TABLE store_writers (
@@ -139,13 +145,35 @@ _POSTGRES_V2 = (
     )""",
 )
 
+_SQLITE_V3 = (
+    "ALTER TABLE responses ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE response_events (
+        response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+        sequence_number INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (response_id, sequence_number)
+    )""",
+)
+
+_POSTGRES_V3 = (
+    "ALTER TABLE responses ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE response_events (
+        response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+        sequence_number INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (response_id, sequence_number)
+    )""",
+)
+
 SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "responses, items and writers", _SQLITE_V1),
     Migration(2, "function calls and token ids per turn, shared secrets", _SQLITE_V2),
+    Migration(3, "background responses: cancel requests and stored stream events", _SQLITE_V3),
 )
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "responses, items and writers", _POSTGRES_V1),
     Migration(2, "function calls and token ids per turn, shared secrets", _POSTGRES_V2),
+    Migration(3, "background responses: cancel requests and stored stream events", _POSTGRES_V3),
 )
 
 _LEDGER = """CREATE TABLE IF NOT EXISTS schema_migrations (

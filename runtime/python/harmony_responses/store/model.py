@@ -33,6 +33,7 @@ class ResponseStatus(str, Enum):
     COMPLETED = "completed"
     INCOMPLETE = "incomplete"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # a background response cancelled before it ended (`POST /responses/{id}/cancel`)
 
 
 CallRecord = str | Sequence[str | None]
@@ -43,7 +44,9 @@ LIST_LIMIT_DEFAULT = _spec.INPUT_ITEMS_LIMIT_DEFAULT
 LIST_LIMIT_MAX = _spec.INPUT_ITEMS_LIMIT_MAX
 LIST_ORDER_DEFAULT = _spec.INPUT_ITEMS_ORDER_DEFAULT
 SECRET_BYTES = 32
-TERMINAL_STATUSES = frozenset({ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE, ResponseStatus.FAILED})
+TERMINAL_STATUSES = frozenset(
+    {ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE, ResponseStatus.FAILED, ResponseStatus.CANCELLED}
+)
 
 
 class Order(str, Enum):
@@ -154,6 +157,22 @@ class ItemPage:
             "last_id": self.last_id,
             "has_more": self.has_more,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """A background response's stored stream events after a sequence number, and its status when they were read.
+
+    `events` are (sequence number, the event's SSE frame as sent), in order; `cancel_requested` says whether a
+    cancel was asked for (by any process) while it runs."""
+
+    status: ResponseStatus
+    events: tuple[tuple[int, str], ...]
+    cancel_requested: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
 
 
 # -- errors ------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from .base import Store
@@ -20,6 +21,7 @@ from .model import (
     TERMINAL_STATUSES,
     CallRecord,
     DuplicateResponse,
+    EventPage,
     History,
     InvalidArgument,
     ItemNotFound,
@@ -173,6 +175,59 @@ class SQLStore(Store):
                 "INSERT INTO response_items (response_id, direction, position, item_id, body) VALUES (?, ?, ?, ?, ?)",
                 items,
             )
+
+    def _progress(self, response_id: str, status: ResponseStatus, resource: dict[str, Any]) -> None:
+        with self._db.write() as tx:
+            updated = tx.execute(
+                "UPDATE responses SET status = ?, resource = ?, updated_at = ?"
+                f" WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
+                (status.value, _dump(resource), time.time(), response_id, *UNFINISHED),
+            )
+            if updated != 1:
+                raise ResponseNotInProgress(response_id)
+
+    def append_events(self, response_id: str, events: Sequence[tuple[int, str]]) -> bool:
+        with self._db.write() as tx:
+            found = tx.rows(
+                f"SELECT cancel_requested FROM responses WHERE id = ? AND status IN ({_UNFINISHED_SQL})",
+                (response_id, *UNFINISHED),
+            )
+            if not found:
+                raise ResponseNotInProgress(response_id)
+            tx.executemany(
+                "INSERT INTO response_events (response_id, sequence_number, body) VALUES (?, ?, ?)",
+                [(response_id, n, body) for n, body in events],
+            )
+        return bool(found[0][0])
+
+    def events_after(self, response_id: str, owner: Owner, after: int) -> EventPage:
+        with self._db.read() as tx:
+            found = tx.rows(
+                "SELECT status, cancel_requested FROM responses WHERE id = ? AND owner = ?",
+                (response_id, owner.digest),
+            )
+            if not found:
+                raise ResponseNotFound(response_id)
+            rows = tx.rows(
+                "SELECT sequence_number, body FROM response_events WHERE response_id = ? AND sequence_number > ?"
+                " ORDER BY sequence_number",
+                (response_id, after),
+            )
+        status, cancel = found[0]
+        return EventPage(ResponseStatus(status), tuple((int(n), str(body)) for n, body in rows), bool(cancel))
+
+    def request_cancel(self, response_id: str, owner: Owner) -> dict[str, Any]:
+        with self._db.write() as tx:
+            tx.execute(
+                "UPDATE responses SET cancel_requested = 1"
+                f" WHERE id = ? AND owner = ? AND status IN ({_UNFINISHED_SQL})",
+                (response_id, owner.digest, *UNFINISHED),
+            )
+            found = tx.rows("SELECT resource FROM responses WHERE id = ? AND owner = ?", (response_id, owner.digest))
+        if not found:
+            raise ResponseNotFound(response_id)
+        result: dict[str, Any] = json.loads(found[0][0])
+        return result
 
     def delete(self, response_id: str, owner: Owner) -> None:
         with self._db.write() as tx:

@@ -2,6 +2,7 @@
  * Open Responses on top of Harmony, by responsibility (the Python package's `bridge`):
  *
  * - `request`: an Open Responses request → a Harmony conversation (and the 400s it can throw);
+ * - `encrypted`: reasoning items' `encrypted_content`, sealed and opened (AES-256-GCM, as the Python bridge);
  * - `items`: the completion → output items and the ordered event stream (the item/event state machine);
  * - `arguments`: a strict function tool's arguments checked against its schema (with the optional `ajv`);
  * - `resource`: the `ResponseResource` and the request settings it echoes;
@@ -11,6 +12,7 @@
  */
 
 export { checkArguments, Validation } from "./arguments.js";
+export { ReasoningSeal, SEAL_VERSION, type SealedReasoning, type SealOptions, sealedMessage } from "./encrypted.js";
 export { ChatChunks, chatCompletionChunks, toChatCompletion } from "./chat.js";
 export {
   type BuilderOptions,
@@ -38,6 +40,7 @@ export {
   type Capabilities,
   checkSupported,
   type ItemMessages,
+  type ReasoningReader,
   itemsToMessages,
   KnownCalls,
   NOTHING_MORE,

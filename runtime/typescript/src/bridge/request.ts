@@ -122,6 +122,7 @@ export interface Capabilities {
   readonly logprobs?: boolean; // returns log probabilities
   readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
   readonly truncation?: boolean; // shortens an input too long for the context
+  readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
 }
 
@@ -135,6 +136,7 @@ const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
   logprobs: "logprobs",
   max_output_tokens: "maxOutputTokens",
   truncation: "truncation",
+  encrypted_reasoning: "encryptedReasoning",
 };
 // The capabilities the spec names must be the caller's flags.
 for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {
@@ -468,8 +470,17 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
   throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: kind });
 }
 
-/** The analysis message of a reasoning item: its content (what the model wrote), else its summary. */
-function reasoning(item: AnyItem, where: string): Message | null {
+/**
+ * Opens a reasoning input item's `encrypted_content` found at request path `where`: the analysis message the model
+ * wrote, or a `RequestError` (`bridge/encrypted.ts`, `ReasoningSeal.reader`). Without a reader, such items are refused.
+ */
+export type ReasoningReader = (item: JsonObject, where: string) => Message;
+
+/** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
+ * (`encrypted_content`) is opened by `sealed`, and refused without it. */
+function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null = null): Message | null {
+  const blob = item["encrypted_content"];
+  if (blob !== undefined && blob !== null && sealed !== null) return sealed(item, where);
   if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
   }
@@ -488,7 +499,12 @@ function reasoning(item: AnyItem, where: string): Message | null {
  * replaying earlier turns passes the same `KnownCalls` to each batch); it is updated with the calls these items
  * make. Output items are input items too: validate their JSON as `ItemParam`.
  */
-export function itemsToMessages(items: Iterable<ItemParamOrExtension>, root = "input", calls: KnownCalls = new KnownCalls()): ItemMessages {
+export function itemsToMessages(
+  items: Iterable<ItemParamOrExtension>,
+  root = "input",
+  calls: KnownCalls = new KnownCalls(),
+  sealed: ReasoningReader | null = null,
+): ItemMessages {
   const instructions: string[] = [];
   const turns: Message[] = [];
   let i = 0;
@@ -527,7 +543,7 @@ export function itemsToMessages(items: Iterable<ItemParamOrExtension>, root = "i
         break;
       }
       case "ReasoningItemParam": {
-        const message = reasoning(item, where);
+        const message = reasoning(item, where, sealed);
         if (message !== null) turns.push(message);
         break;
       }
@@ -545,9 +561,14 @@ export function itemsToMessages(items: Iterable<ItemParamOrExtension>, root = "i
 /**
  * The Harmony conversation for `body`, ready for `renderConversationForCompletion(..., Role.Assistant)`.
  * `system` replaces the default system content (identity, dates); a reasoning effort the request names is
- * applied to it. The input items become messages as `itemsToMessages` says.
+ * applied to it. The input items become messages as `itemsToMessages` says; `sealed` opens reasoning items that
+ * carry `encrypted_content` (refused without it).
  */
-export function requestToConversation(body: CreateResponseBody, system: SystemContent | null = null): Conversation {
+export function requestToConversation(
+  body: CreateResponseBody,
+  system: SystemContent | null = null,
+  sealed: ReasoningReader | null = null,
+): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
   let sysContent = systemOf(body);
   if (system !== null) {
@@ -558,7 +579,7 @@ export function requestToConversation(body: CreateResponseBody, system: SystemCo
       sysContent = copy;
     } else sysContent = system;
   }
-  const read = itemsToMessages(inputItems(body));
+  const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
   const instructions: string[] = body.instructions ? [body.instructions] : [];
   instructions.push(...read.instructions);
   const turns = read.messages;
