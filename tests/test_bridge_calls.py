@@ -226,9 +226,10 @@ def test_builtin_calls_are_vendor_prefixed_items(encoding: HarmonyEncoding, reci
     added = [e for e in events if e.type == "response.output_item.added"][0]
     assert added.item is not None and added.item.model_dump()["status"] == "in_progress"
     assert to_chat_completion(response)["choices"][0]["message"].get("tool_calls") is None
-    fixed = {"created_at": 1, "clock": lambda: 1.0}  # completed_at reads the clock: a second may tick between runs
-    sse = "".join(stream_sse(list(text), encoding, ids=counting_ids(), **fixed))
-    assert sse == "".join(to_sse(list(stream_response(list(text), encoding, ids=counting_ids(), **fixed))))
+    # completed_at reads the clock, and a second may tick between the two runs: both read a fixed one
+    sse = "".join(stream_sse(list(text), encoding, ids=counting_ids(), created_at=1, clock=lambda: 1.0))
+    typed = stream_response(list(text), encoding, ids=counting_ids(), created_at=1, clock=lambda: 1.0)
+    assert sse == "".join(to_sse(list(typed)))
 
 
 def test_the_checker_rejects_an_extension_item_without_a_vendor_prefix() -> None:
