@@ -84,6 +84,7 @@ _SEPARATOR = _spec.HEADER_NAMESPACE_SEPARATOR
 _VALIDATION_FIELD = _spec.RESPONSE_VALIDATION_FIELD
 _CHANNEL_FIELD = _spec.RESPONSE_CHANNEL_FIELD  # where an item keeps the header the model wrote, when it must
 _CONTENT_TYPE_FIELD = _spec.RESPONSE_CONTENT_TYPE_FIELD
+_ANSWER_CHANNEL = _spec.CHANNEL_ANSWER  # the channel of the answer (what a structured output constrains)
 _CALL_CHANNEL = _spec.CHANNEL_TOOL_CALLS  # the header a function call is rendered back with, unless it says otherwise
 _CALL_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EMPTY_ARGUMENTS = "{}"  # JSON's empty object: what a call without arguments passes
@@ -249,7 +250,7 @@ class OpenItem:
     content_type: str | None = None
     call_id: str | None = None
     name: str | None = None
-    validation: dict[str, Any] | None = None  # what checking a strict tool's arguments found, when they broke it
+    validation: dict[str, Any] | None = None  # what checking a call's arguments or an answer found, when they broke it
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
     reasoning: bool = field(init=False)
     streams: bool = field(init=False)
@@ -276,6 +277,8 @@ class OpenItem:
                 extra[_CHANNEL_FIELD] = self.channel
             if self.content_type is not None:
                 extra[_CONTENT_TYPE_FIELD] = self.content_type
+            if self.validation is not None and done:
+                extra[_VALIDATION_FIELD] = self.validation
             return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase, **extra)
         if kind is ItemKind.FUNCTION_CALL:
             if self.channel != _CALL_CHANNEL:
@@ -382,6 +385,9 @@ class ResponseBuilder:
         self._clock = clock
         self._on_repair = on_repair
         self._input_tokens = input_tokens
+        self.answer_check: Callable[[str], dict[str, Any] | None] | None = None
+        """Checks a finished answer's text (a structured output's schema): what it returns, when not None, is the
+        answer message's validation field (set by the caller; the bridge sets none)."""
         self.response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
         self._created_at = int(clock()) if created_at is None else created_at
         self._seq = 0
@@ -460,6 +466,10 @@ class ResponseBuilder:
             stored=self._stored,
             **extra,
         )
+
+    def count_input(self, tokens: int) -> None:
+        """More prompt tokens for `usage` (a second engine request continuing the completion)."""
+        self._input_tokens += tokens
 
     def usage(self) -> Usage:
         output_tokens, reasoning_tokens = self._parser.tokens_read, self._reasoning_tokens
@@ -646,6 +656,8 @@ class ResponseBuilder:
         spec, sink, index = item.spec, self._sink, item.output_index
         if spec.kind is ItemKind.FUNCTION_CALL and status is Status.COMPLETED:
             text = self._check_arguments(item, text)
+        elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
+            item.validation = self.answer_check(text)
         if spec.part is not None and spec.done is not None:
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
                                  content_index=0, text=text))  # fmt: skip

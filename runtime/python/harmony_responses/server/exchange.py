@@ -34,6 +34,7 @@ from .metrics import Metrics
 from .respond import Plan, ResponseRun, chat_completion
 from .settings import ReasoningEvents
 from .stored import NotRecorded, Recorder
+from .structured import engine_outputs
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -134,7 +135,7 @@ _DONE_FRAME = DONE_FRAME.encode()
 async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
     """Run the engine for `run` to its end with no client attached (compaction): `ServerError` when the engine
     fails before its first output (502, 504, or 400 when it refused); a later failure fails the run."""
-    outputs = engine.generate(run.plan.engine_request)
+    outputs = engine_outputs(engine, run)
     try:
         try:
             first = await outputs.__anext__()
@@ -245,7 +246,7 @@ class EngineCall:
 
     async def _serve(self, send: Send) -> None:
         run = self.run
-        outputs = self.engine.generate(self.plan.engine_request)
+        outputs = engine_outputs(self.engine, run)
         try:
             try:
                 first = await outputs.__anext__()

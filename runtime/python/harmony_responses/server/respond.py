@@ -50,6 +50,7 @@ from .engines.base import EngineRequest, Finished, FinishReason, Sampling, Text,
 from .errors import ErrorKind, error_payload
 from .media import with_media_placeholders
 from .settings import MediaPolicy
+from .structured import AnswerFormat, answer_format
 
 # What this server honours beyond the prompt (the rest of a request that asks for more is refused).
 SERVER_CAPABILITIES = Capabilities(
@@ -82,6 +83,7 @@ class Plan:
     engine_request: EngineRequest
     parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
     dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
+    answer: AnswerFormat | None = None  # the JSON Schema the answer must follow (`text.format`), see `structured`
 
 
 def plan_request(
@@ -155,6 +157,7 @@ def plan_request(
         engine_request=request,
         parts=parts,
         dropped_turns=fitted.dropped_turns,
+        answer=None if prefill else answer_format(body),  # a forced call leaves no answer to constrain
     )
 
 
@@ -169,6 +172,7 @@ class ResponseRun:
 
     def __init__(self, plan: Plan, encoding: HarmonyEncoding, sink: Sink, *, model: str, stored: bool = False) -> None:
         self.plan = plan
+        self.encoding = encoding
         self.sink = sink
         self.builder = ResponseBuilder(
             encoding, plan.body, sink, model=model, input_tokens=plan.input_tokens, stored=stored

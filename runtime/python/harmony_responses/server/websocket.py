@@ -64,6 +64,7 @@ from .stored import (
     owner_of,
     resolve_references,
 )
+from .structured import engine_outputs
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -250,7 +251,7 @@ class Connection:
         """Stream one response to the socket; whether it ended without failing."""
         state, sink = self.state, EventSink()
         run = ResponseRun(plan, state.encoding, sink, model=state.settings.model, stored=recorder.keeps)
-        outputs = state.engine.generate(plan.engine_request)
+        outputs = engine_outputs(state.engine, run)
         state.metrics.in_flight.inc()
         try:
             try:

@@ -47,8 +47,10 @@ class EngineRequest:
     """One completion to run.
 
     `json_schema`, when set, asks the engine to constrain the whole completion to JSON matching it
-    (the server sets it when the prompt already ends with a forced function call's header, so the
-    completion is that call's arguments).
+    (the server sets it when the prompt already ends with a header whose body must be JSON: a forced
+    function call's, or the answer's of a structured output, see `server.structured`). `stop_text` holds
+    strings the engine may stop at (a hint: the server cuts the stream itself where an engine has no such
+    option, or leaves the stop string out of the ids it returns).
     """
 
     prompt: list[int]
@@ -57,6 +59,7 @@ class EngineRequest:
     sampling: Sampling = field(default_factory=Sampling)
     json_schema: Mapping[str, Any] | None = None
     tools: tuple[ToolSpec, ...] = ()
+    stop_text: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

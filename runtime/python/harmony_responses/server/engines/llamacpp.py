@@ -49,8 +49,7 @@ class LlamaCppEngine(HttpEngine):
         }
         if s.seed is not None:
             body["seed"] = s.seed
-        if request.json_schema is not None:
-            body["json_schema"] = dict(request.json_schema)
+        body.update(constraint_fields(request))
         return body
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -81,6 +80,13 @@ class LlamaCppEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")
         yield finished
+
+
+def constraint_fields(request: EngineRequest) -> dict[str, Any]:
+    """The fields that constrain the completion: the JSON Schema (`json_schema`). Stop strings are not sent:
+    llama.cpp leaves a matched `stop` word out of both the text and the streamed ids, so the completion would
+    lose the tokens the server continues from (the server cuts the stream itself instead)."""
+    return {} if request.json_schema is None else {"json_schema": dict(request.json_schema)}
 
 
 def _finish(chunk: dict[str, Any]) -> Finished:

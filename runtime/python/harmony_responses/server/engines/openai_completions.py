@@ -58,12 +58,9 @@ class OpenAICompletionsEngine(HttpEngine):
             body["seed"] = s.seed
         if self.flavor == "vllm":
             body["include_stop_str_in_output"] = True
-            if request.json_schema is not None:
-                body["structured_outputs"] = {WIRE["json_constraint"]: dict(request.json_schema)}
         else:
             body["no_stop_trim"] = True
-            if request.json_schema is not None:
-                body["json_schema"] = json.dumps(request.json_schema)
+        body.update(constraint_fields(request, self.flavor))
         return body
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -88,6 +85,21 @@ class OpenAICompletionsEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
+
+
+def constraint_fields(request: EngineRequest, flavor: Flavor) -> dict[str, Any]:
+    """The fields that constrain the completion: stop strings (`stop`; both keep the stop string's ids, vLLM
+    with `include_stop_str_in_output`, SGLang with `no_stop_trim`) and the JSON Schema, as vLLM's
+    `structured_outputs.json` (an object) or SGLang's `json_schema` (a string)."""
+    fields: dict[str, Any] = {}
+    if request.stop_text:
+        fields["stop"] = list(request.stop_text)
+    if request.json_schema is not None:
+        if flavor == "vllm":
+            fields["structured_outputs"] = {WIRE["json_constraint"]: dict(request.json_schema)}
+        else:
+            fields["json_schema"] = json.dumps(request.json_schema)
+    return fields
 
 
 def _finish(reason: str, matched: Any) -> Finished:

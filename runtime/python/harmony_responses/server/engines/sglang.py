@@ -39,8 +39,7 @@ class SGLangEngine(HttpEngine):
         }
         if s.seed is not None:
             params["sampling_seed"] = s.seed
-        if request.json_schema is not None:
-            params["json_schema"] = json.dumps(request.json_schema)
+        params.update(constraint_fields(request))
         return {"input_ids": request.prompt, "stream": True, "sampling_params": params}
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -66,6 +65,17 @@ class SGLangEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
+
+
+def constraint_fields(request: EngineRequest) -> dict[str, Any]:
+    """The sampling parameters that constrain the completion: stop strings (`stop`, kept in the output with
+    `no_stop_trim`) and the JSON Schema (`json_schema`, a string)."""
+    fields: dict[str, Any] = {}
+    if request.stop_text:
+        fields["stop"] = list(request.stop_text)
+    if request.json_schema is not None:
+        fields["json_schema"] = json.dumps(request.json_schema)
+    return fields
 
 
 def _new_ids(ids: list[int], seen: int, count: Any) -> list[int]:
