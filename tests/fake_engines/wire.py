@@ -70,16 +70,33 @@ def _sse(data: Any) -> bytes:
     return b"data: " + (data if isinstance(data, bytes) else _json_line(data)) + b"\n\n"
 
 
-def _run_length(b: Behaviour, limit: int, stops: set[int]) -> tuple[list[int], int | None]:
-    """The tokens generated until a stop token (kept) or the budget; the stop token, or None for `length`."""
+def _run_length(
+    b: Behaviour, limit: int, stops: set[int], strings: Any = None, encoding: HarmonyEncoding | None = None
+) -> tuple[list[int], int | str | None]:
+    """The tokens generated until a stop token or a stop string (their ids kept: vLLM's and SGLang's
+    `token_ids`/`output_ids` keep them) or the budget; the stop token or string, or None for `length`."""
     out: list[int] = []
+    words = [w for w in strings or [] if isinstance(w, str) and w]
+    text = ""
     for token in b.completion:
         if len(out) >= limit:
             break
         out.append(token)
         if token in stops:
             return out, token
+        if words and encoding is not None:
+            text += encoding.decode([token])
+            for word in words:
+                if text.endswith(word):
+                    return out, word
     return out, None
+
+
+def _schema_of(value: Any) -> Any:
+    """A constraint field's JSON Schema (SGLang sends it as a string), or None when the field is absent."""
+    if isinstance(value, str):
+        return json.loads(value)
+    return value
 
 
 async def _frame(b: Behaviour, frame: bytes) -> AsyncIterator[Action]:
@@ -136,8 +153,17 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
             async for a in _bad_request("prompt must be a list of token ids here"):
                 yield a
             return
+        if flavor == "vllm":  # `structured_outputs.json`; the old `guided_json` is ignored since v0.12
+            schema = (body.get("structured_outputs") or {}).get("json")
+        else:
+            schema = _schema_of(body.get("json_schema"))
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=schema,
         )
         if options.token_delay_ms is not None and b.name != "slow":
             b.token_delay = options.token_delay_ms / 1000
@@ -146,7 +172,7 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
         keep_stop = body.get("include_stop_str_in_output" if flavor == "vllm" else "no_stop_trim", False)
         ids_on = bool(body.get("return_token_ids")) and not options.no_token_ids
         stops = set(body.get("stop_token_ids") or []) | set(EOG)
-        tokens, stop = _run_length(b, limit, stops)
+        tokens, stop = _run_length(b, limit, stops, body.get("stop"), encoding)
         detok = Detok(encoding, lambda t: "" if skip else encoding.decode([t]))
         async for a in _before(b, "text/event-stream"):
             yield a
@@ -210,12 +236,17 @@ def sglang_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             return
         params = body.get("sampling_params") or {}
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=_schema_of(params.get("json_schema")),
         )
         limit = params.get("max_new_tokens") or 128
         skip = params.get("skip_special_tokens", True)
         stops = set(params.get("stop_token_ids") or []) | set(EOG)
-        tokens, stop = _run_length(b, limit, stops)
+        tokens, stop = _run_length(b, limit, stops, params.get("stop"), encoding)
         detok = Detok(encoding, lambda t: "" if skip else encoding.decode([t]))
         async for a in _before(b, "text/event-stream"):
             yield a
@@ -266,7 +297,12 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
                 yield a
             return
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=body.get("json_schema"),
         )
         n_predict = body.get("n_predict", -1)
         limit = n_predict if isinstance(n_predict, int) and n_predict >= 0 else 10**9
@@ -327,7 +363,15 @@ def ollama_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             yield Status(400)
             yield _json_line({"error": "this fake serves raw text prompts only"})
             return
-        b = behaviour(encoding, prompt, fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed)
+        fmt = body.get("format")  # a JSON Schema, or "json" for any JSON
+        b = behaviour(
+            encoding,
+            prompt,
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema={} if fmt == "json" else fmt,
+        )
         num_predict = (body.get("options") or {}).get("num_predict", -1)
         limit = num_predict if isinstance(num_predict, int) and num_predict >= 0 else 10**9
         tokens, stop = _run_length(b, limit, set(EOG))
