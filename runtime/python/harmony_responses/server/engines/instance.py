@@ -35,7 +35,7 @@ _TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 def instance(schema: Any) -> Any:
     """A small value `schema` accepts (see the module docstring); `schema` is read, never changed."""
     root = schema if isinstance(schema, Mapping) else {}
-    return _value(schema, root, 0)
+    return _value(schema, root, 0, frozenset())
 
 
 def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
@@ -77,11 +77,24 @@ def _merged(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> d
     return out
 
 
-def _value(schema: Any, root: Mapping[str, Any], depth: int) -> Any:
+def _choice(branch: Any, active: frozenset[str]) -> int:
+    """How early a branch of `anyOf`/`oneOf` is taken: a value before null, null before a way back into a
+    `$ref` being built (which could go on forever)."""
+    if not isinstance(branch, Mapping):
+        return 1
+    if branch.get("$ref") in active:
+        return 2
+    return 1 if branch.get("type") == "null" else 0
+
+
+def _value(schema: Any, root: Mapping[str, Any], depth: int, active: frozenset[str]) -> Any:
     if schema is True or not isinstance(schema, Mapping):
         return None if depth >= MAX_DEPTH else {}
     if depth >= MAX_DEPTH:
         return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        active = active | {ref}
     schema = _merged(schema, root, depth)
     if "const" in schema:
         return schema["const"]
@@ -90,14 +103,14 @@ def _value(schema: Any, root: Mapping[str, Any], depth: int) -> Any:
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            ordered = sorted(branches, key=lambda b: isinstance(b, Mapping) and b.get("type") == "null")
+            first = sorted(branches, key=lambda b: _choice(b, active))[0]
             rest = {k: v for k, v in schema.items() if k != key}
-            return _value({**rest, **ordered[0]} if isinstance(ordered[0], Mapping) else rest, root, depth + 1)
+            return _value({**rest, **first} if isinstance(first, Mapping) else rest, root, depth + 1, active)
     kind = _kind(schema)
     if kind == "object":
-        return _object(schema, root, depth)
+        return _object(schema, root, depth, active)
     if kind == "array":
-        return _array(schema, root, depth)
+        return _array(schema, root, depth, active)
     if kind == "string":
         return _string(schema)
     if kind in ("integer", "number"):
@@ -124,28 +137,28 @@ def _kind(schema: Mapping[str, Any]) -> str:
     return "object" if kind is None and not schema else "string"
 
 
-def _object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> dict[str, Any]:
+def _object(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int, active: frozenset[str]) -> dict[str, Any]:
     props = schema.get("properties")
     props = props if isinstance(props, Mapping) else {}
     required = schema.get("required")
     names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
-    out = {name: _value(props.get(name, {}), root, depth + 1) for name in names}
+    out = {name: _value(props.get(name, {}), root, depth + 1, active) for name in names}
     minimum = schema.get("minProperties")
     for name in props:
         if isinstance(minimum, int) and len(out) < minimum and name not in out:
-            out[name] = _value(props[name], root, depth + 1)
+            out[name] = _value(props[name], root, depth + 1, active)
     return out
 
 
-def _array(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> list[Any]:
+def _array(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int, active: frozenset[str]) -> list[Any]:
     prefix = schema.get("prefixItems")
     prefix = prefix if isinstance(prefix, list) else []
     items = schema.get("items")
     count = schema.get("minItems")
     count = max(count if isinstance(count, int) else 0, len(prefix))
-    out = [_value(prefix[i], root, depth + 1) for i in range(len(prefix))]
+    out = [_value(prefix[i], root, depth + 1, active) for i in range(len(prefix))]
     while len(out) < count:
-        out.append(_value(items if items is not None else {}, root, depth + 1))
+        out.append(_value(items if items is not None else {}, root, depth + 1, active))
     if schema.get("uniqueItems") is True and len(out) > 1 and isinstance(out[0], (int, float)):
         out = [out[0] + i for i in range(len(out))]  # numbers made distinct; other items stay a best guess
     return out
