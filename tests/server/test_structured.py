@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import httpx
 import jsonschema
@@ -262,3 +262,20 @@ def test_an_engine_that_cannot_constrain_reports_a_failed_check(tmp_path: Any) -
         assert "harmony:validation" not in message, "without strict, JSON that parses holds"
     finally:
         proc.stop()
+
+
+def test_a_budget_that_runs_out_in_the_answer_ends_incomplete(client: OpenAI) -> None:
+    text: Any = TEXT_FORMAT
+    whole = client.responses.create(model="gpt-oss-demo", input="Forecast.", text=text)
+    used = whole.usage.output_tokens if whole.usage is not None else 0
+    cut = client.responses.create(model="gpt-oss-demo", input="Forecast.", text=text, max_output_tokens=used - 3)
+    assert cut.status == "incomplete" and cut.incomplete_details is not None
+    assert [item.type for item in cut.output] == ["reasoning", "message"] and cut.output[1].status == "incomplete"
+    assert cut.usage is not None and cut.usage.output_tokens == used - 3, "both steps share the one budget"
+    chat = client.chat.completions.create(
+        model="gpt-oss-demo",
+        messages=[{"role": "user", "content": "Forecast."}],
+        response_format=cast(Any, CHAT_FORMAT),
+        max_tokens=used - 3,
+    )
+    assert chat.choices[0].finish_reason == "length"
