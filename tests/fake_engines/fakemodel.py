@@ -32,6 +32,19 @@ TOOL = (
 FORCED_ARGS = '{"location":"Zürich"}<|call|>'
 PROSE = "Here is the answer you asked for, in words rather than JSON.<|return|>"
 LONG = "<|channel|>final<|message|>" + "lorem ipsum dolor sit amet " * 80 + "<|return|>"
+_VOCAB_ORDINARY = 199_998  # ids below this are ordinary tokens (the fakes' alternatives stay among them)
+
+
+def fake_logprob(token: int) -> float:
+    """The log probability the fakes give a token (a fixed function of its id, so tests can check the mapping)."""
+    return -round((token % 97) / 100 + 0.01, 4)
+
+
+def fake_top(token: int, n: int) -> list[tuple[int, float]]:
+    """The `n` most likely tokens at a place the fakes sampled `token`: that token first, then others, less likely."""
+    return [((token + k) % _VOCAB_ORDINARY if k else token, fake_logprob(token) - k) for k in range(n)]
+
+
 _SCENARIO = re.compile(r"SCENARIO=([a-z_]+)")
 EOG = (200002, 200012, 199999)  # <|return|>, <|call|>, <|endoftext|>: gpt-oss's generation_config eos ids
 

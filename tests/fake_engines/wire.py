@@ -15,7 +15,7 @@ from typing import Any
 
 from harmony_responses import HarmonyEncoding
 
-from fakemodel import EOG, Behaviour, behaviour
+from fakemodel import EOG, Behaviour, behaviour, fake_logprob, fake_top
 from httpserver import Action, Cut, Handler, Request, Sleep, Status
 
 
@@ -194,6 +194,18 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
                 choice["token_ids"] = group
                 if k == 0:
                     choice["prompt_token_ids"] = prompt
+            if isinstance(body.get("logprobs"), int) and not isinstance(body.get("logprobs"), bool):
+                as_ids = bool(body.get("return_tokens_as_token_ids"))
+
+                def key(t: int, as_ids: bool = as_ids) -> str:
+                    return f"token_id:{t}" if as_ids else encoding.decode([t])
+
+                choice["logprobs"] = {
+                    "tokens": [key(t) for t in group],
+                    "token_logprobs": [fake_logprob(t) for t in group],
+                    "top_logprobs": [{key(i): lp for i, lp in fake_top(t, body["logprobs"])} for t in group],
+                    "text_offset": [0 for _ in group],
+                }
             if k == len(groups) - 1 and not b.end_without_finish:
                 choice["finish_reason"] = "stop" if stop is not None else "length"
                 if flavor == "vllm":
@@ -271,6 +283,11 @@ def sglang_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
                 meta["finish_reason"] = (
                     {"type": "stop", "matched": stop} if stop is not None else {"type": "length", "length": limit}
                 )
+            if body.get("return_logprob"):  # cumulative lists, or deltas with --incremental-streaming-output
+                n = int(body.get("top_logprobs_num") or 0)
+                these = group if options.incremental else done_ids
+                meta["output_token_logprobs"] = [[fake_logprob(t), t, None] for t in these]
+                meta["output_top_logprobs"] = [[[lp, i, None] for i, lp in fake_top(t, n)] or None for t in these]
             chunk = {
                 "text": delta if options.incremental else text_so_far,
                 "output_ids": group if options.incremental else list(done_ids),
@@ -314,6 +331,7 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
             return
         error_frame = _sse({"error": {"code": 500, "message": "fake engine: slot failed", "type": "server_error"}})
         predicted = 0
+        unsent: list[int] = []  # tokens whose chunk has not gone yet
         for token in tokens:
             async for a in _failures(b, predicted, error_frame):
                 yield a
@@ -323,12 +341,27 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
             if token in EOG:
                 break  # end-of-generation: no text, no chunk
             content = detok.step(token)
+            unsent.append(token)
             if detok.holding and not content:
-                continue  # half a UTF-8 character: no chunk; this id will seem missing
+                continue  # half a UTF-8 character: no chunk; this id will seem missing (its probability comes later)
             chunk: dict[str, Any] = {"index": 0, "content": content, "stop": False, "id_slot": 0,
                                      "tokens_predicted": predicted, "tokens_evaluated": len(prompt)}  # fmt: skip
             if body.get("return_tokens"):
                 chunk["tokens"] = [token]
+            if (body.get("n_probs") or 0) > 0:
+
+                def prob(t: int, lp: float) -> dict[str, Any]:
+                    data = encoding.decode_bytes([t])
+                    return {"id": t, "token": data.decode("utf-8", "replace"), "bytes": list(data), "logprob": lp}
+
+                chunk["completion_probabilities"] = [  # every token since the last chunk, held-back ones too
+                    {
+                        **prob(t, fake_logprob(t)),
+                        "top_logprobs": [prob(i, lp) for i, lp in fake_top(t, body["n_probs"])],
+                    }
+                    for t in unsent
+                ]
+            unsent = []
             async for a in _frame(b, _sse(chunk)):
                 yield a
             yield Sleep(b.token_delay)

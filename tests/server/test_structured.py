@@ -10,7 +10,9 @@ prefix with the constraint), the answer (it parses and validates), and every eve
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import httpx
@@ -24,6 +26,9 @@ from harmony_responses import load_harmony_encoding
 from harmony_responses.server.structured import ANSWER_HEADER
 
 from serverkit import FakeEngine, Server, sse_events
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fake_engines"))
+from fakemodel import fake_logprob, fake_top  # noqa: E402
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 REASONING = "Thinking about café ☕ and 日本語 before answering."  # the fake's reasoning (fakemodel.ANSWER)
@@ -280,3 +285,61 @@ def test_a_budget_that_runs_out_in_the_answer_ends_incomplete(client: OpenAI) ->
         max_tokens=used - 3,
     )
     assert chat.choices[0].finish_reason == "length"
+
+
+# -- include: ["message.output_text.logprobs"] with top_logprobs ----------------------------------------------
+
+LOGPROBS = "message.output_text.logprobs"
+
+
+def test_logprobs_where_the_engine_returns_them(served: tuple[str, Server, FakeEngine]) -> None:
+    """vLLM, SGLang /generate and llama.cpp return log probabilities: each answer token gets its own, with
+    `top_logprobs` alternatives, shaped as OpenAI's output_text logprobs; the other engines refuse with a 400."""
+    kind, server, fake = served
+    fake.reset()
+    raw = {"model": "gpt-oss", "input": "Hello.", "include": [LOGPROBS], "top_logprobs": 2}
+    got = httpx.post(server.url + "/v1/responses", json=raw, timeout=30)
+    if kind in ("sglang-completions", "ollama"):
+        assert got.status_code == 400 and got.json()["error"]["param"] == "top_logprobs", got.text
+        alone = httpx.post(server.url + "/v1/responses", json={**raw, "top_logprobs": 0}, timeout=30)
+        assert alone.status_code == 400 and alone.json()["error"]["param"] == "include[0]"
+        assert LOGPROBS in alone.json()["error"]["message"] and not fake.stats()["requests"], "nothing reached it"
+        return
+    assert got.status_code == 200, got.text
+    response = got.json()
+    assert_valid_response(response)
+    part = response["output"][-1]["content"][0]
+    answer = ENC.encode(part["text"], disallowed_special=())
+    assert [p["logprob"] for p in part["logprobs"]] == [fake_logprob(t) for t in answer]
+    assert b"".join(bytes(p["bytes"]) for p in part["logprobs"]) == part["text"].encode()
+    assert [p["token"] for p in part["logprobs"]] == [ENC.decode_bytes([t]).decode("utf-8", "replace") for t in answer]
+    for p, token in zip(part["logprobs"], answer, strict=True):
+        assert [(q["bytes"], q["logprob"]) for q in p["top_logprobs"]] == [
+            (list(ENC.decode_bytes([i])), lp) for i, lp in fake_top(token, 2)
+        ]
+    assert "logprobs" not in response["output"][0]["content"][0], "reasoning carries none"
+
+    with httpx.stream("POST", server.url + "/v1/responses", json={**raw, "stream": True}, timeout=30) as streamed:
+        events = sse_events(streamed.read().decode())
+    check_stream(events)
+    done = next(e for e in events if e["type"] == "response.output_text.done")
+    assert done["logprobs"] == events[-1]["response"]["output"][-1]["content"][0]["logprobs"] == part["logprobs"]
+
+    fake.reset()  # with a structured output, the answer's tokens come from the second, constrained request
+    structured = httpx.post(server.url + "/v1/responses", json={**raw, "text": TEXT_FORMAT}, timeout=30).json()
+    part = structured["output"][-1]["content"][0]
+    answer = ENC.encode(part["text"], disallowed_special=())
+    assert [p["logprob"] for p in part["logprobs"]] == [fake_logprob(t) for t in answer]
+    jsonschema.validate(json.loads(part["text"]), SCHEMA)
+
+
+def test_engines_without_logprobs_refuse_them() -> None:
+    proc = Server("--engine", "demo", "--model", "m")
+    try:
+        got = httpx.post(proc.url + "/v1/responses", json={"model": "m", "input": "x", "include": [LOGPROBS]})
+        assert got.status_code == 400 and got.json()["error"]["param"] == "include[0]"
+        chat = {"model": "m", "messages": [{"role": "user", "content": "x"}], "logprobs": True}
+        got = httpx.post(proc.url + "/v1/chat/completions", json=chat)
+        assert got.status_code == 400 and got.json()["error"]["param"] == "logprobs"
+    finally:
+        proc.stop()

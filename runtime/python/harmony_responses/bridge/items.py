@@ -251,6 +251,7 @@ class OpenItem:
     call_id: str | None = None
     name: str | None = None
     validation: dict[str, Any] | None = None  # what checking a call's arguments or an answer found, when they broke it
+    logprobs: list[Any] | None = None  # a message's tokens' `LogProb`s, when the request asked for them (the caller's)
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
     reasoning: bool = field(init=False)
     streams: bool = field(init=False)
@@ -258,6 +259,13 @@ class OpenItem:
     def __post_init__(self) -> None:
         self.reasoning = self.spec.kind is ItemKind.REASONING
         self.streams = self.spec.delta is not None  # its text or arguments go out as deltas
+
+    def part(self, text: str) -> Any:
+        """The item's content part holding `text` (a message's with its tokens' log probabilities, when kept)."""
+        if self.logprobs is not None:
+            return OutputTextContent(text=text, annotations=[], logprobs=self.logprobs)
+        assert self.spec.part is not None
+        return self.spec.part(text)
 
     def body(self, status: Status, text: str = "") -> ItemField:
         """The item as the spec's model: empty while in progress, with its whole `text` when it ends."""
@@ -271,7 +279,7 @@ class OpenItem:
                 extra[_CONTENT_TYPE_FIELD] = self.content_type
             return ReasoningBody(id=self.id, summary=[], content=reasoning, **extra)
         if kind is ItemKind.MESSAGE:
-            parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if done else []
+            parts: list[Any] = [self.part(text)] if done else []
             phase = _PHASE_OF_CHANNEL.get(self.channel or "", _DEFAULT_PHASE)
             if self.channel not in _PHASE_OF_CHANNEL:  # its phase would render it on another channel (or none)
                 extra[_CHANNEL_FIELD] = self.channel
@@ -659,10 +667,11 @@ class ResponseBuilder:
         elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
             item.validation = self.answer_check(text)
         if spec.part is not None and spec.done is not None:
+            extra = {} if item.logprobs is None else {"logprobs": item.logprobs}
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                 content_index=0, text=text))  # fmt: skip
+                                 content_index=0, text=text, **extra))  # fmt: skip
             sink.event(_PART_DONE(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                  content_index=0, part=spec.part(text)))  # fmt: skip
+                                  content_index=0, part=item.part(text)))  # fmt: skip
         elif spec.done is not None:
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
                                  arguments=text))  # fmt: skip

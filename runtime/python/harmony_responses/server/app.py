@@ -47,7 +47,7 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
-from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
+from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
 from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
@@ -113,7 +113,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
     received_at = time.monotonic()
     try:
         raw = await _read(request, state)
-        body = parse_body(raw)
+        body = parse_body(raw, capabilities_for(state.engine.info))
         settings = state.settings
         owner = owner_of(request.headers)
         body = await resolve_references(body, state.store, owner)

@@ -96,16 +96,19 @@ def _in_answer(run: ResponseRun) -> bool:
     )
 
 
-def _token_pieces(ids: list[int]) -> list[list[int]]:
-    """The ids cut after each `<|message|>`, so the run can be asked after each header whether to stop."""
-    pieces, start = [], 0
-    for i, token in enumerate(ids):
-        if token == _MESSAGE:
-            pieces.append(ids[start : i + 1])
-            start = i + 1
-    if start < len(ids):
-        pieces.append(ids[start:])
-    return pieces
+def _token_pieces(output: Tokens) -> list[Tokens]:
+    """The ids cut after each `<|message|>` (their log probabilities with them), so the run can be asked after
+    each header whether to stop."""
+    ids, logprobs = output.ids, output.logprobs
+    cuts = [i + 1 for i, token in enumerate(ids) if token == _MESSAGE and i + 1 < len(ids)]
+    if not cuts:
+        return [output]
+    bounds = [0, *cuts, len(ids)]
+    aligned = logprobs is not None and len(logprobs) == len(ids)
+    return [
+        Tokens(ids[a:b], logprobs[a:b] if aligned and logprobs is not None else None if a else logprobs)
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 class _TextPieces:
@@ -148,9 +151,9 @@ async def _two_steps(engine: Engine, run: ResponseRun, answer: AnswerFormat) -> 
                 yield output  # no answer came (a call, the budget): the response ends as it would unformatted
                 return
             if isinstance(output, Tokens):
-                for piece in _token_pieces(output.ids):
-                    yield Tokens(piece)
-                    ids += piece
+                for piece in _token_pieces(output):
+                    yield piece
+                    ids += piece.ids
                     if _in_answer(run):
                         reached = True
                         break

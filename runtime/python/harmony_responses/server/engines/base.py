@@ -60,13 +60,24 @@ class EngineRequest:
     json_schema: Mapping[str, Any] | None = None
     tools: tuple[ToolSpec, ...] = ()
     stop_text: tuple[str, ...] = ()
+    top_logprobs: int | None = None  # None: no log probabilities; N: each token's, with the N most likely beside it
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """A generated token's log probability, and the most likely tokens at its place (`(id, logprob)`, best first)."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(slots=True)
 class Tokens:
-    """Completion token ids, in order."""
+    """Completion token ids, in order; with `logprobs` (one per id) when the request asked for them."""
 
     ids: list[int]
+    logprobs: list[TokenLogprob] | None = None
 
 
 @dataclass(slots=True)
@@ -116,6 +127,7 @@ class EngineInfo:
     target: str
     output: Literal["tokens", "text"]
     json_constraint: bool  # can constrain a completion to a JSON Schema
+    logprobs: bool = False  # returns each token's log probability and the most likely tokens beside it
 
 
 class Engine(ABC):
