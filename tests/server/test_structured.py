@@ -304,6 +304,9 @@ def test_logprobs_where_the_engine_returns_them(served: tuple[str, Server, FakeE
         alone = httpx.post(server.url + "/v1/responses", json={**raw, "top_logprobs": 0}, timeout=30)
         assert alone.status_code == 400 and alone.json()["error"]["param"] == "include[0]"
         assert LOGPROBS in alone.json()["error"]["message"] and not fake.stats()["requests"], "nothing reached it"
+        chat = {"model": "gpt-oss", "messages": [{"role": "user", "content": "Hello."}], "logprobs": True}
+        refused = httpx.post(server.url + "/v1/chat/completions", json=chat, timeout=30)
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "logprobs"
         return
     assert got.status_code == 200, got.text
     response = got.json()
@@ -324,6 +327,17 @@ def test_logprobs_where_the_engine_returns_them(served: tuple[str, Server, FakeE
     check_stream(events)
     done = next(e for e in events if e["type"] == "response.output_text.done")
     assert done["logprobs"] == events[-1]["response"]["output"][-1]["content"][0]["logprobs"] == part["logprobs"]
+
+    chat = {"model": "gpt-oss", "messages": [{"role": "user", "content": "Hello."}], "logprobs": True}
+    chat["top_logprobs"] = 2
+    whole = httpx.post(server.url + "/v1/chat/completions", json=chat, timeout=30).json()["choices"][0]
+    assert whole["logprobs"] == {"content": part["logprobs"], "refusal": None}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json={**chat, "stream": True}, timeout=30) as s:
+        chunks = [json.loads(line[6:]) for line in s.read().decode().splitlines() if line.startswith("data: {")]
+    streamed_logprobs = [
+        p for c in chunks for ch in c["choices"] for p in (ch.get("logprobs") or {}).get("content", [])
+    ]
+    assert streamed_logprobs == part["logprobs"] and all(c["id"] == chunks[0]["id"] for c in chunks)
 
     fake.reset()  # with a structured output, the answer's tokens come from the second, constrained request
     structured = httpx.post(server.url + "/v1/responses", json={**raw, "text": TEXT_FORMAT}, timeout=30).json()

@@ -150,7 +150,7 @@ async def chat_completions(request: Request, state: ServerState) -> Response | E
         chat: ChatCompletionRequest = parse_chat_request(raw)
         mapped, items = to_responses_body(chat, state.settings.media)
         try:
-            body = parse_body(mapped)
+            body = parse_body(mapped, capabilities_for(state.engine.info))
             budget = chat.budget or state.settings.default_max_output_tokens
             plan = plan_request(
                 body,

@@ -45,9 +45,11 @@ from ..types import (
     CreateResponseBody,
     FunctionCall,
     LogProb,
+    OutputTextContent,
     ResponseResource,
     TopLogProb,
 )
+from ..types import Message as OutputMessage
 from .calls import call_header
 from .context import fit
 from .engines.base import (
@@ -75,7 +77,7 @@ _TRUNCATION_AUTO = "auto"  # the `truncation` value that lets the oldest turns g
 
 
 # The `include` value that asks for the answer's log probabilities (the one the `logprobs` capability honours).
-_LOGPROBS_INCLUDE = next(value for value, flag in _spec.INCLUDES.items() if flag == "logprobs")
+LOGPROBS_INCLUDE = next(value for value, flag in _spec.INCLUDES.items() if flag == "logprobs")
 
 
 def capabilities_for(info: EngineInfo) -> Capabilities:
@@ -85,7 +87,7 @@ def capabilities_for(info: EngineInfo) -> Capabilities:
 
 def wanted_logprobs(body: CreateResponseBody) -> int | None:
     """How many top tokens to return beside each token's log probability, or None when none are asked for."""
-    if _LOGPROBS_INCLUDE in (body.include or []) or body.top_logprobs:
+    if LOGPROBS_INCLUDE in (body.include or []) or body.top_logprobs:
         return body.top_logprobs or 0
     return None
 
@@ -318,13 +320,33 @@ class ResponseRun:
 
 
 def chat_completion(response: ResponseResource) -> dict[str, Any]:
-    """The response in the Chat Completions shape."""
-    return to_chat_completion(response)
+    """The response in the Chat Completions shape (with the answer's log probabilities, when it has them)."""
+    completion = to_chat_completion(response)
+    logprobs = answer_logprobs(response.output)
+    if logprobs is not None:
+        completion["choices"][0]["logprobs"] = chat_logprobs(logprobs)
+    return completion
+
+
+def answer_logprobs(items: Sequence[Any]) -> list[LogProb] | None:
+    """The log probabilities of the messages' output_text parts, in order; None when no part has them."""
+    found: list[LogProb] | None = None
+    for item in items:
+        for part in getattr(item, "content", None) or [] if isinstance(item, OutputMessage) else []:
+            if isinstance(part, OutputTextContent) and part.logprobs is not None:
+                found = (found or []) + list(part.logprobs)
+    return found
+
+
+def chat_logprobs(logprobs: Sequence[LogProb]) -> dict[str, Any]:
+    """Chat Completions' `choices[].logprobs`: the same entries under `content` (Chat has no refusal here)."""
+    return {"content": [p.model_dump(mode="json") for p in logprobs], "refusal": None}
 
 
 __all__ = [
     "SERVER_CAPABILITIES",
     "Plan",
+    "LOGPROBS_INCLUDE",
     "RequestError",
     "ResponseRun",
     "capabilities_for",
