@@ -332,7 +332,9 @@ def answer_logprobs(items: Sequence[Any]) -> list[LogProb] | None:
     """The log probabilities of the messages' output_text parts, in order; None when no part has them."""
     found: list[LogProb] | None = None
     for item in items:
-        for part in getattr(item, "content", None) or [] if isinstance(item, OutputMessage) else []:
+        if not isinstance(item, OutputMessage):
+            continue
+        for part in item.content:
             if isinstance(part, OutputTextContent) and part.logprobs is not None:
                 found = (found or []) + list(part.logprobs)
     return found
