@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from responses_checker import assert_valid_response, check_stream
 
 from harmony_responses import load_harmony_encoding
+from harmony_responses.server import structured
 from harmony_responses.server.structured import ANSWER_HEADER
 
 from serverkit import FakeEngine, Server, sse_events
@@ -357,3 +358,12 @@ def test_engines_without_logprobs_refuse_them() -> None:
         assert got.status_code == 400 and got.json()["error"]["param"] == "logprobs"
     finally:
         proc.stop()
+
+
+def test_text_is_cut_after_each_message_spelling_even_across_chunks() -> None:
+    pieces = structured._TextPieces()
+    out = pieces.feed("<|channel|>analysis<|mes") + pieces.feed("sage|>think<|end|><|start|>assistant<|channel|>final<")
+    assert out == ["<|channel|>analysis", "<|message|>", "think<|end|><|start|>assistant<|channel|>final"]
+    assert pieces.held == "<" and pieces.feed("|message|>{") == ["<|message|>", "{"]
+    whole = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>{"
+    assert "".join(out) + "<|message|>{" == whole, "no text lost or doubled"
