@@ -3,16 +3,22 @@
 A test chooses the scenario by writing `SCENARIO=<name>` in its prompt (as a model's output depends on
 its prompt); without one the fake answers normally, or, with `--fail-rate`, fails some requests
 mid-stream (the chaos test). A prompt that ends right after `<|message|>` (the server forced a call)
-gets the call's arguments and `<|call|>`.
+gets the call's arguments and `<|call|>`; one that ends right after the answer's header gets, when the
+request carried a JSON Schema constraint in the engine's own field (`schema`), a small instance of that
+schema and `<|return|>` (the engine decoding under the schema), and without one the prose a model writes
+when nothing constrains it, so a server that forgets the constraint gets an answer that does not parse.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from harmony_responses import HarmonyEncoding
+from harmony_responses.server.engines.instance import instance
 
 ANSWER = (
     "<|channel|>analysis<|message|>Thinking about café ☕ and 日本語 before answering.<|end|>"
@@ -24,7 +30,21 @@ TOOL = (
     "<|call|>"
 )
 FORCED_ARGS = '{"location":"Zürich"}<|call|>'
+PROSE = "Here is the answer you asked for, in words rather than JSON.<|return|>"
 LONG = "<|channel|>final<|message|>" + "lorem ipsum dolor sit amet " * 80 + "<|return|>"
+_VOCAB_ORDINARY = 199_998  # ids below this are ordinary tokens (the fakes' alternatives stay among them)
+
+
+def fake_logprob(token: int) -> float:
+    """The log probability the fakes give a token (a fixed function of its id, so tests can check the mapping)."""
+    return -round((token % 97) / 100 + 0.01, 4)
+
+
+def fake_top(token: int, n: int) -> list[tuple[int, float]]:
+    """The `n` most likely tokens at a place the fakes sampled `token`: that token first, then others, less likely."""
+    return [((token + k) % _VOCAB_ORDINARY if k else token, fake_logprob(token) - k) for k in range(n)]
+
+
 _SCENARIO = re.compile(r"SCENARIO=([a-z_]+)")
 EOG = (200002, 200012, 199999)  # <|return|>, <|call|>, <|endoftext|>: gpt-oss's generation_config eos ids
 
@@ -62,13 +82,29 @@ class Behaviour:
         return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
-def behaviour(encoding: HarmonyEncoding, prompt_text: str, *, fail_rate: float, counter: int, seed: int) -> Behaviour:
+def behaviour(
+    encoding: HarmonyEncoding,
+    prompt_text: str,
+    *,
+    fail_rate: float,
+    counter: int,
+    seed: int,
+    schema: Any = None,
+) -> Behaviour:
     rng = random.Random(seed * 1_000_003 + counter)
     match = _SCENARIO.search(prompt_text)
     name = match.group(1) if match else "answer"
-    if prompt_text.endswith("<|message|>"):
+    header = prompt_text[prompt_text.rfind("<|start|>") :]
+    if prompt_text.endswith("<|message|>") and "to=" not in header and "<|channel|>final" in header:
+        name = "constrained" if schema is not None else "unconstrained"  # only the answer's body remains
+    elif prompt_text.endswith("<|message|>"):
         name = "forced"  # the prompt ends inside a call's header: only the arguments remain
-    text = {"tool": TOOL, "long": LONG, "slow": LONG, "forced": FORCED_ARGS}.get(name, ANSWER)
+    if name == "constrained":
+        text = json.dumps(instance(schema), ensure_ascii=False) + "<|return|>"
+    else:
+        text = {"tool": TOOL, "long": LONG, "slow": LONG, "forced": FORCED_ARGS, "unconstrained": PROSE}.get(
+            name, ANSWER
+        )
     b = Behaviour(name, encoding.encode(text, allowed_special="all"), rng=rng)
     if name == "answer" and match is None and fail_rate and rng.random() < fail_rate:
         b.name = rng.choice(["error_mid", "cut_mid"])

@@ -15,7 +15,7 @@ from typing import Any
 
 from harmony_responses import HarmonyEncoding
 
-from fakemodel import EOG, Behaviour, behaviour
+from fakemodel import EOG, Behaviour, behaviour, fake_logprob, fake_top
 from httpserver import Action, Cut, Handler, Request, Sleep, Status
 
 
@@ -70,16 +70,33 @@ def _sse(data: Any) -> bytes:
     return b"data: " + (data if isinstance(data, bytes) else _json_line(data)) + b"\n\n"
 
 
-def _run_length(b: Behaviour, limit: int, stops: set[int]) -> tuple[list[int], int | None]:
-    """The tokens generated until a stop token (kept) or the budget; the stop token, or None for `length`."""
+def _run_length(
+    b: Behaviour, limit: int, stops: set[int], strings: Any = None, encoding: HarmonyEncoding | None = None
+) -> tuple[list[int], int | str | None]:
+    """The tokens generated until a stop token or a stop string (their ids kept: vLLM's and SGLang's
+    `token_ids`/`output_ids` keep them) or the budget; the stop token or string, or None for `length`."""
     out: list[int] = []
+    words = [w for w in strings or [] if isinstance(w, str) and w]
+    text = ""
     for token in b.completion:
         if len(out) >= limit:
             break
         out.append(token)
         if token in stops:
             return out, token
+        if words and encoding is not None:
+            text += encoding.decode([token])
+            for word in words:
+                if text.endswith(word):
+                    return out, word
     return out, None
+
+
+def _schema_of(value: Any) -> Any:
+    """A constraint field's JSON Schema (SGLang sends it as a string), or None when the field is absent."""
+    if isinstance(value, str):
+        return json.loads(value)
+    return value
 
 
 async def _frame(b: Behaviour, frame: bytes) -> AsyncIterator[Action]:
@@ -155,8 +172,17 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
             async for a in _bad_request("prompt must be a list of token ids here"):
                 yield a
             return
+        if flavor == "vllm":  # `structured_outputs.json`; the old `guided_json` is ignored since v0.12
+            schema = (body.get("structured_outputs") or {}).get("json")
+        else:
+            schema = _schema_of(body.get("json_schema"))
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=schema,
         )
         if options.token_delay_ms is not None and b.name != "slow":
             b.token_delay = options.token_delay_ms / 1000
@@ -165,7 +191,7 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
         keep_stop = body.get("include_stop_str_in_output" if flavor == "vllm" else "no_stop_trim", False)
         ids_on = bool(body.get("return_token_ids")) and not options.no_token_ids
         stops = set(body.get("stop_token_ids") or []) | set(EOG)
-        tokens, stop = _run_length(b, limit, stops)
+        tokens, stop = _run_length(b, limit, stops, body.get("stop"), encoding)
         detok = Detok(encoding, lambda t: "" if skip else encoding.decode([t]))
         async for a in _before(b, "text/event-stream"):
             yield a
@@ -192,6 +218,18 @@ def openai_completions(encoding: HarmonyEncoding, options: Options, flavor: str)
                 choice["token_ids"] = group
                 if k == 0:
                     choice["prompt_token_ids"] = prompt
+            if isinstance(body.get("logprobs"), int) and not isinstance(body.get("logprobs"), bool):
+                as_ids = bool(body.get("return_tokens_as_token_ids"))
+
+                def key(t: int, as_ids: bool = as_ids) -> str:
+                    return f"token_id:{t}" if as_ids else encoding.decode([t])
+
+                choice["logprobs"] = {
+                    "tokens": [key(t) for t in group],
+                    "token_logprobs": [fake_logprob(t) for t in group],
+                    "top_logprobs": [{key(i): lp for i, lp in fake_top(t, body["logprobs"])} for t in group],
+                    "text_offset": [0 for _ in group],
+                }
             if k == len(groups) - 1 and not b.end_without_finish:
                 choice["finish_reason"] = "stop" if stop is not None else "length"
                 if flavor == "vllm":
@@ -234,12 +272,17 @@ def sglang_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             return
         params = body.get("sampling_params") or {}
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=_schema_of(params.get("json_schema")),
         )
         limit = params.get("max_new_tokens") or 128
         skip = params.get("skip_special_tokens", True)
         stops = set(params.get("stop_token_ids") or []) | set(EOG)
-        tokens, stop = _run_length(b, limit, stops)
+        tokens, stop = _run_length(b, limit, stops, params.get("stop"), encoding)
         detok = Detok(encoding, lambda t: "" if skip else encoding.decode([t]))
         async for a in _before(b, "text/event-stream"):
             yield a
@@ -266,6 +309,11 @@ def sglang_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
                 meta["finish_reason"] = (
                     {"type": "stop", "matched": stop} if stop is not None else {"type": "length", "length": limit}
                 )
+            if body.get("return_logprob"):  # cumulative lists, or deltas with --incremental-streaming-output
+                n = int(body.get("top_logprobs_num") or 0)
+                these = group if options.incremental else done_ids
+                meta["output_token_logprobs"] = [[fake_logprob(t), t, None] for t in these]
+                meta["output_top_logprobs"] = [[[lp, i, None] for i, lp in fake_top(t, n)] or None for t in these]
             chunk = {
                 "text": delta if options.incremental else text_so_far,
                 "output_ids": group if options.incremental else list(done_ids),
@@ -292,7 +340,12 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
                 yield a
             return
         b = behaviour(
-            encoding, encoding.decode(prompt), fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed
+            encoding,
+            encoding.decode(prompt),
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema=body.get("json_schema"),
         )
         n_predict = body.get("n_predict", -1)
         limit = n_predict if isinstance(n_predict, int) and n_predict >= 0 else 10**9
@@ -306,6 +359,7 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
             b, "llamacpp", _sse({"error": {"code": 500, "message": "fake engine: slot failed", "type": "server_error"}})
         )
         predicted = 0
+        unsent: list[int] = []  # tokens whose chunk has not gone yet
         for token in tokens:
             async for a in _failures(b, predicted, error_frame):
                 yield a
@@ -315,12 +369,27 @@ def llamacpp_completion(encoding: HarmonyEncoding, options: Options) -> Handler:
             if token in EOG:
                 break  # end-of-generation: no text, no chunk
             content = detok.step(token)
+            unsent.append(token)
             if detok.holding and not content:
-                continue  # half a UTF-8 character: no chunk; this id will seem missing
+                continue  # half a UTF-8 character: no chunk; this id will seem missing (its probability comes later)
             chunk: dict[str, Any] = {"index": 0, "content": content, "stop": False, "id_slot": 0,
                                      "tokens_predicted": predicted, "tokens_evaluated": len(prompt)}  # fmt: skip
             if body.get("return_tokens"):
                 chunk["tokens"] = [token]
+            if (body.get("n_probs") or 0) > 0:
+
+                def prob(t: int, lp: float) -> dict[str, Any]:
+                    data = encoding.decode_bytes([t])
+                    return {"id": t, "token": data.decode("utf-8", "replace"), "bytes": list(data), "logprob": lp}
+
+                chunk["completion_probabilities"] = [  # every token since the last chunk, held-back ones too
+                    {
+                        **prob(t, fake_logprob(t)),
+                        "top_logprobs": [prob(i, lp) for i, lp in fake_top(t, body["n_probs"])],
+                    }
+                    for t in unsent
+                ]
+            unsent = []
             async for a in _frame(b, _sse(chunk)):
                 yield a
             yield Sleep(b.token_delay)
@@ -355,7 +424,15 @@ def ollama_generate(encoding: HarmonyEncoding, options: Options) -> Handler:
             yield Status(400)
             yield _json_line({"error": "this fake serves raw text prompts only"})
             return
-        b = behaviour(encoding, prompt, fail_rate=options.fail_rate, counter=counter.next(), seed=options.seed)
+        fmt = body.get("format")  # a JSON Schema, or "json" for any JSON
+        b = behaviour(
+            encoding,
+            prompt,
+            fail_rate=options.fail_rate,
+            counter=counter.next(),
+            seed=options.seed,
+            schema={} if fmt == "json" else fmt,
+        )
         num_predict = (body.get("options") or {}).get("num_predict", -1)
         limit = num_predict if isinstance(num_predict, int) and num_predict >= 0 else 10**9
         tokens, stop = _run_length(b, limit, set(EOG))

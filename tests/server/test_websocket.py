@@ -207,3 +207,12 @@ def test_a_client_that_leaves_mid_response_leaves_it_failed_in_the_store(guarded
             break
         time.sleep(0.05)
     assert stored["status"] == "failed" and stored["error"]["code"] == "client_disconnected"
+
+
+def test_a_structured_output_holds_over_the_socket(server: Server) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    fmt = {"format": {"type": "json_schema", "name": "n", "schema": schema, "strict": True}}
+    with socket(server, None) as ws:
+        response = answered(ws, input="A number, please.", text=fmt)
+    reasoning, message = response["output"]
+    assert reasoning["type"] == "reasoning" and json.loads(message["content"][0]["text"]) == {"n": 1}

@@ -84,6 +84,7 @@ _SEPARATOR = _spec.HEADER_NAMESPACE_SEPARATOR
 _VALIDATION_FIELD = _spec.RESPONSE_VALIDATION_FIELD
 _CHANNEL_FIELD = _spec.RESPONSE_CHANNEL_FIELD  # where an item keeps the header the model wrote, when it must
 _CONTENT_TYPE_FIELD = _spec.RESPONSE_CONTENT_TYPE_FIELD
+_ANSWER_CHANNEL = _spec.CHANNEL_ANSWER  # the channel of the answer (what a structured output constrains)
 _CALL_CHANNEL = _spec.CHANNEL_TOOL_CALLS  # the header a function call is rendered back with, unless it says otherwise
 _CALL_CONTENT_TYPE = _spec.SPELLING_CONSTRAIN + _spec.CONTENT_TYPE_FUNCTION_ARGUMENTS
 _EMPTY_ARGUMENTS = "{}"  # JSON's empty object: what a call without arguments passes
@@ -249,7 +250,8 @@ class OpenItem:
     content_type: str | None = None
     call_id: str | None = None
     name: str | None = None
-    validation: dict[str, Any] | None = None  # what checking a strict tool's arguments found, when they broke it
+    validation: dict[str, Any] | None = None  # what checking a call's arguments or an answer found, when they broke it
+    logprobs: list[Any] | None = None  # a message's tokens' `LogProb`s, when the request asked for them (the caller's)
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
     reasoning: bool = field(init=False)
     streams: bool = field(init=False)
@@ -257,6 +259,13 @@ class OpenItem:
     def __post_init__(self) -> None:
         self.reasoning = self.spec.kind is ItemKind.REASONING
         self.streams = self.spec.delta is not None  # its text or arguments go out as deltas
+
+    def part(self, text: str) -> Any:
+        """The item's content part holding `text` (a message's with its tokens' log probabilities, when kept)."""
+        if self.logprobs is not None:
+            return OutputTextContent(text=text, annotations=[], logprobs=self.logprobs)
+        assert self.spec.part is not None
+        return self.spec.part(text)
 
     def body(self, status: Status, text: str = "") -> ItemField:
         """The item as the spec's model: empty while in progress, with its whole `text` when it ends."""
@@ -270,12 +279,14 @@ class OpenItem:
                 extra[_CONTENT_TYPE_FIELD] = self.content_type
             return ReasoningBody(id=self.id, summary=[], content=reasoning, **extra)
         if kind is ItemKind.MESSAGE:
-            parts: list[Any] = [OutputTextContent(text=text, annotations=[])] if done else []
+            parts: list[Any] = [self.part(text)] if done else []
             phase = _PHASE_OF_CHANNEL.get(self.channel or "", _DEFAULT_PHASE)
             if self.channel not in _PHASE_OF_CHANNEL:  # its phase would render it on another channel (or none)
                 extra[_CHANNEL_FIELD] = self.channel
             if self.content_type is not None:
                 extra[_CONTENT_TYPE_FIELD] = self.content_type
+            if self.validation is not None and done:
+                extra[_VALIDATION_FIELD] = self.validation
             return Message(id=self.id, status=state, role=_ASSISTANT, content=parts, phase=phase, **extra)
         if kind is ItemKind.FUNCTION_CALL:
             if self.channel != _CALL_CHANNEL:
@@ -389,6 +400,9 @@ class ResponseBuilder:
         self._clock = clock
         self._on_repair = on_repair
         self._input_tokens = input_tokens
+        self.answer_check: Callable[[str], dict[str, Any] | None] | None = None
+        """Checks a finished answer's text (a structured output's schema): what it returns, when not None, is the
+        answer message's validation field (set by the caller; the bridge sets none)."""
         self.response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
         self._created_at = int(clock()) if created_at is None else created_at
         self._seq = 0
@@ -469,6 +483,10 @@ class ResponseBuilder:
             background=self._background,
             **extra,
         )
+
+    def count_input(self, tokens: int) -> None:
+        """More prompt tokens for `usage` (a second engine request continuing the completion)."""
+        self._input_tokens += tokens
 
     def usage(self) -> Usage:
         output_tokens, reasoning_tokens = self._parser.tokens_read, self._reasoning_tokens
@@ -655,11 +673,14 @@ class ResponseBuilder:
         spec, sink, index = item.spec, self._sink, item.output_index
         if spec.kind is ItemKind.FUNCTION_CALL and status is Status.COMPLETED:
             text = self._check_arguments(item, text)
+        elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
+            item.validation = self.answer_check(text)
         if spec.part is not None and spec.done is not None:
+            extra = {} if item.logprobs is None else {"logprobs": item.logprobs}
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                 content_index=0, text=text))  # fmt: skip
+                                 content_index=0, text=text, **extra))  # fmt: skip
             sink.event(_PART_DONE(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                  content_index=0, part=spec.part(text)))  # fmt: skip
+                                  content_index=0, part=item.part(text)))  # fmt: skip
         elif spec.done is not None:
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
                                  arguments=text))  # fmt: skip

@@ -57,7 +57,7 @@ from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
 from .offload import maybe_off_loop
-from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
+from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
 from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
@@ -149,7 +149,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
     received_at = time.monotonic()
     try:
         raw, size = await _read(request, state)
-        body = await maybe_off_loop(size, parse_body, raw)
+        body = await maybe_off_loop(size, parse_body, raw, capabilities_for(state.engine.info))
         settings = state.settings
         owner = owner_of(request.headers)
         if body.background:
@@ -203,7 +203,7 @@ def _chat_plan(raw: dict[str, Any], state: ServerState) -> tuple[ChatCompletionR
     chat: ChatCompletionRequest = parse_chat_request(raw)
     mapped, items = to_responses_body(chat, state.settings.media)
     try:
-        body = parse_body(mapped)
+        body = parse_body(mapped, capabilities_for(state.engine.info))
         budget = chat.budget or state.settings.default_max_output_tokens
         plan = plan_request(
             body,

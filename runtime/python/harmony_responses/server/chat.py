@@ -40,7 +40,7 @@ from ..types import (
     UserMessageItemParam,
 )
 from .media import AUDIO_MARKER
-from .respond import RequestError
+from .respond import LOGPROBS_INCLUDE, RequestError
 from .settings import MediaPolicy
 
 # Chat Completions words spelled like Harmony's (see tests/test_facts_once.py): its legacy function-calling fields.
@@ -287,8 +287,6 @@ def _refuse_unhonoured(request: ChatCompletionRequest) -> None:
 
     if request.n not in (None, 1):
         raise refuse("n", request.n, "only one choice (n=1) is generated here")
-    if request.logprobs or request.top_logprobs:
-        raise refuse("logprobs", request.logprobs, "log probabilities are not returned by this server")
     if request.stop:
         raise refuse("stop", request.stop, "stop sequences are not supported here")
     if request.logit_bias:
@@ -416,6 +414,9 @@ def to_responses_body(request: ChatCompletionRequest, media: MediaPolicy) -> tup
         }
     elif isinstance(fmt, JsonObjectFormat):
         body["text"] = {"format": dict(_JSON_OBJECT_FORMAT)}
+    if request.logprobs or request.top_logprobs:  # honoured where the engine returns them, else the 400 names it
+        body["include"] = [LOGPROBS_INCLUDE]
+        body["top_logprobs"] = request.top_logprobs or 0
     if request.reasoning_effort is not None:
         body["reasoning"] = {"effort": request.reasoning_effort}
     for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
@@ -431,6 +432,7 @@ _RENAMED_PREFIXES = (
     ("text.format", "response_format.json_schema"),
     ("reasoning.effort", "reasoning_effort"),
     ("max_output_tokens", "max_completion_tokens"),
+    ("include[0]", "logprobs"),
 )
 _TOOL_FIELD = re.compile(r"^tools\[(\d+)\]\.(name|description|parameters|strict)(.*)$")
 

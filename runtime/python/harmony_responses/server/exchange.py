@@ -33,13 +33,15 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..bridge import DONE_FRAME, ChatChunks, EventSink, RequestError, SSESink
 from ..bridge.items import Sink
+from ..types import ResponseOutputTextDoneStreamingEvent
 from .drain import Drain
 from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .metrics import Metrics
-from .respond import Plan, ResponseRun, chat_completion
+from .respond import Plan, ResponseRun, chat_completion, chat_logprobs
 from .settings import ReasoningEvents
 from .stored import NotRecorded, Recorder
+from .structured import engine_outputs
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -113,6 +115,7 @@ class ChatWire(Wire):
     def __init__(self, include_usage: bool) -> None:
         self._sink = EventSink()
         self.chunks = ChatChunks(include_usage)
+        self._head: dict[str, Any] = {}  # a chunk's fields besides `choices`, once one was made
 
     @property
     def sink(self) -> Sink:
@@ -123,7 +126,24 @@ class ChatWire(Wire):
         return "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks).encode()
 
     def take(self) -> bytes:
-        return self._lines(self.chunks.feed(self._sink.take()))
+        events = self._sink.take()
+        if not any(isinstance(e, ResponseOutputTextDoneStreamingEvent) and e.logprobs for e in events):
+            chunks = self.chunks.feed(events)
+            if chunks and not self._head:
+                self._head = {k: v for k, v in chunks[0].items() if k != "choices"}
+            return self._lines(chunks)
+        chunks = []
+        start = 0
+        for i, event in enumerate(events):  # an answer's log probabilities: one chunk after its text
+            if isinstance(event, ResponseOutputTextDoneStreamingEvent) and event.logprobs:
+                chunks += self.chunks.feed(events[start : i + 1])
+                start = i + 1
+                if chunks and not self._head:
+                    self._head = {k: v for k, v in chunks[0].items() if k != "choices"}
+                choice = {"index": 0, "delta": {}, "logprobs": chat_logprobs(event.logprobs), "finish_reason": None}
+                chunks.append({**self._head, "choices": [choice]})
+        chunks += self.chunks.feed(events[start:])
+        return self._lines(chunks)
 
     def tail(self) -> bytes:
         return self._lines(self.chunks.close()) + _DONE_FRAME
@@ -140,7 +160,7 @@ _DONE_FRAME = DONE_FRAME.encode()
 async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
     """Run the engine for `run` to its end with no client attached (compaction): `ServerError` when the engine
     fails before its first output (502, 504, or 400 when it refused); a later failure fails the run."""
-    outputs = engine.generate(run.plan.engine_request)
+    outputs = engine_outputs(engine, run)
     try:
         try:
             first = await outputs.__anext__()
@@ -317,7 +337,7 @@ class EngineCall:
 
     async def _serve(self, send: Send) -> None:
         run = self.run
-        outputs = self.engine.generate(self.plan.engine_request)
+        outputs = engine_outputs(self.engine, run)
         try:
             try:
                 first = await outputs.__anext__()

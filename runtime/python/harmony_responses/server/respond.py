@@ -17,10 +17,12 @@ allowed call ends with the `tool_choice_violated` error instead of claiming succ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..bridge import (
     Capabilities,
@@ -44,14 +46,29 @@ from ..models import Message
 from ..types import (
     CreateResponseBody,
     FunctionCall,
+    LogProb,
+    OutputTextContent,
     ResponseResource,
+    TopLogProb,
 )
+from ..types import Message as OutputMessage
 from .calls import call_header
 from .context import fit
-from .engines.base import EngineRequest, Finished, FinishReason, Sampling, Text, Tokens, ToolSpec
+from .engines.base import (
+    EngineInfo,
+    EngineRequest,
+    Finished,
+    FinishReason,
+    Sampling,
+    Text,
+    TokenLogprob,
+    Tokens,
+    ToolSpec,
+)
 from .errors import ErrorKind, error_payload
 from .media import with_media_placeholders
 from .settings import MediaPolicy
+from .structured import AnswerFormat, answer_format
 
 # What this server honours beyond the prompt (the rest of a request that asks for more is refused).
 SERVER_CAPABILITIES = Capabilities(
@@ -66,6 +83,22 @@ SERVER_CAPABILITIES = Capabilities(
 ENCRYPTED_REASONING = "reasoning.encrypted_content"  # the `include` value that seals reasoning items
 DEFAULT_CONTEXT_WINDOW = 131072  # gpt-oss's (`--context-window`)
 _TRUNCATION_AUTO = "auto"  # the `truncation` value that lets the oldest turns go (the schema's TruncationEnum)
+
+
+# The `include` value that asks for the answer's log probabilities (the one the `logprobs` capability honours).
+LOGPROBS_INCLUDE = next(value for value, flag in _spec.INCLUDES.items() if flag == "logprobs")
+
+
+def capabilities_for(info: EngineInfo) -> Capabilities:
+    """What the server honours in front of this engine: log probabilities only where the engine returns them."""
+    return dataclasses.replace(SERVER_CAPABILITIES, logprobs=True) if info.logprobs else SERVER_CAPABILITIES
+
+
+def wanted_logprobs(body: CreateResponseBody) -> int | None:
+    """How many top tokens to return beside each token's log probability, or None when none are asked for."""
+    if LOGPROBS_INCLUDE in (body.include or []) or body.top_logprobs:
+        return body.top_logprobs or 0
+    return None
 
 
 def parse_body(raw: Mapping[str, Any], capabilities: Capabilities = SERVER_CAPABILITIES) -> CreateResponseBody:
@@ -91,6 +124,7 @@ class Plan:
     engine_request: EngineRequest
     parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
     dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
+    answer: AnswerFormat | None = None  # the JSON Schema the answer must follow (`text.format`), see `structured`
 
 
 def plan_request(
@@ -157,6 +191,7 @@ def plan_request(
         sampling=sampling,
         json_schema=json_schema,
         tools=tools,
+        top_logprobs=wanted_logprobs(body),
     )
     return Plan(
         body=body,
@@ -166,6 +201,7 @@ def plan_request(
         engine_request=request,
         parts=parts,
         dropped_turns=fitted.dropped_turns,
+        answer=None if prefill else answer_format(body),  # a forced call leaves no answer to constrain
     )
 
 
@@ -190,6 +226,7 @@ class ResponseRun:
         background: bool = False,
     ) -> None:
         self.plan = plan
+        self.encoding = encoding
         self.sink = sink
         included = ENCRYPTED_REASONING in (plan.body.include or [])
         self.builder = ResponseBuilder(
@@ -229,10 +266,42 @@ class ResponseRun:
         self._feed_ids(self.plan.prefill)
         self._check()
 
+    def _feed_logprobs(self, ids: Sequence[int], logprobs: Sequence[TokenLogprob]) -> None:
+        """Token ids with their log probabilities: those of the message's text tokens go on its content part."""
+        builder, keep, top = self.builder, self._keep, self.plan.engine_request.top_logprobs or 0
+        by_position = len(logprobs) == len(ids)
+        pending = list(logprobs)
+        for i, token in enumerate(ids):
+            delta = builder.feed_token(token)
+            if delta is not None:
+                keep(delta)
+            found = logprobs[i] if by_position else next((p for p in pending if p.token == token), None)
+            if found is not None and not by_position:
+                pending = pending[pending.index(found) + 1 :]
+            item = builder.current_item
+            if item is None or item.spec.kind is not ItemKind.MESSAGE:
+                continue
+            if item.logprobs is None:
+                item.logprobs = []
+            if found is not None and not self.encoding.is_special_token(token):
+                item.logprobs.append(self._logprob(found, top))
+
+    def _logprob(self, found: TokenLogprob, top: int) -> LogProb:
+        def shown(token: int) -> tuple[str, list[int]]:
+            data = self.encoding.decode_bytes([token])
+            return data.decode("utf-8", "replace"), list(data)
+
+        token, data = shown(found.token)
+        tops = [TopLogProb(token=t, logprob=lp, bytes=b) for t, b, lp in ((*shown(i), lp) for i, lp in found.top[:top])]
+        return LogProb(token=token, logprob=found.logprob, bytes=data, top_logprobs=tops)
+
     def feed(self, output: Tokens | Text) -> None:
         """One engine output: token ids, or text."""
         if type(output) is Tokens:
-            self._feed_ids(output.ids)
+            if output.logprobs is not None and self.plan.engine_request.top_logprobs is not None:
+                self._feed_logprobs(output.ids, output.logprobs)
+            else:
+                self._feed_ids(output.ids)
         else:
             self.builder.feed_text(output.text)  # type: ignore[union-attr]
         if self.builder.finished:
@@ -282,15 +351,38 @@ class ResponseRun:
 
 
 def chat_completion(response: ResponseResource) -> dict[str, Any]:
-    """The response in the Chat Completions shape."""
-    return to_chat_completion(response)
+    """The response in the Chat Completions shape (with the answer's log probabilities, when it has them)."""
+    completion = to_chat_completion(response)
+    logprobs = answer_logprobs(response.output)
+    if logprobs is not None:
+        completion["choices"][0]["logprobs"] = chat_logprobs(logprobs)
+    return completion
+
+
+def answer_logprobs(items: Sequence[Any]) -> list[LogProb] | None:
+    """The log probabilities of the messages' output_text parts, in order; None when no part has them."""
+    found: list[LogProb] | None = None
+    for item in items:
+        if not isinstance(item, OutputMessage):
+            continue
+        for part in item.content:
+            if isinstance(part, OutputTextContent) and part.logprobs is not None:
+                found = (found or []) + list(part.logprobs)
+    return found
+
+
+def chat_logprobs(logprobs: Sequence[LogProb]) -> dict[str, Any]:
+    """Chat Completions' `choices[].logprobs`: the same entries under `content` (Chat has no refusal here)."""
+    return {"content": [p.model_dump(mode="json") for p in logprobs], "refusal": None}
 
 
 __all__ = [
     "SERVER_CAPABILITIES",
     "Plan",
+    "LOGPROBS_INCLUDE",
     "RequestError",
     "ResponseRun",
+    "capabilities_for",
     "chat_completion",
     "parse_body",
     "plan_request",

@@ -70,6 +70,7 @@ from .stored import (
     owner_of,
     resolve_references,
 )
+from .structured import engine_outputs
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -276,7 +277,7 @@ class Connection:
         run = ResponseRun(
             plan, state.encoding, sink, model=state.settings.model, stored=recorder.keeps, seal=state.reasoning.seal
         )
-        outputs = state.engine.generate(plan.engine_request)
+        outputs = engine_outputs(state.engine, run)
         state.metrics.in_flight.inc()
         try:
             try:

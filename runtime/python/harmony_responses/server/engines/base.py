@@ -47,8 +47,10 @@ class EngineRequest:
     """One completion to run.
 
     `json_schema`, when set, asks the engine to constrain the whole completion to JSON matching it
-    (the server sets it when the prompt already ends with a forced function call's header, so the
-    completion is that call's arguments).
+    (the server sets it when the prompt already ends with a header whose body must be JSON: a forced
+    function call's, or the answer's of a structured output, see `server.structured`). `stop_text` holds
+    strings the engine may stop at (a hint: the server cuts the stream itself where an engine has no such
+    option, or leaves the stop string out of the ids it returns).
     """
 
     prompt: list[int]
@@ -57,13 +59,25 @@ class EngineRequest:
     sampling: Sampling = field(default_factory=Sampling)
     json_schema: Mapping[str, Any] | None = None
     tools: tuple[ToolSpec, ...] = ()
+    stop_text: tuple[str, ...] = ()
+    top_logprobs: int | None = None  # None: no log probabilities; N: each token's, with the N most likely beside it
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """A generated token's log probability, and the most likely tokens at its place (`(id, logprob)`, best first)."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(slots=True)
 class Tokens:
-    """Completion token ids, in order."""
+    """Completion token ids, in order; with `logprobs` (one per id) when the request asked for them."""
 
     ids: list[int]
+    logprobs: list[TokenLogprob] | None = None
 
 
 @dataclass(slots=True)
@@ -113,6 +127,7 @@ class EngineInfo:
     target: str
     output: Literal["tokens", "text"]
     json_constraint: bool  # can constrain a completion to a JSON Schema
+    logprobs: bool = False  # returns each token's log probability and the most likely tokens beside it
 
 
 class Engine(ABC):

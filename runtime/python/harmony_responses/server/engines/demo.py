@@ -8,7 +8,9 @@ answers in valid Harmony by rule:
   arguments built from the function's JSON Schema (required properties, example values);
 - a tool output follows → reasoning, then an answer quoting the output;
 - otherwise → reasoning, then an answer quoting the user's last message;
-- the prompt ends inside a call's header (the server forced the call) → the arguments and `<|call|>`.
+- the prompt ends inside a call's header (the server forced the call) → the arguments and `<|call|>`;
+- the prompt ends inside the answer's header and the request carries a JSON Schema (the second step of a
+  structured output) → a small valid instance of the schema (`instance`) and `<|return|>`.
 
 Text in the prompt stays text: the quoted user message is encoded as ordinary tokens, whatever it spells.
 """
@@ -17,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Sequence
 
 from ..._tables import spec as _spec
 from ...encoding import HarmonyEncoding
@@ -26,31 +27,12 @@ from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
 from ..calls import FUNCTIONS_PREFIX, call_header
 from .base import Engine, EngineInfo, EngineOutput, EngineRequest, Finished, FinishReason, Tokens, ToolSpec
+from .instance import instance
 
 _QUOTE_LIMIT = 500  # characters of the user's message or the tool output quoted back
 
 
-def example_value(schema: Any) -> Any:
-    """A value of the JSON Schema's type: the first enum value or const, else a fixed example per type."""
-    if not isinstance(schema, Mapping):
-        return "demo"
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return example_value(schema[key][0])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    props = schema.get("properties")
-    if kind == "object" or isinstance(props, Mapping):
-        required = schema.get("required")
-        names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
-        return {n: example_value(props.get(n) if isinstance(props, Mapping) else None) for n in names}
-    examples: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "null": None, "array": []}
-    return examples.get(str(kind), "demo")
+example_value = instance  # the arguments of a call, the answer of a structured output (see .instance)
 
 
 class DemoEngine(Engine):
@@ -84,9 +66,12 @@ class DemoEngine(Engine):
         """The completion the rules give for this prompt."""
         prompt = request.prompt
         start = len(prompt) - 1 - prompt[::-1].index(_spec.TOKEN_START) if _spec.TOKEN_START in prompt else 0
-        if prompt and prompt[-1] == _spec.TOKEN_MESSAGE and start > 0:  # a forced call: only its arguments remain
+        if prompt and prompt[-1] == _spec.TOKEN_MESSAGE and start > 0:  # a header the server wrote: its body remains
             header = self.encoding.decode(prompt[start:])
             tool = next((t for t in request.tools if FUNCTIONS_PREFIX + t.name in header), None)
+            if tool is None and FUNCTIONS_PREFIX not in header and request.json_schema is not None:
+                answer = json.dumps(instance(request.json_schema), ensure_ascii=False)
+                return self.encoding.encode(answer, disallowed_special=()) + [_spec.TOKEN_END_DONE_SAMPLING]
             args = self._arguments(tool) if tool is not None else "{}"
             return self.encoding.encode(args, disallowed_special=()) + [_spec.TOKEN_CALL]
         messages = parse_tokens(self.encoding, prompt[:start], role=None, mode="lenient")

@@ -23,6 +23,7 @@ from .base import (
     EngineUnavailable,
     Finished,
     FinishReason,
+    TokenLogprob,
     Tokens,
     malformed,
     token_ids,
@@ -39,7 +40,9 @@ class LlamaCppEngine(HttpEngine):
     def __init__(self, base_url: str, encoding: HarmonyEncoding, *, timeout: float, max_connections: int) -> None:
         super().__init__(base_url, timeout=timeout, max_connections=max_connections)
         self.encoding = encoding
-        self.info = EngineInfo(kind="llamacpp", target=self.base_url, output="tokens", json_constraint=True)
+        self.info = EngineInfo(
+            kind="llamacpp", target=self.base_url, output="tokens", json_constraint=True, logprobs=True
+        )
 
     def payload(self, request: EngineRequest) -> dict[str, Any]:
         s = request.sampling
@@ -60,8 +63,8 @@ class LlamaCppEngine(HttpEngine):
         }
         if s.seed is not None:
             body["seed"] = s.seed
-        if request.json_schema is not None:
-            body["json_schema"] = dict(request.json_schema)
+        body.update(constraint_fields(request))
+        body.update(logprob_fields(request))
         return body
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -89,7 +92,7 @@ class LlamaCppEngine(HttpEngine):
                     else:
                         seen += len(ids)
                     if ids:
-                        yield Tokens(ids)
+                        yield Tokens(ids, read_logprobs(chunk))
                     if chunk.get("stop"):
                         finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
             except SHAPE_ERRORS as exc:
@@ -97,6 +100,39 @@ class LlamaCppEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")
         yield finished
+
+
+def constraint_fields(request: EngineRequest) -> dict[str, Any]:
+    """The fields that constrain the completion: the JSON Schema (`json_schema`). Stop strings are not sent:
+    llama.cpp leaves a matched `stop` word out of both the text and the streamed ids, so the completion would
+    lose the tokens the server continues from (the server cuts the stream itself instead)."""
+    return {} if request.json_schema is None else {"json_schema": dict(request.json_schema)}
+
+
+def logprob_fields(request: EngineRequest) -> dict[str, Any]:
+    """The fields that ask for log probabilities: `n_probs` (at least 1: 0 returns none at all; the server keeps
+    the number of top tokens asked for)."""
+    return {} if request.top_logprobs is None else {"n_probs": max(1, request.top_logprobs)}
+
+
+def read_logprobs(chunk: dict[str, Any]) -> list[TokenLogprob] | None:
+    """A chunk's `completion_probabilities`: `{"id", "logprob", "top_logprobs": [{"id", "logprob"}]}` per token."""
+    entries = chunk.get("completion_probabilities")
+    if not isinstance(entries, list):
+        return None
+    out = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), int):
+            return None
+        if not isinstance(entry.get("logprob"), (int, float)):
+            return None  # `post_sampling_probs` gives probabilities instead: not asked for here
+        top = tuple(
+            (t["id"], float(t["logprob"]))
+            for t in entry.get("top_logprobs") or []
+            if isinstance(t, dict) and isinstance(t.get("id"), int) and isinstance(t.get("logprob"), (int, float))
+        )
+        out.append(TokenLogprob(entry["id"], float(entry["logprob"]), top))
+    return out
 
 
 def _finish(chunk: dict[str, Any]) -> Finished:

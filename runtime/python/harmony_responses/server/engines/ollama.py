@@ -81,8 +81,7 @@ class OllamaEngine(HttpEngine):
             "stream": True,
             "options": options,
         }
-        if request.json_schema is not None:
-            body["format"] = dict(request.json_schema)
+        body.update(constraint_fields(request))
         return body
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -113,3 +112,10 @@ class OllamaEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a done line")
         yield finished
+
+
+def constraint_fields(request: EngineRequest) -> dict[str, Any]:
+    """The fields that constrain the completion: the JSON Schema (`format`). Stop strings are not sent: Ollama
+    leaves a matched `options.stop` out of the text, so the completion would lose what the server continues
+    from (the server cuts the stream itself instead)."""
+    return {} if request.json_schema is None else {"format": dict(request.json_schema)}

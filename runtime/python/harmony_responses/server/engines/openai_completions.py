@@ -24,6 +24,7 @@ from .base import (
     Finished,
     FinishReason,
     Text,
+    TokenLogprob,
     Tokens,
     malformed,
     token_ids,
@@ -32,8 +33,9 @@ from .http import HttpEngine, stream_error
 
 Flavor = Literal["vllm", "sglang"]
 
-# vLLM's words spelled like Harmony's (see tests/test_facts_once.py): the JSON Schema kind of `structured_outputs`.
-WIRE = {"json_constraint": "json"}
+# vLLM's words spelled like Harmony's (see tests/test_facts_once.py): the JSON Schema kind of `structured_outputs`,
+# and how `return_tokens_as_token_ids` writes a token.
+WIRE = {"json_constraint": "json", "token_id_prefix": "token_id:"}
 
 
 class OpenAICompletionsEngine(HttpEngine):
@@ -48,6 +50,7 @@ class OpenAICompletionsEngine(HttpEngine):
             target=self.base_url,
             output="tokens",
             json_constraint=True,
+            logprobs=flavor == "vllm",  # SGLang's /v1/completions names top tokens by text only
         )
 
     def payload(self, request: EngineRequest) -> dict[str, Any]:
@@ -70,12 +73,10 @@ class OpenAICompletionsEngine(HttpEngine):
             body["seed"] = s.seed
         if self.flavor == "vllm":
             body["include_stop_str_in_output"] = True
-            if request.json_schema is not None:
-                body["structured_outputs"] = {WIRE["json_constraint"]: dict(request.json_schema)}
         else:
             body["no_stop_trim"] = True
-            if request.json_schema is not None:
-                body["json_schema"] = json.dumps(request.json_schema)
+        body.update(constraint_fields(request, self.flavor))
+        body.update(logprob_fields(request))
         return body
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
@@ -97,7 +98,8 @@ class OpenAICompletionsEngine(HttpEngine):
                     ids = choice.get("token_ids")
                     if ids is not None:
                         if ids:
-                            yield Tokens(list(token_ids(ids, "token_ids")))
+                            read = list(token_ids(ids, "token_ids"))
+                            yield Tokens(read, read_logprobs(choice.get("logprobs"), read))
                     elif choice.get("text"):
                         text = choice["text"]
                         if type(text) is not str:
@@ -111,6 +113,60 @@ class OpenAICompletionsEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
+
+
+def constraint_fields(request: EngineRequest, flavor: Flavor) -> dict[str, Any]:
+    """The fields that constrain the completion: stop strings (`stop`; both keep the stop string's ids, vLLM
+    with `include_stop_str_in_output`, SGLang with `no_stop_trim`) and the JSON Schema, as vLLM's
+    `structured_outputs.json` (an object) or SGLang's `json_schema` (a string)."""
+    fields: dict[str, Any] = {}
+    if request.stop_text:
+        fields["stop"] = list(request.stop_text)
+    if request.json_schema is not None:
+        if flavor == "vllm":
+            fields["structured_outputs"] = {WIRE["json_constraint"]: dict(request.json_schema)}
+        else:
+            fields["json_schema"] = json.dumps(request.json_schema)
+    return fields
+
+
+def logprob_fields(request: EngineRequest) -> dict[str, Any]:
+    """The fields that ask for log probabilities: `logprobs` (how many top tokens), with the tokens written as
+    `token_id:N` (`return_tokens_as_token_ids`, vLLM) so the server knows each one's bytes exactly."""
+    if request.top_logprobs is None:
+        return {}
+    return {"logprobs": request.top_logprobs, "return_tokens_as_token_ids": True}
+
+
+def _token_id(text: Any) -> int | None:
+    prefix = WIRE["token_id_prefix"]
+    if isinstance(text, str) and text.startswith(prefix) and text[len(prefix) :].isdigit():
+        return int(text[len(prefix) :])
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_logprobs(data: Any, ids: list[int]) -> list[TokenLogprob] | None:
+    """A chunk's `logprobs` (`tokens`, `token_logprobs`, `top_logprobs` as `{"token_id:N": logprob}`), one per id."""
+    if not isinstance(data, dict) or not isinstance(data.get("token_logprobs"), list):
+        return None
+    tokens, values, tops = data.get("tokens") or [], data["token_logprobs"], data.get("top_logprobs") or []
+    out = []
+    for i, value in enumerate(values):
+        token = _token_id(tokens[i]) if i < len(tokens) else None
+        if token is None:
+            token = ids[i] if i < len(ids) else None
+        if token is None or not isinstance(value, (int, float)):
+            continue
+        top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
+        pairs = [
+            (t, float(v)) for k, v in top.items() if (t := _token_id(k)) is not None and isinstance(v, (int, float))
+        ]
+        out.append(TokenLogprob(token, float(value), tuple(sorted(pairs, key=lambda p: -p[1]))))
+    return out
 
 
 def _finish(reason: str, matched: Any) -> Finished:

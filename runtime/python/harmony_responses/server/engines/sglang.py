@@ -22,6 +22,7 @@ from .base import (
     EngineUnavailable,
     Finished,
     FinishReason,
+    TokenLogprob,
     Tokens,
     malformed,
     token_ids,
@@ -34,7 +35,9 @@ class SGLangEngine(HttpEngine):
 
     def __init__(self, base_url: str, *, timeout: float, max_connections: int) -> None:
         super().__init__(base_url, timeout=timeout, max_connections=max_connections)
-        self.info = EngineInfo(kind="sglang", target=self.base_url, output="tokens", json_constraint=True)
+        self.info = EngineInfo(
+            kind="sglang", target=self.base_url, output="tokens", json_constraint=True, logprobs=True
+        )
 
     def payload(self, request: EngineRequest) -> dict[str, Any]:
         s = request.sampling
@@ -50,9 +53,8 @@ class SGLangEngine(HttpEngine):
         }
         if s.seed is not None:
             params["sampling_seed"] = s.seed
-        if request.json_schema is not None:
-            params["json_schema"] = json.dumps(request.json_schema)
-        return {"input_ids": request.prompt, "stream": True, "sampling_params": params}
+        params.update(constraint_fields(request))
+        return {"input_ids": request.prompt, "stream": True, "sampling_params": params, **logprob_fields(request)}
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         seen = 0  # completion ids passed on so far
@@ -73,7 +75,7 @@ class SGLangEngine(HttpEngine):
                     new = _new_ids(ids, seen, count)
                     if new:
                         seen += len(new)
-                        yield Tokens(new)
+                        yield Tokens(new, read_logprobs(meta, new))
                     reason = meta.get("finish_reason")
                     if reason is not None:
                         finished = _finish(reason)
@@ -82,6 +84,44 @@ class SGLangEngine(HttpEngine):
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
+
+
+def constraint_fields(request: EngineRequest) -> dict[str, Any]:
+    """The sampling parameters that constrain the completion: stop strings (`stop`, kept in the output with
+    `no_stop_trim`) and the JSON Schema (`json_schema`, a string)."""
+    fields: dict[str, Any] = {}
+    if request.stop_text:
+        fields["stop"] = list(request.stop_text)
+    if request.json_schema is not None:
+        fields["json_schema"] = json.dumps(request.json_schema)
+    return fields
+
+
+def logprob_fields(request: EngineRequest) -> dict[str, Any]:
+    """The request fields (beside `sampling_params`) that ask for log probabilities: `return_logprob` and
+    `top_logprobs_num`."""
+    if request.top_logprobs is None:
+        return {}
+    return {"return_logprob": True, "top_logprobs_num": request.top_logprobs}
+
+
+def read_logprobs(meta: Any, new: list[int]) -> list[TokenLogprob] | None:
+    """The log probabilities of a chunk's new ids: the last entries of `meta_info.output_token_logprobs`
+    (`[logprob, id, text]`) and `output_top_logprobs`, whether the lists are cumulative or deltas."""
+    values = meta.get("output_token_logprobs") if isinstance(meta, dict) else None
+    if not isinstance(values, list) or len(values) < len(new):
+        return None
+    tops = meta.get("output_top_logprobs")
+    tops = tops[-len(new) :] if isinstance(tops, list) and len(tops) >= len(new) else [None] * len(new)
+    out = []
+    for entry, top in zip(values[-len(new) :], tops, strict=True):
+        if not (isinstance(entry, list) and len(entry) >= 2 and isinstance(entry[0], (int, float))):
+            return None
+        pairs = tuple(
+            (int(t[1]), float(t[0])) for t in top or [] if isinstance(t, list) and len(t) >= 2 and t[0] is not None
+        )
+        out.append(TokenLogprob(int(entry[1]), float(entry[0]), pairs))
+    return out
 
 
 def _new_ids(ids: list[int], seen: int, count: Any) -> list[int]:
