@@ -46,8 +46,7 @@ from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Owner, Store, StoreError, open_store
 from .auth import KeyCheck
-from .background import check_background
-from .background import start as start_background
+from .background import check_background, start_background
 from .body import read_json_sized
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
 from .compaction import SECRET_NAME, CompactionSeal

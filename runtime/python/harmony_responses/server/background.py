@@ -273,7 +273,7 @@ class BackgroundRun:
             log.error("background response %s could not be settled: %s", self.response_id, exc)
 
 
-async def start(
+async def start_background(
     *,
     engine: Engine,
     run: ResponseRun,
@@ -459,4 +459,4 @@ async def cancel(store: AsyncStore, runs: BackgroundRuns, response_id: str, owne
     return await store.get(response_id, owner)
 
 
-__all__ = ["BackgroundRuns", "EventFollower", "cancel", "check_background", "start", "stream_again"]
+__all__ = ["BackgroundRuns", "EventFollower", "cancel", "check_background", "start_background", "stream_again"]
