@@ -47,9 +47,13 @@ function completion(name: string): string {
   return readFileSync(join(CASES, name, "completion.txt"), "utf8");
 }
 
+// completed_at reads the clock, and a second may tick between two runs that a test compares: both read this one
+const fixedClock = (): number => 1764000000;
+
 function eventsOf(input: number[] | string[], body: CreateResponseBody | null = null, strict = false): StreamingEvent[] {
-  return [...streamResponse(input, encoding, body, { ids: countingIds(), createdAt: 1764000000, inputTokens: 100, strict })];
+  return [...streamResponse(input, encoding, body, { ids: countingIds(), createdAt: 1764000000, clock: fixedClock, inputTokens: 100, strict })];
 }
+
 
 const plain = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Json;
 const final = (events: StreamingEvent[]): ResponseResource => (events[events.length - 1] as unknown as { response: ResponseResource }).response;
@@ -129,7 +133,7 @@ test("bundled completions stream in the spec's order and end completed", () => {
     const events = eventsOf(tokens(completion(name)), request(name));
     checkStream(events);
     assert.equal(events[events.length - 1]?.type, spec.STREAM_CLOSING["completed"]);
-    const response = buildResponse(tokens(completion(name)), encoding, request(name), { ids: countingIds(), createdAt: 1764000000, inputTokens: 100 });
+    const response = buildResponse(tokens(completion(name)), encoding, request(name), { ids: countingIds(), createdAt: 1764000000, clock: fixedClock, inputTokens: 100 });
     assert.deepEqual(plain(dumpAs("ResponseResource", response)), plain(dumpAs("ResponseResource", final(events))));
   }
 });
