@@ -25,6 +25,7 @@ from .request import (
     Capabilities,
     CompactionReader,
     ConversationParts,
+    HostedTools,
     ItemMessages,
     KnownCalls,
     RequestError,
@@ -36,7 +37,9 @@ from .request import (
     items_to_messages,
     parse_request,
     request_to_conversation,
+    split_tools,
     tool_policy,
+    unavailable_tools,
 )
 from .resource import response_snapshot
 from .sse import (
@@ -63,6 +66,7 @@ __all__ = [
     "Capabilities",
     "CompactionReader",
     "ConversationParts",
+    "HostedTools",
     "OPENAI_REASONING_EVENTS",
     "RequestError",
     "ResponseBuilder",
@@ -93,5 +97,7 @@ __all__ = [
     "to_chat_completion",
     "to_sse",
     "tokens_from_text",
+    "split_tools",
     "tool_policy",
+    "unavailable_tools",
 ]

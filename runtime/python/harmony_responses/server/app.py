@@ -113,8 +113,8 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
     received_at = time.monotonic()
     try:
         raw = await _read(request, state)
-        body = parse_body(raw)
         settings = state.settings
+        body = parse_body(raw, hosted_tools=settings.hosted_tools)
         owner = owner_of(request.headers)
         body = await resolve_references(body, state.store, owner)
         prior = NOTHING_BEFORE

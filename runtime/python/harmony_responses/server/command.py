@@ -14,7 +14,7 @@ import socket
 import sys
 from typing import Any
 
-from .settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
+from .settings import HostedTools, MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -62,6 +62,12 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument(
         "--store-recover-interval", type=float, help="seconds between sweeps for responses of dead processes (30)"
     )
+    p.add_argument(
+        "--hosted-tools",
+        choices=[h.value for h in HostedTools],
+        help="declared tools the server cannot run (web_search, custom, ...): omit them from the prompt and list "
+        "them in the response's harmony:unavailable_tools (default), or reject the request with a 400",
+    )
     p.set_defaults(func=serve, file=None)
 
 
@@ -84,6 +90,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "context_window": args.context_window,
         "compaction_key": args.compaction_key,
         "store_recover_interval": args.store_recover_interval,
+        "hosted_tools": HostedTools(args.hosted_tools) if args.hosted_tools else None,
     }
     return Settings.from_env(environ, **overrides)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
+from ..bridge.request import HostedTools
 from ..store import default_store_url
 
 ENV_PREFIX = "HARMONY_RESPONSES_"
@@ -32,6 +33,9 @@ class ReasoningEvents(Enum):
 
     SPEC = "spec"  # response.reasoning.delta / .done (Open Responses)
     OPENAI = "openai"  # response.reasoning_text.delta / .done (OpenAI's hosted API)
+
+
+__all__ = ["HostedTools", "MediaPolicy", "ReasoningEvents", "Settings", "SettingsError"]
 
 
 class SettingsError(ValueError):
@@ -60,6 +64,7 @@ class Settings:
     context_window: int = 131072  # the served model's context window in tokens (gpt-oss's)
     compaction_key: str = ""  # signs compaction items; "" uses a random key kept in the store
     store_recover_interval: float = 30.0  # seconds between sweeps for responses whose server process died
+    hosted_tools: HostedTools = HostedTools.OMIT  # declared tools the server cannot run: left out, or a 400
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
@@ -137,6 +142,8 @@ def _convert(name: str, annotation: Any, raw: str, where: str) -> Any:
             return MediaPolicy(raw)
         if kind == "ReasoningEvents":
             return ReasoningEvents(raw)
+        if kind == "HostedTools":
+            return HostedTools(raw)
         if kind == "tuple[str, ...]":
             return tuple(part.strip() for part in raw.split(",") if part.strip())
     except ValueError:

@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from ..._tables import spec as _spec
+from ...bridge.tools import recipient
 from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
@@ -86,7 +87,7 @@ class DemoEngine(Engine):
         start = len(prompt) - 1 - prompt[::-1].index(_spec.TOKEN_START) if _spec.TOKEN_START in prompt else 0
         if prompt and prompt[-1] == _spec.TOKEN_MESSAGE and start > 0:  # a forced call: only its arguments remain
             header = self.encoding.decode(prompt[start:])
-            tool = next((t for t in request.tools if FUNCTIONS_PREFIX + t.name in header), None)
+            tool = next((t for t in request.tools if recipient(t.name) in header), None)
             args = self._arguments(tool) if tool is not None else "{}"
             return self.encoding.encode(args, disallowed_special=()) + [_spec.TOKEN_CALL]
         messages = parse_tokens(self.encoding, prompt[:start], role=None, mode="lenient")
