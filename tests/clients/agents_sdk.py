@@ -4,7 +4,7 @@ import asyncio
 import json
 import sys
 
-from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool, set_tracing_disabled
+from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
 set_tracing_disabled(True)
@@ -32,9 +32,7 @@ async def main() -> None:
     kinds = [event.type async for event in streamed.stream_events()]
     out["streamed"] = {"final": streamed.final_output, "calls": list(calls), "events": sorted(set(kinds))}
     calls.clear()
-    chained = await Runner.run(
-        agent, "Weather in Oslo? Use get_weather.", previous_response_id=result.last_response_id
-    )
+    chained = await Runner.run(agent, "Weather in Oslo? Use get_weather.", previous_response_id=result.last_response_id)
     out["previous"] = {"final": chained.final_output, "calls": list(calls), "first": result.last_response_id}
     print(json.dumps(out))
 

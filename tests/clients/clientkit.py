@@ -181,6 +181,7 @@ def run(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
 sys.path.insert(0, str(ROOT / "tests" / "server"))
 
 from responses_checker import assert_valid_event, assert_valid_response, check_stream  # noqa: E402
+
 from serverkit import Server  # noqa: E402
 
 
@@ -217,7 +218,11 @@ def responses_of(recorder: Recorder) -> list[dict[str, Any]]:
     out = []
     for exchange in recorder.posted():
         if exchange.events:
-            out += [e["response"] for e in exchange.events if e.get("type") in ("response.completed", "response.incomplete", "response.failed")]
+            out += [
+                e["response"]
+                for e in exchange.events
+                if e.get("type") in ("response.completed", "response.incomplete", "response.failed")
+            ]
         elif exchange.status == 200:
             out.append(exchange.response)
     return out
