@@ -1161,7 +1161,7 @@ TOKEN_FILES = {
 }
 BAD_REQUESTS = {
     "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
-    "req_tool": {"tools": [{"type": "web_search"}]},
+    "req_tool": {"tools": [{"type": 5}]},
     "req_effort": {"input": "hi", "reasoning": {"effort": "xhigh"}},
     "req_image": {
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]
@@ -1169,10 +1169,10 @@ BAD_REQUESTS = {
     "req_list": [],
     "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
     "req_role": {"input": [{"type": "message", "role": [], "content": "x"}]},
-    "req_untyped": {"input": [{"role": "user", "content": "x"}]},
+    "req_untyped": {"input": [{"role": "usr", "content": "x"}]},
     "req_sampled": {"input": "hi", "temperature": 0.5},
     "req_seed": {"input": "hi", "seed": 3},
-    "req_unknown": {"input": "hi", "user": "u"},
+    "req_unknown": {"input": "hi", "users": "u"},
     "req_surrogate": {"input": "a\ud800"},
     "req_deep": {"input": "hi", "metadata": nested(70, lambda inner: {"k": inner}, {})},
     "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},
