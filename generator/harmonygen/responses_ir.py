@@ -131,7 +131,7 @@ def apply_overrides(schemas: dict[str, Any], overrides: tuple[SchemaOverrideIR, 
             if target.get("required", []) != o.synced:
                 raise SpecError(
                     f"{rel}: overrides {o.schema}.required as synced {json.dumps(o.synced)}, but spec/responses has "
-                    f"{json.dumps(target.get('required', []))}: re-read the upstream schema; update or drop the override"
+                    f"{json.dumps(target.get('required', []))}: re-read upstream; update or drop the override"
                 )
             target["required"] = o.replacement["required"]
             out[o.schema] = target

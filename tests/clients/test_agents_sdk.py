@@ -13,7 +13,7 @@ pytestmark = pytest.mark.clients
 
 def test_runner_tool_loops_and_previous_response_id(proxy: Recorder) -> None:  # noqa: F811
     got = json.loads(run([str(python_clients()), str(HERE / "agents_sdk.py"), proxy.url]))
-    for case, city in (("run", "Paris"), ("streamed", "Rome"), ("previous", "Oslo")):
+    for case in ("run", "streamed", "previous"):
         assert got[case]["calls"], f"{case}: the tool never ran"
         assert "received from get_weather" in got[case]["final"], got[case]
         assert "sunny in" in got[case]["final"]
