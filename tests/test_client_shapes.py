@@ -10,8 +10,8 @@ from responses_checker import assert_valid_request, assert_valid_response, check
 
 from harmony_responses import HarmonyEncoding
 from harmony_responses.bridge import (
-    HostedTools,
     NOTHING_MORE,
+    HostedTools,
     RequestError,
     counting_ids,
     items_to_messages,
