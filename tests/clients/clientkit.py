@@ -125,11 +125,12 @@ class Recorder:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     raw = b""
+                    listening = True  # a client may hang up once it has what it wants: the rest is still recorded
                     for chunk in upstream.iter_raw():
                         raw += chunk
-                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                        self.wfile.flush()
-                    self.wfile.write(b"0\r\n\r\n")
+                        listening = listening and _send(self.wfile, f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    if listening:
+                        _send(self.wfile, b"0\r\n\r\n")
                     exchange = Exchange(self.command, self.path, body, upstream.status_code)
                     if upstream.headers.get("content-type", "").startswith("text/event-stream"):
                         exchange.events = _sse(raw.decode("utf-8"))
@@ -140,8 +141,7 @@ class Recorder:
 
             do_GET = do_POST = do_DELETE = _forward  # noqa: N815 - http.server's names
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Quiet(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
@@ -156,6 +156,24 @@ class Recorder:
     def clear(self) -> None:
         with self._lock:
             self.exchanges.clear()
+
+
+def _send(out: Any, data: bytes) -> bool:
+    """Write to a client; False once it has hung up."""
+    try:
+        out.write(data)
+        out.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def _sse(text: str) -> list[dict[str, Any]]:

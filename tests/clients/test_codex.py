@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from clientkit import Recorder, node_clients, proxy, responses_of, run, server  # noqa: F401
+
+from serverkit import Server
 
 pytestmark = pytest.mark.clients
 
 
-def _codex(folder: Path, home: Path, work: Path, *args: str) -> list[dict[str, object]]:
+def _codex(folder: Path, home: Path, work: Path, *args: str) -> list[dict[str, Any]]:
     argv = [str(folder / "node_modules" / ".bin" / "codex"), "exec", "--skip-git-repo-check", "--json", *args]
     printed = run(argv, cwd=work, env={"CODEX_HOME": str(home)}, timeout=240)
     return [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
@@ -41,3 +45,13 @@ def test_exec_runs_a_tool_and_answers_then_resume_continues(proxy: Recorder, tmp
     assert any(t.get("type") == "namespace" for body in sent for t in body.get("tools", []))
     unavailable = [r.get("harmony:unavailable_tools") for r in responses_of(proxy)]
     assert any(u and u[0]["type"] == "web_search" for u in unavailable), unavailable
+
+
+def test_a_hosted_tool_is_logged_once_per_type(server: Server) -> None:  # noqa: F811
+    body = {"model": "gpt-oss", "input": "hi", "tools": [{"type": "web_search"}, {"type": "local_shell"}]}
+    for _ in range(3):
+        answered = httpx.post(server.url + "/v1/responses", json=body, timeout=60).json()
+        assert [t["type"] for t in answered["harmony:unavailable_tools"]] == ["web_search", "local_shell"]
+    said = server.output()
+    for kind in ("web_search", "local_shell"):
+        assert said.count(f"requests declare {kind} tools") == 1, said[-2000:]

@@ -42,7 +42,7 @@ def test_input_items_validate_as_the_sdks_type(proxy: Recorder) -> None:  # noqa
         message = ResponseInputMessageItem.model_validate(raw)  # the SDK's own model, strictly
         assert message.status == "completed"
         assert [part.type for part in message.content] == ["input_text"]
-    assert page.data[1].content[0].text == "Hello there."  # type: ignore[union-attr]
+    assert page.data[1].model_dump()["content"][0]["text"] == "Hello there."
 
 
 def test_responses_parse(proxy: Recorder) -> None:  # noqa: F811
@@ -78,6 +78,7 @@ def test_background_poll_cancel_and_resumed_stream(proxy: Recorder) -> None:  # 
     assert cancelled.status in ("cancelled", "completed")
     streamed = client.responses.create(model="gpt-oss", input="Stream me.", background=True, stream=True)
     first = next(iter(streamed))
+    assert first.type == "response.created"
     resumed = client.responses.retrieve(first.response.id, stream=True, starting_after=first.sequence_number)
     kinds = [event.type for event in resumed]
     assert kinds[-1] == "response.completed"
