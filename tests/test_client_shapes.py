@@ -201,3 +201,15 @@ def test_a_client_cannot_send_the_unavailable_tools_field_itself() -> None:
 def test_what_parse_request_gives_needs_no_engine(encoding: HarmonyEncoding) -> None:
     response = served(encoding, {"model": "m", "input": "hi"}, A[len(A) :] + "<|channel|>final<|message|>ok<|return|>")
     assert "harmony:unavailable_tools" not in response and "harmony:labels" not in response
+
+
+def test_the_hosted_tools_policy_is_a_setting_flag_and_variable() -> None:
+    from harmony_responses.cli import build_parser
+    from harmony_responses.server.command import settings_from_args
+    from harmony_responses.server.settings import Settings
+
+    assert Settings().hosted_tools is HostedTools.OMIT
+    assert Settings.from_env({"HARMONY_RESPONSES_HOSTED_TOOLS": "reject"}).hosted_tools is HostedTools.REJECT
+    assert Settings(hosted_tools=HostedTools.REJECT).to_env()["HARMONY_RESPONSES_HOSTED_TOOLS"] == "reject"
+    args = build_parser().parse_args(["serve", "--hosted-tools", "reject"])
+    assert settings_from_args(args, {}).hosted_tools is HostedTools.REJECT

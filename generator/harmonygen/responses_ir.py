@@ -270,7 +270,8 @@ def item_unions(ir: ResponsesIR) -> tuple[ItemUnionIR, ...]:
             if len(roleless) > 1:
                 raise SpecError(f"{name}: {', '.join(roleless)} share type {t!r} and have no role enum")
             for model, roles in members:
-                variants.extend(UnionVariantIR(t, role, model) for role in roles or [None])
+                roles_or_none: list[str | None] = list(roles) if roles else [None]
+                variants.extend(UnionVariantIR(t, role, model) for role in roles_or_none)
         keys = [(v.type, v.role) for v in variants]
         if len(keys) != len(set(keys)):
             raise SpecError(f"{name}: two variants share a (type, role) pair: {sorted(map(str, keys))}")
