@@ -213,3 +213,21 @@ def test_the_hosted_tools_policy_is_a_setting_flag_and_variable() -> None:
     assert Settings(hosted_tools=HostedTools.REJECT).to_env()["HARMONY_RESPONSES_HOSTED_TOOLS"] == "reject"
     args = build_parser().parse_args(["serve", "--hosted-tools", "reject"])
     assert settings_from_args(args, {}).hosted_tools is HostedTools.REJECT
+
+
+def test_a_stored_namespace_call_is_still_a_function_call_its_output_answers() -> None:
+    from harmony_responses.bridge import KnownCalls
+
+    call = {
+        "type": "function_call",
+        "call_id": "c9",
+        "name": "spawn_agent",
+        "namespace": "multi_agent_v1",
+        "arguments": "{}",
+    }
+    stored = KnownCalls.of_items([ItemParamAdapter.validate_python(call)]).to_json()
+    assert stored == {"c9": ["multi_agent_v1.spawn_agent", "commentary", True]}
+    calls = KnownCalls.from_json(stored)  # as a store gives them back for previous_response_id
+    output = ItemParamAdapter.validate_python({"type": "function_call_output", "call_id": "c9", "output": "ok"})
+    (message,) = items_to_messages([output], calls=calls).messages
+    assert message.author.name == "multi_agent_v1.spawn_agent"
