@@ -223,4 +223,4 @@ def test_capabilities_say_what_the_caller_honours() -> None:
     body = parse_request({**EXAMPLE, "store": True, "seed": 7, "temperature": 0.2, "max_output_tokens": 20}, server)
     assert body.max_output_tokens == 20
     assert refused({**EXAMPLE, "background": True}, server).param == "background"
-    parse_request({**EXAMPLE, "user": "u"}, Capabilities(extra_fields=frozenset({"user"})))
+    parse_request({**EXAMPLE, "users": "u"}, Capabilities(extra_fields=frozenset({"users"})))

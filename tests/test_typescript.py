@@ -1144,7 +1144,7 @@ PROMPT_REQUESTS = {
     "p_unknown_call": {"input": [{"type": "harmony:tool_output", "call_id": "x", "output": "y"}]},
     "p_bad_item": {"input": [{"type": "harmony:browser_call", "recipient": 5, "arguments": ""}]},
     "p_truncation": {"input": "hi", "truncation": "auto"},
-    "p_unknown_field": {"input": "hi", "user": "u"},
+    "p_unknown_field": {"input": "hi", "users": "u"},
     "p_list": [],
 }  # fmt: skip
 
