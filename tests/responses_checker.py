@@ -113,12 +113,16 @@ def _component_refs(node: Any) -> Any:
 
 @cache
 def request_document() -> dict[str, Any]:
-    """The document with the spec's overrides applied: a property replaced or added, a schema added."""
+    """The document with the spec's overrides applied: a property replaced or added, a `required` list replaced, a
+    schema added."""
     data: dict[str, Any] = json.loads(json.dumps(document()))
     schemas = data["components"]["schemas"]
     overrides = json.loads(OVERRIDES.read_text(encoding="utf-8"))
     for entry in overrides["properties"]:
         schemas[entry["schema"]].setdefault("properties", {})[entry["property"]] = _component_refs(entry["replacement"])
+    for entry in overrides.get("required", []):
+        assert schemas[entry["schema"]].get("required", []) == entry["synced"], f"{entry['schema']}.required changed"
+        schemas[entry["schema"]]["required"] = entry["replacement"]
     for entry in overrides["schemas"]:
         assert entry["schema"] not in schemas, f"the override adds {entry['schema']}, which the document has"
         schemas[entry["schema"]] = _component_refs(entry["definition"])

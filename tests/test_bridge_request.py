@@ -103,7 +103,7 @@ BAD = [
             {"type": "input_image", "image_url": "https://example.com/cat.png"}]}]},
         "unsupported_content", "input[0].content[1]",
     ),
-    ({"tools": [{"type": "web_search"}]}, "invalid_request", "tools[0].type"),
+    ({"tools": [{"type": 5}]}, "invalid_request", "tools[0].type"),
     ({"input": [{"type": "item_reference", "id": "msg_9"}]}, "item_reference_not_found", "input[0].id"),
     ({"input": [{"id": "msg_9"}]}, "item_reference_not_found", "input[0].id"),
     ({"previous_response_id": "resp_1", "input": "hi"}, "previous_response_not_found", "previous_response_id"),

@@ -284,7 +284,7 @@ def test_respond_within_the_budget_completes(cli: Run, tmp_path: Path) -> None:
 
 
 def test_respond_refuses_what_it_cannot_honour(cli: Run, tmp_path: Path) -> None:
-    for field, value in (("seed", 1), ("store", True), ("temperature", 0.3), ("user", "u")):
+    for field, value in (("seed", 1), ("store", True), ("temperature", 0.3), ("users", "u")):
         run = cli("respond", "--request", _request(tmp_path, **{field: value}), "--completion", COMPLETION)
         assert run.returncode == 2 and run.stdout == ""
         assert json.loads(run.stderr)["error"]["param"] == field

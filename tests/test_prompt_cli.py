@@ -128,7 +128,7 @@ def test_reads_standard_input(
         ({"input": [{"type": "harmony:python_call", "arguments": "1"}]}, "input[0].recipient",
          "missing_required_parameter"),
         ({"input": "hi", "truncation": "auto"}, "truncation", "unsupported_parameter"),
-        ({"input": "hi", "user": "u"}, "user", "unknown_parameter"),
+        ({"input": "hi", "users": "u"}, "users", "unknown_parameter"),
         ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "previous_response_not_found"),
         ([], None, "invalid_request"),
     ],

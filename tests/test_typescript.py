@@ -704,6 +704,11 @@ ITEMS = st.sampled_from(
         {"type": "message", "role": "user", "content": 5},
         {"type": "message", "role": "user"},
         {"role": "user", "content": "untyped"},
+        {"role": "usr", "content": "typo"},
+        {"role": "assistant", "content": "untyped answer"},
+        {"role": "developer", "content": [{"type": "input_text", "text": "untyped dev"}]},
+        {"type": "function_call", "call_id": "c3", "name": "spawn_agent", "namespace": "agents", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c3", "output": "spawned"},
         {"type": "message", "role": "system", "content": "sys"},
         {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
         {"type": "message", "role": "assistant", "content": "earlier", "phase": "commentary"},
@@ -768,7 +773,27 @@ ITEMS = st.sampled_from(
         "text",
     ]
 )
-FIELDS = [*_models.CreateResponseBody.model_fields, "seed", "user", "conversation", "prompt"]
+FIELDS = [
+    *_models.CreateResponseBody.model_fields,
+    "seed",
+    "user",
+    "conversation",
+    "prompt",
+    "client_metadata",
+    "prompt_cache_retention",
+]
+# Tools besides function tools: a namespace tool (rendered as its own namespace) and tools the server cannot run.
+OTHER_TOOLS = st.sampled_from(
+    [
+        {"type": "namespace", "name": "agents", "description": "Agents.", "tools": [WEATHER_TOOL]},
+        {"type": "namespace", "name": "agents", "tools": [{"type": "function", "name": "spawn_agent"}]},
+        {"type": "namespace", "name": "a b", "tools": []},
+        {"type": "namespace", "name": "agents", "tools": [{"type": "custom", "name": "x"}]},
+        {"type": "web_search", "external_web_access": False},
+        {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}},
+        {"type": "local_shell"},
+    ]
+)
 
 
 @st.composite
@@ -776,11 +801,13 @@ def request_text(draw: st.DrawFn) -> str:
     """A bundled request with a few fields changed: valid, coerced or wrong."""
     raw = json.loads(draw(st.sampled_from([*REQUEST_TEXTS, '{"input": "hi"}'])))
     for _ in range(draw(st.integers(0, 3))):
-        what = draw(st.sampled_from(["field", "input", "tool"]))
+        what = draw(st.sampled_from(["field", "input", "tool", "other tool"]))
         if what == "field":
             raw[draw(st.sampled_from(FIELDS))] = draw(VALUES)
         elif what == "input":
             raw["input"] = draw(st.lists(ITEMS, min_size=1, max_size=3))
+        elif what == "other tool":
+            raw["tools"] = [*raw.get("tools", []), draw(OTHER_TOOLS)]
         else:
             name = draw(st.sampled_from(["get_weather", "get_time", "", "a b", "x" * 65]))
             tool: dict[str, object] = {"type": "function", "name": name}
@@ -815,6 +842,24 @@ def _py_request(encoding: HarmonyEncoding, text: str, seal: ReasoningSeal | None
 @given(raw=request_text())
 # A json_schema format without a name is echoed with `name: ""` (TypeScript once echoed a text format).
 @example(raw=json.dumps({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}}))
+# What the agent clients send: easy input messages, labels, a namespace tool and a tool the server cannot run.
+@example(
+    raw=json.dumps(
+        {
+            "model": "m",
+            "input": [{"role": "developer", "content": "d"}, {"role": "user", "content": "hi"}],
+            "tools": [
+                WEATHER_TOOL,
+                {"type": "namespace", "name": "agents", "tools": [WEATHER_TOOL]},
+                {"type": "web_search"},
+            ],
+            "tool_choice": {"type": "function", "name": "agents.get_weather"},
+            "client_metadata": {"a": "b"},
+            "user": "u",
+            "prompt_cache_key": "k",
+        }
+    )
+)
 def test_requests_are_read_coerced_and_refused_alike(node: Node, encoding: HarmonyEncoding, raw: str) -> None:
     ours = _py_request(encoding, raw)
     theirs = node.ask(op="request", request=raw)
@@ -1156,7 +1201,7 @@ PROMPT_REQUESTS = {
     "p_unknown_call": {"input": [{"type": "harmony:tool_output", "call_id": "x", "output": "y"}]},
     "p_bad_item": {"input": [{"type": "harmony:browser_call", "recipient": 5, "arguments": ""}]},
     "p_truncation": {"input": "hi", "truncation": "auto"},
-    "p_unknown_field": {"input": "hi", "user": "u"},
+    "p_unknown_field": {"input": "hi", "users": "u"},
     "p_list": [],
 }  # fmt: skip
 
@@ -1218,7 +1263,7 @@ TOKEN_FILES = {
 }
 BAD_REQUESTS = {
     "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
-    "req_tool": {"tools": [{"type": "web_search"}]},
+    "req_tool": {"tools": [{"type": 5}]},
     "req_effort": {"input": "hi", "reasoning": {"effort": "xhigh"}},
     "req_image": {
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]
@@ -1226,10 +1271,10 @@ BAD_REQUESTS = {
     "req_list": [],
     "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
     "req_role": {"input": [{"type": "message", "role": [], "content": "x"}]},
-    "req_untyped": {"input": [{"role": "user", "content": "x"}]},
+    "req_untyped": {"input": [{"role": "usr", "content": "x"}]},
     "req_sampled": {"input": "hi", "temperature": 0.5},
     "req_seed": {"input": "hi", "seed": 3},
-    "req_unknown": {"input": "hi", "user": "u"},
+    "req_unknown": {"input": "hi", "users": "u"},
     "req_surrogate": {"input": "a\ud800"},
     "req_deep": {"input": "hi", "metadata": nested(70, lambda inner: {"k": inner}, {})},
     "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},

@@ -213,6 +213,12 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
             ("map", "str", ("pair", ("opt", "str"), "str")),
         ),
         Fact(
+            "LABEL_FIELDS",
+            r.labels,
+            "Request fields that only label a request → what they label: accepted with any value, kept.",
+            ("map", "str", "str"),
+        ),
+        Fact(
             "INCLUDES", r.includes, "`include` values → the capability that honours it.", ("map", "str", ("opt", "str"))
         ),
     ]

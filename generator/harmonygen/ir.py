@@ -213,6 +213,7 @@ class RequestsIR:
     errors: tuple[RequestErrorIR, ...]
     honoured_by_caller: tuple[CallerFieldIR, ...]
     extra_fields: tuple[CallerFieldIR, ...]  # outside the spec; `neutral` is empty: any value asks
+    labels: dict[str, str]  # a request field that only labels the request → what it labels
     includes: dict[str, str | None]  # an `include` value → the capability that honours it
 
 
@@ -263,8 +264,9 @@ class SchemaOverrideIR:
     schema: str  # the schema it changes, or the one it adds
     property: str | None  # the property replaced or added; None: `replacement` is a whole added schema
     synced: Any  # the property as synced (None: the override adds it, or adds a whole schema)
-    replacement: Any  # the property's JSON Schema, or the added schema
+    replacement: Any  # the property's JSON Schema, or the added schema (`required`: `{"required": [...]}`)
     reason: str
+    keyword: str = "properties"  # what it replaces: a property, or the schema's `required` list ("required")
 
 
 @dataclass(frozen=True)

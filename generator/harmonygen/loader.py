@@ -432,6 +432,10 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
         )
         for name in rq.table("extra_fields")
     )
+    labels = {name: rq.get("labels", name, kind=str) for name in rq.table("labels")}
+    for name in labels:
+        if name in rq.table("extra_fields") or any(f.field == name for f in honoured):
+            raise rq.fail(("labels", name), f"{name!r} is a label and also a field that asks for something")
     return RequestsIR(
         max_json_depth=rq.get("limits", "max_json_depth", kind=int),
         max_schema_chars=rq.get("limits", "max_schema_chars", kind=int),
@@ -439,6 +443,7 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
         errors=errors,
         honoured_by_caller=tuple(honoured),
         extra_fields=extras,
+        labels=labels,
         includes=dict(rq.table("includes")),
     )
 

@@ -84,7 +84,7 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
     if not isinstance(doc, dict):
         raise SpecError(f"{rel}: $ should be an object")
     out: list[SchemaOverrideIR] = []
-    for section, keys in (("properties", PROPERTY_KEYS), ("schemas", SCHEMA_KEYS)):
+    for section, keys in (("properties", PROPERTY_KEYS), ("required", REQUIRED_KEYS), ("schemas", SCHEMA_KEYS)):
         entries = doc.get(section, [])
         if not isinstance(entries, list):
             raise SpecError(f"{rel}: $[{section!r}] should be a list")
@@ -96,6 +96,15 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
             for key in ("schema", "reason", *(("property",) if section == "properties" else ())):
                 if not isinstance(entry[key], str) or not entry[key]:
                     raise SpecError(f"{where}[{key!r}] should be a non-empty string")
+            if section == "required":
+                lists = (entry["synced"], entry["replacement"])
+                if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists):
+                    raise SpecError(f"{where}: `synced` and `replacement` should be lists of property names")
+                replacement = {"required": entry["replacement"]}
+                out.append(
+                    SchemaOverrideIR(entry["schema"], None, entry["synced"], replacement, entry["reason"], "required")
+                )
+                continue
             body = entry["replacement"] if section == "properties" else entry["definition"]
             if not isinstance(body, dict):
                 raise SpecError(f"{where}: the schema it gives should be an object")
@@ -108,12 +117,25 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
 
 PROPERTY_KEYS = ("schema", "property", "synced", "replacement", "reason")
 SCHEMA_KEYS = ("schema", "definition", "reason")
+REQUIRED_KEYS = ("schema", "synced", "replacement", "reason")
 
 
 def apply_overrides(schemas: dict[str, Any], overrides: tuple[SchemaOverrideIR, ...], rel: str) -> dict[str, Any]:
     """`schemas` with `overrides` applied (a new dict; the synced schemas are not changed in place)."""
     out = dict(schemas)
     for o in overrides:
+        if o.keyword == "required":
+            if o.schema not in out:
+                raise SpecError(f"{rel}: overrides {o.schema}.required, but spec/responses has no schema {o.schema!r}")
+            target = copy.deepcopy(out[o.schema])
+            if target.get("required", []) != o.synced:
+                raise SpecError(
+                    f"{rel}: overrides {o.schema}.required as synced {json.dumps(o.synced)}, but spec/responses has "
+                    f"{json.dumps(target.get('required', []))}: re-read upstream; update or drop the override"
+                )
+            target["required"] = o.replacement["required"]
+            out[o.schema] = target
+            continue
         if o.property is None:
             if o.schema in out:
                 raise SpecError(f"{rel}: adds the schema {o.schema!r}, which spec/responses already has")
@@ -242,10 +264,14 @@ def item_unions(ir: ResponsesIR) -> tuple[ItemUnionIR, ...]:
             if len(members) == 1:
                 variants.append(UnionVariantIR(t, None, members[0][0]))
                 continue
+            # Members sharing a type differ by role; one member without a role enum may take the items with no
+            # role (no `type` at all: an item reference, or, with a role, an easy input message).
+            roleless = [model for model, roles in members if not roles]
+            if len(roleless) > 1:
+                raise SpecError(f"{name}: {', '.join(roleless)} share type {t!r} and have no role enum")
             for model, roles in members:
-                if not roles:
-                    raise SpecError(f"{name}: {model} shares type {t!r} with another variant and has no role enum")
-                variants.extend(UnionVariantIR(t, role, model) for role in roles)
+                roles_or_none: list[str | None] = list(roles) if roles else [None]
+                variants.extend(UnionVariantIR(t, role, model) for role in roles_or_none)
         keys = [(v.type, v.role) for v in variants]
         if len(keys) != len(set(keys)):
             raise SpecError(f"{name}: two variants share a (type, role) pair: {sorted(map(str, keys))}")

@@ -135,7 +135,8 @@ def _kill_mid_stream(tmp_path: Path, round_: int) -> None:
                 assert stored["error"]["code"] == "server_error" and stored["output"] == []
                 continue
             items = httpx.get(f"{restarted.url}/v1/responses/{s.response_id}/input_items", headers=KEY).json()
-            assert [i["content"] for i in items["data"]] == [s.text]
+            # input_items lists a message's content as typed parts, as OpenAI does
+            assert [i["content"] for i in items["data"]] == [[{"type": "input_text", "text": s.text}]]
             follow = post(restarted.url, {"input": "And then?", "previous_response_id": s.response_id})
             assert follow["status"] == "completed" and follow["usage"]["input_tokens"] > len(s.text) // 8
     finally:
@@ -230,6 +231,6 @@ def test_concurrent_continuations_of_one_response_each_get_their_own_branch(pair
         assert first["previous_response_id"] == root["id"] and second["previous_response_id"] == first["id"]
         assert f"Branch {n:03d}." in first["output"][-1]["content"][0]["text"]
         items = httpx.get(f"{servers[0]}/v1/responses/{first['id']}/input_items", headers=KEY).json()["data"]
-        assert [i["content"] for i in items] == [f"Branch {n:03d}."]
+        assert [i["content"] for i in items] == [[{"type": "input_text", "text": f"Branch {n:03d}."}]]
     # Every branch's prompt is the root turn, its own turn and "Deeper.": the same length, none holds another's.
     assert len({second["usage"]["input_tokens"] for _, second in results}) == 1

@@ -243,7 +243,10 @@ def test_chat_messages_map_onto_input_items() -> None:
             "temperature": 0.5,
         }
     )
-    body, items = to_responses_body(request, MediaPolicy.REJECT)
+    with pytest.raises(RequestError) as refused:  # refused in Chat's words: its part type, at its place
+        to_responses_body(request, MediaPolicy.REJECT)
+    assert refused.value.param == "messages[2].content[1]" and "image_url" in refused.value.message
+    body, items = to_responses_body(request, MediaPolicy.PLACEHOLDER)
     assert [(i["type"], i.get("role")) for i in body["input"]] == [
         ("message", "system"),
         ("message", "developer"),
@@ -355,7 +358,8 @@ def test_media_placeholders_replace_every_non_text_part() -> None:
     )  # fmt: skip
     replaced = with_media_placeholders(body)
     dumped = replaced.model_dump(mode="json")["input"]
-    assert [p["text"] for p in dumped[0]["content"]] == ["look", IMAGE_MARKER, FILE_MARKER]
+    # Each marker is set apart from the text it would touch, so it never glues onto a word.
+    assert [p["text"] for p in dumped[0]["content"]] == ["look", "\n" + IMAGE_MARKER + "\n", FILE_MARKER]
     assert dumped[2]["output"] == [{"type": "input_text", "text": "[file 'a.pdf' omitted: this model reads text only]"}]
     plain = parse_body({"input": "just text"})
     assert with_media_placeholders(plain) is plain

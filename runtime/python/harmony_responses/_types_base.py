@@ -68,7 +68,12 @@ def is_vendor_type(value: object) -> bool:
 
 
 def item_discriminator(table: Mapping[tuple[str | None, str | None], str], fallback: str) -> Callable[[Any], str]:
-    """The tag function of an item union: (type, role) → model name; vendor types → `fallback`."""
+    """The tag function of an item union: (type, role) → model name; vendor types → `fallback`.
+
+    An item whose type has variants by role takes its role's variant; with a role none of them takes it has no
+    member (the role's error), rather than the type's role-less variant (an untyped `{"role": "usr"}` is no item
+    reference)."""
+    by_role = frozenset(kind for kind, role in table if role is not None)
 
     def item_tag(value: Any) -> str:
         if isinstance(value, dict):
@@ -77,7 +82,9 @@ def item_discriminator(table: Mapping[tuple[str | None, str | None], str], fallb
             kind, role = getattr(value, "type", None), getattr(value, "role", None)
         if not isinstance(kind, str | None) or not isinstance(role, str | None):
             return f"{kind!r} (role {role!r})"  # a list or object where a tag belongs: no member's tag
-        found = table.get((kind, role)) or table.get((kind, None))
+        found = table.get((kind, role))
+        if found is None and (role is None or kind not in by_role):
+            found = table.get((kind, None))
         if found is not None:
             return found
         if is_vendor_type(kind):

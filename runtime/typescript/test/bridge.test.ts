@@ -102,7 +102,7 @@ test("tool_choice selects what the prompt offers", () => {
 
 const BAD: [Json, string, string][] = [
   [{ input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "?" }, { type: "input_image", image_url: "u" }] }] }, "unsupported_content", "input[0].content[1]"],
-  [{ tools: [{ type: "web_search" }] }, "invalid_request", "tools[0].type"],
+  [{ tools: [{ type: 5 }] }, "invalid_request", "tools[0].type"],
   [{ input: [{ type: "item_reference", id: "msg_9" }] }, "item_reference_not_found", "input[0].id"],
   [{ input: [{ id: "msg_9" }] }, "item_reference_not_found", "input[0].id"],
   [{ previous_response_id: "resp_1", input: "hi" }, "previous_response_not_found", "previous_response_id"],

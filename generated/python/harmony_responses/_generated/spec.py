@@ -615,6 +615,12 @@ RESPONSE_CHANNEL_FIELD: str = "harmony:channel"
 
 RESPONSE_CONTENT_TYPE_FIELD: str = "harmony:content_type"
 
+RESPONSE_NAMESPACE_FIELD: str = "namespace"
+
+RESPONSE_UNAVAILABLE_TOOLS_FIELD: str = "harmony:unavailable_tools"
+
+RESPONSE_LABELS_FIELD: str = "harmony:labels"
+
 STREAM_OPENING: tuple[str, ...] = ("response.created", "response.in_progress")
 
 STREAM_ITEM_ADDED: str = "response.output_item.added"
@@ -695,10 +701,6 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
         "code": "invalid_request",
         "message": "expected an item type of {types} or a vendor type 'slug:name', found {found}",
     },
-    "untyped_item": {
-        "code": "missing_required_parameter",
-        "message": "required, but missing: an item with role {role} is of type {types}",
-    },
     "unsupported_content": {
         "code": "unsupported_content",
         "message": "content of type {type} is not supported: gpt-oss reads text only",
@@ -775,6 +777,10 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
         "code": "unsupported_parameter",
         "message": "{field} is not sent over a WebSocket: every response streams to the socket as events",
     },
+    "hosted_tool": {
+        "code": "unsupported_tool",
+        "message": "tools of type {type} are run by the server, and this server cannot run them: {reason}",
+    },
     "websocket_event_type": {
         "code": "invalid_request",
         "message": "expected a client event of type {expected}, found {found}",
@@ -801,8 +807,6 @@ REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND: str = "previous_response_not_found"
 REQUEST_ERROR_ITEM_ROLE: str = "item_role"
 
 REQUEST_ERROR_ITEM_TYPE: str = "item_type"
-
-REQUEST_ERROR_UNTYPED_ITEM: str = "untyped_item"
 
 REQUEST_ERROR_UNSUPPORTED_CONTENT: str = "unsupported_content"
 
@@ -860,6 +864,8 @@ REQUEST_ERROR_COMPACTION_NOT_SUMMARISED: str = "compaction_not_summarised"
 
 REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD: str = "websocket_transport_field"
 
+REQUEST_ERROR_HOSTED_TOOL: str = "hosted_tool"
+
 REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: str = "websocket_event_type"
 
 HONOURED_BY_CALLER: tuple[tuple[str, str | None, tuple[Any, ...], str], ...] = (
@@ -872,7 +878,6 @@ HONOURED_BY_CALLER: tuple[tuple[str, str | None, tuple[Any, ...], str], ...] = (
     ("top_logprobs", "logprobs", (None, 0), "no log probabilities are returned"),
     ("max_output_tokens", "max_output_tokens", (None,), "no token budget is kept"),
     ("truncation", "truncation", (None, "disabled"), "the input is never shortened"),
-    ("service_tier", None, (None, "auto", "default"), "there is one service tier"),
     (
         "reasoning.summary",
         None,
@@ -895,6 +900,17 @@ EXTRA_FIELDS: dict[str, tuple[str | None, str]] = {
     "prompt": (None, "prompt templates are not stored: send the instructions and input themselves"),
 }
 """Fields outside the spec that clients send → (the capability that honours it, why not here)."""
+
+LABEL_FIELDS: dict[str, str] = {
+    "metadata": "the caller's key-value pairs for the response (Open Responses); echoed",
+    "safety_identifier": "a stable id of the end user, for abuse monitoring (Open Responses); echoed",
+    "prompt_cache_key": "groups requests that share a prompt prefix, for the provider's cache (Open Responses); echoed, and passed to engines that route by it",
+    "service_tier": "the tier the caller asks to be served in (Open Responses): there is one here, and the response says `default`, the tier that served it",
+    "user": "OpenAI's older end-user id (superseded there by safety_identifier and prompt_cache_key); kept in the response's harmony:labels",
+    "client_metadata": "the client's own ids for the request (Codex CLI sends its installation, session, thread, window and turn ids to OpenAI's Responses API); kept in the response's harmony:labels",
+    "prompt_cache_retention": "how long OpenAI keeps a cached prefix (in_memory, 24h); engines here keep their own cache; kept in the response's harmony:labels",
+}
+"""Request fields that only label a request → what they label: accepted with any value, kept."""
 
 INCLUDES: dict[str, str | None] = {"message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": "encrypted_reasoning"}
 """`include` values → the capability that honours it."""

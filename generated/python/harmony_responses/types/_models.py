@@ -233,6 +233,13 @@ MetadataParam = TypeAliasType(
 )
 
 
+class NamespaceToolParam(SpecModel):
+    type: Literal["namespace"] = "namespace"
+    name: Annotated[str, Field(max_length=64, min_length=1, pattern="^[a-zA-Z0-9_-]+$")]
+    description: str | None = None
+    tools: list[FunctionToolParam]
+
+
 class OutputTokensDetails(SpecModel):
     reasoning_tokens: int
 
@@ -366,7 +373,7 @@ SystemMessageItemParamContent = TypeAliasType(
 
 class SystemMessageItemParam(SpecModel):
     id: str | None = None
-    type: Literal["message"] = "message"
+    type: Literal["message"] | None = "message"
     role: Literal["system"] = "system"
     content: list[InputTextContentParam] | SystemMessageItemParamContent
     status: str | None = None
@@ -394,6 +401,12 @@ class TopLogProb(SpecModel):
 
 
 TruncationEnum = TypeAliasType("TruncationEnum", Literal["auto", "disabled"])
+
+
+class UnavailableTool(SpecModel):
+    type: str
+    name: str | None = None
+    reason: str
 
 
 class UrlCitationBody(SpecModel):
@@ -433,7 +446,7 @@ UserMessageItemParamContent1 = TypeAliasType("UserMessageItemParamContent1", Ann
 
 class UserMessageItemParam(SpecModel):
     id: str | None = None
-    type: Literal["message"] = "message"
+    type: Literal["message"] | None = "message"
     role: Literal["user"] = "user"
     content: list[UserMessageItemParamContent] | UserMessageItemParamContent1
     status: str | None = None
@@ -476,9 +489,14 @@ class AllowedToolsParam(SpecModel):
 Annotation = TypeAliasType("Annotation", UrlCitationBody)
 
 
+CreateResponseBodyTools = TypeAliasType(
+    "CreateResponseBodyTools", Annotated[FunctionToolParam | NamespaceToolParam, Field(discriminator="type")]
+)
+
+
 class DeveloperMessageItemParam(SpecModel):
     id: str | None = None
-    type: Literal["message"] = "message"
+    type: Literal["message"] | None = "message"
     role: Literal["developer"] = "developer"
     content: list[InputTextContentParam] | DeveloperMessageItemParamContent
     status: str | None = None
@@ -520,6 +538,7 @@ class FunctionCallItemParam(SpecModel):
     status: FunctionCallStatus | None = None
     harmony_channel: Annotated[str | None, Field(alias="harmony:channel")] = None
     harmony_content_type: Annotated[str | None, Field(alias="harmony:content_type")] = None
+    namespace: str | None = None
 
 
 FunctionCallOutputOutput = TypeAliasType(
@@ -763,7 +782,7 @@ AssistantMessageItemParamContent = TypeAliasType(
 
 class AssistantMessageItemParam(SpecModel):
     id: str | None = None
-    type: Literal["message"] = "message"
+    type: Literal["message"] | None = "message"
     role: Literal["assistant"] = "assistant"
     content: list[AssistantMessageItemParamContent] | AssistantMessageItemParamContent1
     phase: Literal["commentary", "final_answer"] | None = None
@@ -775,6 +794,10 @@ class AssistantMessageItemParam(SpecModel):
 _ITEM_PARAM_TAGS: dict[tuple[str | None, str | None], str] = {
     ("item_reference", None): "ItemReferenceParam",
     (None, None): "ItemReferenceParam",
+    (None, "user"): "UserMessageItemParam",
+    (None, "system"): "SystemMessageItemParam",
+    (None, "developer"): "DeveloperMessageItemParam",
+    (None, "assistant"): "AssistantMessageItemParam",
     ("reasoning", None): "ReasoningItemParam",
     ("compaction", None): "CompactionSummaryItemParam",
     ("message", "user"): "UserMessageItemParam",
@@ -842,7 +865,7 @@ class CreateResponseBody(SpecModel):
     input: CreateResponseBodyInput | list[ItemParam] | None = None
     previous_response_id: str | None = None
     include: list[IncludeEnum] | None = None
-    tools: list[ResponsesToolParam] | None = None
+    tools: list[CreateResponseBodyTools] | None = None
     tool_choice: ToolChoiceParam | None = None
     metadata: MetadataParam | None = None
     text: TextParam | None = None
@@ -934,6 +957,8 @@ class ResponseResource(SpecModel):
     metadata: Any
     safety_identifier: str | None
     prompt_cache_key: str | None
+    harmony_unavailable_tools: Annotated[list[UnavailableTool] | None, Field(alias="harmony:unavailable_tools")] = None
+    harmony_labels: Annotated[dict[str, Any] | None, Field(alias="harmony:labels")] = None
 
 
 class WebSocketResponseCreateEvent(CreateResponseBody):

@@ -57,7 +57,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   "Annotation": { "$ref": "#/$defs/UrlCitationBody" },
   "AssistantMessageItemParam": {
     "type": "object",
-    "required": ["type", "role", "content"],
+    "required": ["role", "content"],
     "properties": {
       "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "type": { "type": "string", "enum": ["message"], "default": "message" },
@@ -153,7 +153,16 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "previous_response_id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "include": { "type": "array", "items": { "$ref": "#/$defs/IncludeEnum" } },
       "tools": {
-        "anyOf": [{ "type": "array", "items": { "$ref": "#/$defs/ResponsesToolParam" } }, { "type": "null" }],
+        "anyOf": [
+          {
+            "type": "array",
+            "items": {
+              "oneOf": [{ "$ref": "#/$defs/FunctionToolParam" }, { "$ref": "#/$defs/NamespaceToolParam" }],
+              "discriminator": { "propertyName": "type" },
+            },
+          },
+          { "type": "null" },
+        ],
       },
       "tool_choice": { "anyOf": [{ "$ref": "#/$defs/ToolChoiceParam" }, { "type": "null" }] },
       "metadata": { "anyOf": [{ "$ref": "#/$defs/MetadataParam" }, { "type": "null" }] },
@@ -181,7 +190,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   "DetailEnum": { "type": "string", "enum": ["low", "high", "auto"] },
   "DeveloperMessageItemParam": {
     "type": "object",
-    "required": ["type", "role", "content"],
+    "required": ["role", "content"],
     "properties": {
       "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "type": { "type": "string", "enum": ["message"], "default": "message" },
@@ -271,6 +280,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "status": { "anyOf": [{ "$ref": "#/$defs/FunctionCallStatus" }, { "type": "null" }] },
       "harmony:channel": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "harmony:content_type": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "namespace": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
     },
   },
   "FunctionCallItemStatus": { "type": "string", "enum": ["in_progress", "completed", "incomplete"] },
@@ -527,6 +537,16 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   "MessageRole": { "type": "string", "enum": ["user", "assistant", "system", "developer"] },
   "MessageStatus": { "type": "string", "enum": ["in_progress", "completed", "incomplete"] },
   "MetadataParam": { "type": "object", "maxProperties": 16, "additionalProperties": { "type": "string", "maxLength": 512 } },
+  "NamespaceToolParam": {
+    "type": "object",
+    "required": ["type", "name", "tools"],
+    "properties": {
+      "type": { "type": "string", "enum": ["namespace"], "default": "namespace" },
+      "name": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-zA-Z0-9_-]+$" },
+      "description": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "tools": { "type": "array", "items": { "$ref": "#/$defs/FunctionToolParam" } },
+    },
+  },
   "OutputTextContent": {
     "type": "object",
     "required": ["type", "text", "annotations"],
@@ -1063,6 +1083,8 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "metadata": {},
       "safety_identifier": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "prompt_cache_key": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "harmony:unavailable_tools": { "type": "array", "items": { "$ref": "#/$defs/UnavailableTool" } },
+      "harmony:labels": { "type": "object", "additionalProperties": true },
     },
   },
   "ResponsesToolParam": { "$ref": "#/$defs/FunctionToolParam" },
@@ -1116,7 +1138,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   },
   "SystemMessageItemParam": {
     "type": "object",
-    "required": ["type", "role", "content"],
+    "required": ["role", "content"],
     "properties": {
       "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "type": { "type": "string", "enum": ["message"], "default": "message" },
@@ -1181,6 +1203,15 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     },
   },
   "TruncationEnum": { "type": "string", "enum": ["auto", "disabled"] },
+  "UnavailableTool": {
+    "type": "object",
+    "required": ["type", "reason"],
+    "properties": {
+      "type": { "type": "string" },
+      "name": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "reason": { "type": "string" },
+    },
+  },
   "UrlCitationBody": {
     "type": "object",
     "required": ["type", "url", "start_index", "end_index", "title"],
@@ -1216,7 +1247,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   },
   "UserMessageItemParam": {
     "type": "object",
-    "required": ["type", "role", "content"],
+    "required": ["role", "content"],
     "properties": {
       "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
       "type": { "type": "string", "enum": ["message"], "default": "message" },
@@ -1296,6 +1327,10 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
     "variants": [
       { "type": "item_reference", "role": null, "model": "ItemReferenceParam" },
       { "type": null, "role": null, "model": "ItemReferenceParam" },
+      { "type": null, "role": "user", "model": "UserMessageItemParam" },
+      { "type": null, "role": "system", "model": "SystemMessageItemParam" },
+      { "type": null, "role": "developer", "model": "DeveloperMessageItemParam" },
+      { "type": null, "role": "assistant", "model": "AssistantMessageItemParam" },
       { "type": "reasoning", "role": null, "model": "ReasoningItemParam" },
       { "type": "compaction", "role": null, "model": "CompactionSummaryItemParam" },
       { "type": "message", "role": "user", "model": "UserMessageItemParam" },

@@ -600,6 +600,12 @@ export const RESPONSE_CHANNEL_FIELD: string = "harmony:channel";
 
 export const RESPONSE_CONTENT_TYPE_FIELD: string = "harmony:content_type";
 
+export const RESPONSE_NAMESPACE_FIELD: string = "namespace";
+
+export const RESPONSE_UNAVAILABLE_TOOLS_FIELD: string = "harmony:unavailable_tools";
+
+export const RESPONSE_LABELS_FIELD: string = "harmony:labels";
+
 export const STREAM_OPENING: readonly string[] = ["response.created", "response.in_progress"];
 
 export const STREAM_ITEM_ADDED: string = "response.output_item.added";
@@ -670,10 +676,6 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
   "item_type": {
     "code": "invalid_request",
     "message": "expected an item type of {types} or a vendor type 'slug:name', found {found}",
-  },
-  "untyped_item": {
-    "code": "missing_required_parameter",
-    "message": "required, but missing: an item with role {role} is of type {types}",
   },
   "unsupported_content": {
     "code": "unsupported_content",
@@ -748,6 +750,10 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
     "code": "unsupported_parameter",
     "message": "{field} is not sent over a WebSocket: every response streams to the socket as events",
   },
+  "hosted_tool": {
+    "code": "unsupported_tool",
+    "message": "tools of type {type} are run by the server, and this server cannot run them: {reason}",
+  },
   "websocket_event_type": { "code": "invalid_request", "message": "expected a client event of type {expected}, found {found}" },
 };
 
@@ -770,8 +776,6 @@ export const REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND: string = "previous_respo
 export const REQUEST_ERROR_ITEM_ROLE: string = "item_role";
 
 export const REQUEST_ERROR_ITEM_TYPE: string = "item_type";
-
-export const REQUEST_ERROR_UNTYPED_ITEM: string = "untyped_item";
 
 export const REQUEST_ERROR_UNSUPPORTED_CONTENT: string = "unsupported_content";
 
@@ -829,6 +833,8 @@ export const REQUEST_ERROR_COMPACTION_NOT_SUMMARISED: string = "compaction_not_s
 
 export const REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD: string = "websocket_transport_field";
 
+export const REQUEST_ERROR_HOSTED_TOOL: string = "hosted_tool";
+
 export const REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: string = "websocket_event_type";
 
 /** Request fields the bridge honours only with its caller: (field path, capability, neutral values, why). */
@@ -842,7 +848,6 @@ export const HONOURED_BY_CALLER: readonly (readonly [string, string | null, read
   ["top_logprobs", "logprobs", [null, 0], "no log probabilities are returned"],
   ["max_output_tokens", "max_output_tokens", [null], "no token budget is kept"],
   ["truncation", "truncation", [null, "disabled"], "the input is never shortened"],
-  ["service_tier", null, [null, "auto", "default"], "there is one service tier"],
   [
     "reasoning.summary",
     null,
@@ -858,6 +863,17 @@ export const EXTRA_FIELDS: Readonly<Record<string, readonly [string | null, stri
   "seed": ["sampling", "the completion is not sampled"],
   "conversation": ["store", "conversations are not stored: send the whole conversation as input"],
   "prompt": [null, "prompt templates are not stored: send the instructions and input themselves"],
+};
+
+/** Request fields that only label a request → what they label: accepted with any value, kept. */
+export const LABEL_FIELDS: Readonly<Record<string, string>> = {
+  "metadata": "the caller's key-value pairs for the response (Open Responses); echoed",
+  "safety_identifier": "a stable id of the end user, for abuse monitoring (Open Responses); echoed",
+  "prompt_cache_key": "groups requests that share a prompt prefix, for the provider's cache (Open Responses); echoed, and passed to engines that route by it",
+  "service_tier": "the tier the caller asks to be served in (Open Responses): there is one here, and the response says `default`, the tier that served it",
+  "user": "OpenAI's older end-user id (superseded there by safety_identifier and prompt_cache_key); kept in the response's harmony:labels",
+  "client_metadata": "the client's own ids for the request (Codex CLI sends its installation, session, thread, window and turn ids to OpenAI's Responses API); kept in the response's harmony:labels",
+  "prompt_cache_retention": "how long OpenAI keeps a cached prefix (in_memory, 24h); engines here keep their own cache; kept in the response's harmony:labels",
 };
 
 /** `include` values → the capability that honours it. */

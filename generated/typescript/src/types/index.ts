@@ -111,7 +111,7 @@ export interface Annotation {
 }
 export interface AssistantMessageItemParam {
   id?: string | null;
-  type: "message";
+  type?: "message";
   role: "assistant";
   content: (OutputTextContentParam | RefusalContentParam)[] | string;
   phase?: "commentary" | "final_answer";
@@ -300,7 +300,7 @@ export interface CompactionSummaryItemParam {
 }
 export interface UserMessageItemParam {
   id?: string | null;
-  type: "message";
+  type?: "message";
   role: "user";
   content: (InputTextContentParam | InputImageContentParamAutoParam | InputFileContentParam)[] | string;
   status?: string | null;
@@ -322,14 +322,14 @@ export interface InputFileContentParam {
 }
 export interface SystemMessageItemParam {
   id?: string | null;
-  type: "message";
+  type?: "message";
   role: "system";
   content: InputTextContentParam[] | string;
   status?: string | null;
 }
 export interface DeveloperMessageItemParam {
   id?: string | null;
-  type: "message";
+  type?: "message";
   role: "developer";
   content: InputTextContentParam[] | string;
   status?: string | null;
@@ -343,6 +343,7 @@ export interface FunctionCallItemParam {
   status?: FunctionCallStatus | null;
   "harmony:channel"?: string | null;
   "harmony:content_type"?: string | null;
+  namespace?: string | null;
 }
 export interface FunctionCallOutputItemParam {
   id?: string | null;
@@ -357,7 +358,7 @@ export interface CreateResponseBody {
   input?: (string | ItemParam[]) | null;
   previous_response_id?: string | null;
   include?: IncludeEnum[];
-  tools?: FunctionToolParam[] | null;
+  tools?: (FunctionToolParam | NamespaceToolParam)[] | null;
   tool_choice?: ToolChoiceParam | null;
   metadata?: MetadataParam | null;
   text?: TextParam | null;
@@ -395,6 +396,12 @@ export interface FunctionToolParam {
   type: "function";
 }
 export interface EmptyModelParam {}
+export interface NamespaceToolParam {
+  type: "namespace";
+  name: string;
+  description?: string | null;
+  tools: FunctionToolParam[];
+}
 export interface MetadataParam {
   [k: string]: string | undefined;
 }
@@ -525,10 +532,19 @@ export interface ResponseResource {
   metadata: unknown;
   safety_identifier: string | null;
   prompt_cache_key: string | null;
+  "harmony:unavailable_tools"?: UnavailableTool[];
+  "harmony:labels"?: {
+    [k: string]: unknown | undefined;
+  };
 }
 export interface TextField {
   format: TextResponseFormat | JsonObjectResponseFormat | JsonSchemaResponseFormat;
   verbosity?: VerbosityEnum;
+}
+export interface UnavailableTool {
+  type: string;
+  name?: string | null;
+  reason: string;
 }
 export interface ResponseContentPartAddedStreamingEvent {
   type: "response.content_part.added";

@@ -25,6 +25,7 @@ from .request import (
     Capabilities,
     CompactionReader,
     ConversationParts,
+    HostedTools,
     ItemMessages,
     KnownCalls,
     ReasoningReader,
@@ -37,7 +38,9 @@ from .request import (
     items_to_messages,
     parse_request,
     request_to_conversation,
+    split_tools,
     tool_policy,
+    unavailable_tools,
 )
 from .resource import response_snapshot
 from .sse import (
@@ -65,6 +68,7 @@ __all__ = [
     "CompactionReader",
     "ReasoningReader",
     "ConversationParts",
+    "HostedTools",
     "OPENAI_REASONING_EVENTS",
     "RequestError",
     "ResponseBuilder",
@@ -95,5 +99,7 @@ __all__ = [
     "to_chat_completion",
     "to_sse",
     "tokens_from_text",
+    "split_tools",
     "tool_policy",
+    "unavailable_tools",
 ]

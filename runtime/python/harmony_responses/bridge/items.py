@@ -76,6 +76,7 @@ from ..types import (
 )
 from .arguments import check_arguments
 from .resource import response_snapshot, usage
+from .tools import NAMESPACE_FIELD, declared_tools, namespaces, qualified
 
 IdFactory = Callable[[str], str]
 RepairHook = Callable[[Recovered], None]
@@ -224,10 +225,13 @@ _CLOSING = {Status(status): EVENT_CLASSES[name] for status, name in _spec.STREAM
 _ERROR_EVENT = EVENT_CLASSES[_spec.STREAM_ERROR]
 
 
-def kind_of(start: MessageStart) -> ItemKind:
-    """The kind of item a message becomes, by its recipient, author and channel."""
+def kind_of(start: MessageStart, namespaces: frozenset[str] = frozenset()) -> ItemKind:
+    """The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
+    request's namespace tools (`namespaces`) is a function call."""
     recipient = start.recipient
     if recipient is not None and recipient.startswith(_FUNCTIONS_PREFIX):
+        return ItemKind.FUNCTION_CALL
+    if recipient is not None and start.role is Role.ASSISTANT and recipient.split(_SEPARATOR, 1)[0] in namespaces:
         return ItemKind.FUNCTION_CALL
     if start.role is not Role.ASSISTANT:
         return ItemKind.TOOL_CALL
@@ -250,6 +254,7 @@ class OpenItem:
     content_type: str | None = None
     call_id: str | None = None
     name: str | None = None
+    namespace: str | None = None  # a namespace tool's call: the namespace (`name` is the tool's own name)
     validation: dict[str, Any] | None = None  # what checking a call's arguments or an answer found, when they broke it
     logprobs: list[Any] | None = None  # a message's tokens' `LogProb`s, when the request asked for them (the caller's)
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
@@ -295,6 +300,8 @@ class OpenItem:
                 extra[_CONTENT_TYPE_FIELD] = self.content_type
             if self.validation is not None and done:
                 extra[_VALIDATION_FIELD] = self.validation
+            if self.namespace is not None:
+                extra[NAMESPACE_FIELD] = self.namespace
             return FunctionCall(
                 id=self.id, call_id=self.call_id or "", name=self.name or "", arguments=text, status=state, **extra
             )
@@ -377,12 +384,14 @@ class ResponseBuilder:
     ) -> None:
         self._seal_reasoning = seal_reasoning
         self._background = background
-        names = tools if tools is not None else [t.name for t in (request.tools or [])] if request else []
+        declared = declared_tools(request)
+        names = tools if tools is not None else [d.name for d in declared if d.namespace is None]
         self._schemas: dict[str, dict[str, Any]] = {
-            t.name: t.parameters.model_dump(mode="json") if t.parameters is not None else {}
-            for t in ((request.tools or []) if request else [])
-            if t.strict
+            d.name: d.tool.parameters.model_dump(mode="json") if d.tool.parameters is not None else {}
+            for d in declared
+            if d.tool.strict
         }
+        self._namespaces = namespaces(request)
         self._parser = HarmonyStreamParser(
             encoding,
             role,
@@ -650,13 +659,17 @@ class ResponseBuilder:
         return opened
 
     def _open(self, start: MessageStart) -> OpenItem:
-        spec = KINDS[kind_of(start)]
+        spec = KINDS[kind_of(start, self._namespaces)]
         item = OpenItem(
             spec, self._ids(spec.id_prefix), len(self._output), start.channel, start.recipient, start.content_type
         )
         if spec.kind is ItemKind.FUNCTION_CALL:
             item.call_id = self._ids(spec.call_id_prefix or spec.id_prefix)
-            item.name = (start.recipient or "")[len(_FUNCTIONS_PREFIX) :]
+            to = start.recipient or ""
+            if to.startswith(_FUNCTIONS_PREFIX):
+                item.name = to[len(_FUNCTIONS_PREFIX) :]
+            else:
+                item.namespace, _, item.name = to.partition(_SEPARATOR)
         self._item = item
         self._reasoning_from = self._parser.tokens_read - 1
         sink = self._sink
@@ -712,7 +725,7 @@ class ResponseBuilder:
                 self._sink.delta(item, self.next_sequence_number(), _EMPTY_ARGUMENTS)
             text += _EMPTY_ARGUMENTS
             self._repair(_spec.RECOVERY_EMPTY_ARGUMENTS, _spec.PARSE_DETAIL_EMPTY_ARGUMENTS.format(name=name))
-        schema = self._schemas.get(name)
+        schema = self._schemas.get(qualified(name, item.namespace))
         if schema is not None:
             found = check_arguments(text, schema)
             if found.valid is not True:

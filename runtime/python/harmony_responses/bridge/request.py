@@ -51,6 +51,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
@@ -70,6 +71,7 @@ from ..models import (
     SystemContent,
     TextContent,
     ToolDescription,
+    ToolNamespaceConfig,
 )
 from ..types import (
     AllowedToolsParam,
@@ -86,12 +88,15 @@ from ..types import (
     ItemParam,
     ItemReferenceParam,
     JsonSchemaResponseFormatParam,
+    NamespaceToolParam,
     ReasoningItemParam,
     SpecificFunctionParam,
     SystemMessageItemParam,
+    UnavailableTool,
     UserMessageItemParam,
     is_vendor_type,
 )
+from .tools import DeclaredTool, declared_tools, namespace_tools, qualified, recipient
 from .validation import ITEM_UNION, explain, found
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
@@ -161,6 +166,13 @@ class RequestError(ValueError):
 # -- what the caller honours ------------------------------------------------------------------------------
 
 
+class HostedTools(str, Enum):
+    """What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...)."""
+
+    OMIT = "omit"  # leave it out of the prompt and say so in the response's `harmony:unavailable_tools`
+    REJECT = "reject"  # refuse the request: a 400 naming the tool
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What the caller of the bridge does beyond turning the request into a prompt.
@@ -181,6 +193,7 @@ class Capabilities:
     max_output_tokens: bool = False  # stops at `max_output_tokens` and answers `incomplete`
     truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
+    hosted_tools: HostedTools = HostedTools.OMIT  # declared tools no one here runs (see `split_tools`)
 
 
 NOTHING_MORE = Capabilities()
@@ -193,7 +206,7 @@ class Verbatim(str):
 
 
 # The capabilities the spec names must be the caller's (`Capabilities`) flags.
-_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields"}
+_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools"}
 _NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
 _NAMED |= set(_spec.INCLUDES.values())
 if not (_NAMED - {None}) <= _FLAGS:
@@ -231,7 +244,7 @@ def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHI
         if not _honoured(capabilities, _spec.INCLUDES.get(include)):
             raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
     for key, value in (body.model_extra or {}).items():
-        if key in capabilities.extra_fields:
+        if key in capabilities.extra_fields or key in _spec.LABEL_FIELDS:  # a label changes nothing: kept, echoed
             continue
         known = _spec.EXTRA_FIELDS.get(key)
         if known is None:
@@ -280,6 +293,8 @@ def _explain_item(parts: list[int | str], item: object) -> RequestError:
     where = format_path("", parts)
     kind = item.get("type") if isinstance(item, Mapping) else None
     role = item.get("role") if isinstance(item, Mapping) else None
+    if kind is None and isinstance(role, str):  # an easy input message: the type that takes roles
+        kind = next((k for k, roles in _ITEM_KINDS.items() if roles), None)
     roles = _ITEM_KINDS.get(kind) if isinstance(kind, str) else None
     if roles:
         return RequestError.of(
@@ -297,36 +312,11 @@ def _explain_item(parts: list[int | str], item: object) -> RequestError:
     )
 
 
-def _untyped_message(raw: object, parts: list[int | str]) -> RequestError | None:
-    """An input item with a `role` but no `type` is read as an item reference; say what it lacks instead."""
-    if len(parts) < 2 or parts[0] != "input" or not isinstance(raw, Mapping):
-        return None
-    items = raw.get("input")
-    index = parts[1]
-    if not isinstance(items, list) or not isinstance(index, int):
-        return None
-    item = items[index]
-    if not isinstance(item, Mapping) or "type" in item or not isinstance(item.get("role"), str):
-        return None
-    kinds = [kind for kind, roles in _ITEM_KINDS.items() if item["role"] in roles]
-    if not kinds:
-        return None
-    return RequestError.of(
-        _spec.REQUEST_ERROR_UNTYPED_ITEM,
-        f"input[{index}].type",
-        role=Verbatim(found(item["role"])),
-        types=Verbatim(_choices(kinds)),
-    )
-
-
 def _explain(exc: ValidationError, raw: object) -> RequestError:
     """One `RequestError` for a failed validation, in the request's own words (see `validation.explain`)."""
     problem = explain(exc, raw)
     if problem.union == ITEM_UNION:
         return _explain_item(list(problem.parts), problem.value)
-    untyped = _untyped_message(raw, list(problem.parts))
-    if untyped is not None:
-        return untyped
     return RequestError.of(problem.error, problem.path() or None, reason=Verbatim(problem.message))
 
 
@@ -342,9 +332,9 @@ def _check_schema(schema: Mapping[str, Any], where: str) -> None:
 
 
 def _check_schemas(body: CreateResponseBody) -> None:
-    for i, tool in enumerate(body.tools or []):
-        if tool.parameters is not None:
-            _check_schema(tool.parameters.model_extra or {}, f"tools[{i}].parameters")
+    for declared in declared_tools(body):
+        if declared.tool.parameters is not None:
+            _check_schema(declared.tool.parameters.model_extra or {}, f"{declared.where}.parameters")
     fmt = body.text.format if body.text is not None else None
     if isinstance(fmt, JsonSchemaResponseFormatParam) and fmt.schema_ is not None:
         _check_schema(fmt.schema_, "text.format.schema")
@@ -363,13 +353,68 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
         check_json_value(raw, "")
     except JSONInputError as exc:
         raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=Verbatim(exc.reason)) from None
+    raw, unavailable = split_tools(raw, capabilities.hosted_tools)
     try:
         body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
         raise _explain(exc, raw) from None
     _check_schemas(body)
     check_supported(body, capabilities)
+    if unavailable:
+        assert body.model_extra is not None
+        body.model_extra[_UNAVAILABLE_FIELD] = [t.model_dump(mode="json", exclude_none=True) for t in unavailable]
     return body
+
+
+# The tool types a request declares that the bridge renders (function and namespace tools); any other type is a
+# tool the server would run itself.
+_TOOL_TYPES = frozenset(
+    kind for model in (FunctionToolParam, NamespaceToolParam) for kind in _literal_args(model, "type")
+)
+_UNAVAILABLE_FIELD = _spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD
+_HOSTED_REASON = (
+    "a tool of this type is run by the server, which cannot run it: it was not offered to the model "
+    "(`--hosted-tools reject` refuses such requests instead)"
+)
+
+
+def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[str, Any], list[UnavailableTool]]:
+    """The body with the tools the bridge renders only, and the declared tools left out (the server would have to
+    run them: `web_search`, `custom`, `local_shell`, ...). With `HostedTools.REJECT` such a tool is a 400 naming it.
+
+    A tool whose `type` is not a string is left for the schema to report."""
+    tools = raw.get("tools")
+    if not isinstance(tools, list):
+        return raw, []
+    kept: list[Any] = []
+    unavailable: list[UnavailableTool] = []
+    for i, tool in enumerate(tools):
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if not isinstance(kind, str) or kind in _TOOL_TYPES:
+            kept.append(tool)
+            continue
+        if policy is HostedTools.REJECT:
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_HOSTED_TOOL,
+                f"tools[{i}].type",
+                type=kind,
+                reason=Verbatim(
+                    "it was declared, and --hosted-tools reject refuses what cannot be offered to the model"
+                ),
+            )
+        name = tool.get("name")
+        unavailable.append(
+            UnavailableTool(type=kind, name=name if isinstance(name, str) else None, reason=_HOSTED_REASON)
+        )
+    if not unavailable:
+        return raw, []
+    return {**raw, "tools": kept}, unavailable
+
+
+def unavailable_tools(body: CreateResponseBody) -> list[dict[str, Any]]:
+    """The declared tools `parse_request` left out of the prompt (`split_tools`), as the response lists them."""
+    listed: list[dict[str, Any]] = (body.model_extra or {}).get(_UNAVAILABLE_FIELD) or []
+    return listed
 
 
 @dataclass(frozen=True)
@@ -400,12 +445,14 @@ def _input_items(body: CreateResponseBody) -> list[ItemParam]:
     return list(body.input)
 
 
-def _tools(body: CreateResponseBody) -> tuple[list[FunctionToolParam], ToolPolicy]:
-    tools = list(body.tools or [])
+def _tools(body: CreateResponseBody) -> tuple[list[DeclaredTool], ToolPolicy]:
+    """The functions the prompt declares (top-level and namespace tools' ones, by their qualified names) and the
+    tool policy `tool_choice` gives; a `tool_choice` names a function by its qualified name (`ns.tool`)."""
+    tools = declared_tools(body)
     names = [t.name for t in tools]
     for i, name in enumerate(names):
         if names.index(name) != i:
-            raise RequestError.of(_spec.REQUEST_ERROR_DUPLICATE_TOOL, f"tools[{i}]", name=name)
+            raise RequestError.of(_spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i].where, name=name)
     choice = body.tool_choice
     if choice is None or choice == "auto":
         return tools, ToolPolicy("auto", tuple(names))
@@ -449,6 +496,30 @@ def _response_format_section(fmt: JsonSchemaResponseFormatParam) -> str:
     return _spec.SYS_SECTION_SEPARATOR.join(lines)
 
 
+def _namespaces_of(body: CreateResponseBody, tools: Sequence[DeclaredTool]) -> list[ToolNamespaceConfig]:
+    """The namespaces the developer message declares: `functions` for the top-level functions, and each namespace
+    tool as its own namespace with its description (only the functions the tool policy keeps)."""
+    kept = {t.name for t in tools}
+    functions = [t for t in tools if t.namespace is None]
+    out: list[ToolNamespaceConfig] = []
+    if functions:
+        out.append(
+            ToolNamespaceConfig(name=_spec.HEADER_FUNCTION_NAMESPACE, tools=[_description(t) for t in functions])
+        )
+    for namespace in namespace_tools(body):
+        members = [d for d in declared_tools(body) if d.namespace == namespace.name and d.name in kept]
+        if members:
+            descriptions = [_description(d) for d in members]
+            out.append(ToolNamespaceConfig(name=namespace.name, description=namespace.description, tools=descriptions))
+    return out
+
+
+def _description(declared: DeclaredTool) -> ToolDescription:
+    t = declared.tool
+    parameters = t.parameters.model_dump(mode="json") if t.parameters is not None else None
+    return ToolDescription.new(t.name, t.description or "", parameters)
+
+
 def _system(body: CreateResponseBody) -> SystemContent:
     system = SystemContent.new()
     effort = body.reasoning.effort if body.reasoning is not None else None
@@ -483,10 +554,14 @@ class KnownCalls:
     functions: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a function_call's call_id → the call
     tools: dict[str, ToolCall] = dataclasses.field(default_factory=dict)  # a vendor-prefixed call item's id → the call
 
-    def to_json(self) -> dict[str, list[str | None]]:
+    def to_json(self) -> dict[str, list[str | bool | None]]:
         """The calls as JSON, for a store: call id → [author, channel]. Function calls are told from the
-        vendor-prefixed ones by their author's function namespace, so one flat object holds both."""
-        return {i: [c.author, c.channel] for table in (self.functions, self.tools) for i, c in table.items()}
+        vendor-prefixed ones by their author's function namespace, so one flat object holds both; a call to a
+        namespace tool's function (author `ns.tool`) says so in a third element, `true`."""
+        out: dict[str, list[str | bool | None]] = {i: [c.author, c.channel] for i, c in self.tools.items()}
+        for i, c in self.functions.items():
+            out[i] = [c.author, c.channel] if c.author.startswith(_FUNCTIONS_PREFIX) else [c.author, c.channel, True]
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KnownCalls:
@@ -497,8 +572,8 @@ class KnownCalls:
 
     def add_json(self, data: Mapping[str, Any]) -> None:
         """Add the calls `to_json` gave (a later call with the same id wins)."""
-        for call_id, (author, channel) in data.items():
-            table = self.functions if author.startswith(_FUNCTIONS_PREFIX) else self.tools
+        for call_id, (author, channel, *function) in data.items():
+            table = self.functions if author.startswith(_FUNCTIONS_PREFIX) or function == [True] else self.tools
             table[call_id] = ToolCall(author, channel)
 
     @classmethod
@@ -509,8 +584,10 @@ class KnownCalls:
             if isinstance(item, FunctionCallItemParam):
                 calls.functions[item.call_id] = _function_call_of(item)
             elif isinstance(item, FunctionCall):
-                channel = (item.model_extra or {}).get(_spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
-                calls.functions[item.call_id] = ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
+                extra = item.model_extra or {}
+                channel = extra.get(_spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
+                author = recipient(qualified(item.name, extra.get(_spec.RESPONSE_NAMESPACE_FIELD)))
+                calls.functions[item.call_id] = ToolCall(author, channel)
             elif isinstance(item, ExtensionItem) and item.type in _CALL_TYPES:
                 call = _CALL_MODEL.model_validate(item.model_dump(mode="json"))
                 if call.id is not None:
@@ -567,7 +644,7 @@ def _validated(model: Any, item: ExtensionItem, where: str) -> Any:
 
 def _function_call_of(item: FunctionCallItemParam) -> ToolCall:
     channel = _header(item, _spec.RESPONSE_CHANNEL_FIELD, _spec.CHANNEL_TOOL_CALLS)
-    return ToolCall(_FUNCTIONS_PREFIX + item.name, channel)
+    return ToolCall(recipient(qualified(item.name, item.namespace)), channel)
 
 
 def _function_call(item: FunctionCallItemParam, calls: KnownCalls) -> Message:
@@ -726,17 +803,8 @@ def conversation_parts(
     developer = DeveloperContent.new()
     if instructions:
         developer = developer.with_instructions(_spec.SYS_SECTION_SEPARATOR.join(instructions))
-    if tools:
-        developer = developer.with_function_tools(
-            [
-                ToolDescription.new(
-                    t.name,
-                    t.description or "",
-                    t.parameters.model_dump(mode="json") if t.parameters is not None else None,
-                )
-                for t in tools
-            ]
-        )
+    for namespace in _namespaces_of(body, tools):
+        developer = developer.with_tools(namespace)
     contents: list[Content] = [developer] if instructions or tools else []
     fmt = body.text.format if body.text is not None else None
     if isinstance(fmt, JsonSchemaResponseFormatParam):

@@ -12,6 +12,7 @@ from ..types import (
     Error,
     FunctionTool,
     FunctionToolChoice,
+    FunctionToolParam,
     IncompleteDetails,
     InputTokensDetails,
     ItemField,
@@ -97,9 +98,16 @@ def response_snapshot(
             strict=t.strict,
         )
         for t in (b.tools or [])
+        if isinstance(t, FunctionToolParam)  # the response's `tools` hold function tools only (namespace tools' not)
     ]
     reasoning = Reasoning(effort=b.reasoning.effort, summary=b.reasoning.summary) if b.reasoning is not None else None
     extra: dict[str, Any] = {_spec.RESPONSE_REPAIRS_FIELD: repairs} if repairs else {}
+    given = b.model_extra or {}
+    labels = {key: given[key] for key in _spec.LABEL_FIELDS if key in given}  # the labels the response has no field for
+    if labels:
+        extra[_spec.RESPONSE_LABELS_FIELD] = labels
+    if given.get(_spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD):
+        extra[_spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = given[_spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD]
     return ResponseResource(
         id=response_id,
         created_at=created_at,

@@ -148,8 +148,9 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
     received_at = time.monotonic()
     try:
         raw, size = await _read(request, state)
-        body = await maybe_off_loop(size, parse_body, raw, capabilities_for(state.engine.info))
         settings = state.settings
+        capabilities = capabilities_for(state.engine.info)
+        body = await maybe_off_loop(size, parse_body, raw, capabilities, hosted_tools=settings.hosted_tools)
         owner = owner_of(request.headers)
         if body.background:
             check_background(body.store)

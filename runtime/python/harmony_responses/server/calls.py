@@ -10,19 +10,20 @@ the demo engine's calls use the model's order.
 from __future__ import annotations
 
 from .._tables import spec as _spec
+from ..bridge.tools import recipient
 from ..encoding import HarmonyEncoding
 
 FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
 
 
 def call_header(encoding: HarmonyEncoding, name: str) -> list[int]:
-    """The tokens after `<|start|>assistant` that open a call to `functions.NAME`, up to and with `<|message|>`."""
+    """The tokens after `<|start|>assistant` that open a call to `functions.NAME` (a qualified `NS.NAME`: a
+    namespace tool's function, to `NS.NAME`), up to and with `<|message|>`."""
     words = (
         _spec.CHANNEL_TOOL_CALLS
         + _spec.HEADER_PART_SEPARATOR
         + _spec.HEADER_RECIPIENT_KEYWORD
-        + FUNCTIONS_PREFIX
-        + name
+        + recipient(name)
         + _spec.HEADER_PART_SEPARATOR
     )
     return [

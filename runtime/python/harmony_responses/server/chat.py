@@ -321,6 +321,8 @@ def _user_parts(message: UserMessage, where: str, media: MediaPolicy) -> str | l
     for j, part in enumerate(message.content):
         if isinstance(part, TextPart):
             parts.append({"type": _INPUT_TEXT, "text": part.text})
+        elif media is MediaPolicy.REJECT:  # refused in Chat's own words: its part type, at its place
+            raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, f"{where}.content[{j}]", type=part.type)
         elif isinstance(part, ImagePart):
             image: dict[str, Any] = {"type": _INPUT_IMAGE, "image_url": part.image_url.url}
             if part.image_url.detail is not None:
@@ -333,14 +335,8 @@ def _user_parts(message: UserMessage, where: str, media: MediaPolicy) -> str | l
             if part.file.filename is not None:
                 file["filename"] = part.file.filename
             parts.append(file)
-        elif media is MediaPolicy.PLACEHOLDER:
-            parts.append({"type": _INPUT_TEXT, "text": AUDIO_MARKER})
         else:
-            raise RequestError.of(
-                _spec.REQUEST_ERROR_UNSUPPORTED_CONTENT,
-                f"{where}.content[{j}]",
-                type="input_audio",
-            )
+            parts.append({"type": _INPUT_TEXT, "text": AUDIO_MARKER})
     return parts
 
 

@@ -14,7 +14,7 @@ import socket
 import sys
 from typing import Any
 
-from .settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
+from .settings import HostedTools, MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -81,6 +81,12 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--receive-timeout", type=float, help="seconds to receive a request's head and body; then 408 (30)")
     p.add_argument("--idle-timeout", type=float, help="seconds an idle connection is kept open (5)")
     p.add_argument("--max-connections", type=int, help="open connections per worker; one more gets 503 (4096)")
+    p.add_argument(
+        "--hosted-tools",
+        choices=[h.value for h in HostedTools],
+        help="declared tools the server cannot run (web_search, custom, ...): omit them from the prompt and list "
+        "them in the response's harmony:unavailable_tools (default), or reject the request with a 400",
+    )
     p.set_defaults(func=serve, file=None)
 
 
@@ -109,6 +115,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "receive_timeout": args.receive_timeout,
         "idle_timeout": args.idle_timeout,
         "max_connections": args.max_connections,
+        "hosted_tools": HostedTools(args.hosted_tools) if args.hosted_tools else None,
     }
     return Settings.from_env(environ, **overrides)
 

@@ -26,6 +26,7 @@ FILE_MARKER = "[file omitted: this model reads text only]"
 NAMED_FILE_MARKER = "[file {name!r} omitted: this model reads text only]"
 VIDEO_MARKER = "[video omitted: this model reads text only]"
 AUDIO_MARKER = "[audio omitted: this model reads text only]"  # Chat Completions' input_audio parts
+_SEPARATOR = "\n"  # between a marker and text it would otherwise touch
 
 
 def _marker(part: Any) -> Any:
@@ -40,10 +41,26 @@ def _marker(part: Any) -> Any:
 
 
 def _parts(content: Any) -> tuple[Any, bool]:
+    """The parts with each media part replaced by its marker, the marker set apart from the text around it (a
+    newline where the neighbouring text does not already end or start with white space), so that it reads as a
+    note of its own, never glued to a word."""
     if isinstance(content, str):
         return content, False
     parts = [_marker(p) for p in content]
-    return parts, any(a is not b for a, b in zip(parts, content, strict=True))
+    placed = [a is not b for a, b in zip(parts, content, strict=True)]
+    texts = [getattr(p, "text", None) for p in parts]
+    for i, is_marker in enumerate(placed):
+        if not is_marker:
+            continue
+        before = getattr(parts[i - 1], "text", None) if i > 0 else None  # as already set apart
+        after = texts[i + 1] if i + 1 < len(texts) else None
+        text = parts[i].text
+        if before and not before[-1].isspace():
+            text = _SEPARATOR + text
+        if after and not after[0].isspace():
+            text = text + _SEPARATOR
+        parts[i] = InputTextContentParam(text=text)
+    return parts, any(placed)
 
 
 def with_media_placeholders(body: CreateResponseBody) -> CreateResponseBody:

@@ -18,6 +18,7 @@ allowed call ends with the `tool_choice_violated` error instead of claiming succ
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from ..bridge import (
     Capabilities,
     CompactionReader,
     ConversationParts,
+    HostedTools,
     KnownCalls,
     ReasoningReader,
     RequestError,
@@ -38,9 +40,11 @@ from ..bridge import (
     parse_request,
     to_chat_completion,
     tool_policy,
+    unavailable_tools,
 )
 from ..bridge.encrypted import ReasoningSealer
 from ..bridge.items import Sink
+from ..bridge.tools import NAMESPACE_FIELD, declared_tools, parameters, qualified
 from ..encoding import HarmonyEncoding
 from ..models import Message
 from ..types import (
@@ -101,11 +105,30 @@ def wanted_logprobs(body: CreateResponseBody) -> int | None:
     return None
 
 
-def parse_body(raw: Mapping[str, Any], capabilities: Capabilities = SERVER_CAPABILITIES) -> CreateResponseBody:
+log = logging.getLogger("harmony_responses.server")
+_UNAVAILABLE_LOGGED: set[str] = set()  # the hosted tool types this process has said it cannot run
+
+
+def parse_body(
+    raw: Mapping[str, Any],
+    capabilities: Capabilities = SERVER_CAPABILITIES,
+    *,
+    hosted_tools: HostedTools = HostedTools.OMIT,
+) -> CreateResponseBody:
     """The bridge's validation of a request body (`RequestError` names the bad field, or a field not honoured),
     and the sampling fields held to the ranges the engines accept, so a value outside is the client's 400 rather
-    than the engine's failure."""
-    body = parse_request(raw, capabilities)
+    than the engine's failure. `hosted_tools` says what becomes of declared tools the server cannot run (left
+    out and listed in the response, or refused); each such tool type is logged once per process."""
+    body = parse_request(raw, dataclasses.replace(capabilities, hosted_tools=hosted_tools))
+    for tool in unavailable_tools(body):
+        if tool["type"] not in _UNAVAILABLE_LOGGED:
+            _UNAVAILABLE_LOGGED.add(tool["type"])
+            log.warning(
+                "requests declare %s tools, which this server cannot run: they are not offered to the model "
+                "(listed in each response's %s; --hosted-tools reject refuses such requests)",
+                tool["type"],
+                _spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD,
+            )
     for field, (low, high) in _spec.SAMPLING_RANGES.items():
         value = getattr(body, field)
         if value is not None and not low <= value <= high:
@@ -155,9 +178,7 @@ def plan_request(
     known = KnownCalls.from_json(calls or {})
     parts = conversation_parts(body, history=history, calls=known, compaction=compaction, reasoning=reasoning)
     policy = tool_policy(body)
-    schemas = {
-        t.name: (t.parameters.model_dump(mode="json") if t.parameters is not None else None) for t in body.tools or []
-    }
+    schemas = parameters(declared_tools(body))
     tools = tuple(ToolSpec(name, schemas.get(name)) for name in policy.allowed)
     prefill: list[int] = []
     json_schema: Mapping[str, Any] | None = None
@@ -314,10 +335,14 @@ class ResponseRun:
     def _violation(self, finished: Finished) -> str | None:
         """How the completion breaks the request's tool choice, if it does (a stop closes an open call)."""
         policy = self.plan.policy
-        calls = [item.name for item in self.builder.output if isinstance(item, FunctionCall)]
+        calls = [
+            qualified(item.name, (item.model_extra or {}).get(NAMESPACE_FIELD))
+            for item in self.builder.output
+            if isinstance(item, FunctionCall)
+        ]
         open_item = self.builder.current_item
         if finished.reason is FinishReason.STOP and open_item is not None and open_item.name is not None:
-            calls.append(open_item.name)  # a call the engine ended without sending its <|call|>
+            calls.append(qualified(open_item.name, open_item.namespace))  # a call ended without its <|call|>
         for name in calls:
             if name not in policy.allowed:
                 allowed = f"only {list(policy.allowed)}" if policy.allowed else "no function"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
+from ..bridge.request import HostedTools
 from ..store import default_store_url
 
 ENV_PREFIX = "HARMONY_RESPONSES_"
@@ -32,6 +33,9 @@ class ReasoningEvents(Enum):
 
     SPEC = "spec"  # response.reasoning.delta / .done (Open Responses)
     OPENAI = "openai"  # response.reasoning_text.delta / .done (OpenAI's hosted API)
+
+
+__all__ = ["HostedTools", "MediaPolicy", "ReasoningEvents", "Settings", "SettingsError"]
 
 
 class SettingsError(ValueError):
@@ -66,6 +70,7 @@ class Settings:
     receive_timeout: float = 30.0  # seconds from a request's first byte to the end of its body; then 408
     idle_timeout: float = 5.0  # seconds a connection may wait for its first (or next) request before it is closed
     max_connections: int = 4096  # open connections per worker; one more gets 503 instead of a failed accept()
+    hosted_tools: HostedTools = HostedTools.OMIT  # declared tools the server cannot run: left out, or a 400
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
@@ -148,6 +153,8 @@ def _convert(name: str, annotation: Any, raw: str, where: str) -> Any:
             return MediaPolicy(raw)
         if kind == "ReasoningEvents":
             return ReasoningEvents(raw)
+        if kind == "HostedTools":
+            return HostedTools(raw)
         if kind == "tuple[str, ...]":
             return tuple(part.strip() for part in raw.split(",") if part.strip())
     except ValueError:

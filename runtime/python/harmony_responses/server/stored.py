@@ -65,6 +65,10 @@ log = logging.getLogger("harmony_responses.server")
 # Ids for input items that came without one (the input-items list names every item). The spec names the
 # prefixes of output kinds; the two input-only kinds have none there, so this table holds them.
 _MESSAGE_PREFIX = _spec.ITEM_KINDS[ItemKind.MESSAGE]["id_prefix"]
+_MESSAGE_TYPE = _spec.ITEM_KINDS[ItemKind.MESSAGE]["type"]
+_OUTPUT_TEXT = _spec.ITEM_KINDS[ItemKind.MESSAGE]["text"]["part"]
+_INPUT_TEXT = "input_text"  # the input text part's type, as the bridge reads it
+_COMPLETED_STATUS = Status.COMPLETED.value
 INPUT_ID_PREFIXES: dict[type[Any], str] = {
     UserMessageItemParam: _MESSAGE_PREFIX,
     SystemMessageItemParam: _MESSAGE_PREFIX,
@@ -197,6 +201,21 @@ async def resolve_references(body: CreateResponseBody, store: AsyncStore, owner:
 # -- what a response leaves -------------------------------------------------------------------------------
 
 
+_MESSAGES = (UserMessageItemParam, SystemMessageItemParam, DeveloperMessageItemParam, AssistantMessageItemParam)
+
+
+def _as_listed_message(item: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """A message item as OpenAI lists input items (the openai SDK reads them as `ResponseInputMessageItem`): its
+    `type`, its content as a list of typed parts (a string becomes one text part), and a `status`."""
+    listed = {**data, "type": _MESSAGE_TYPE, "status": data.get("status") or _COMPLETED_STATUS}
+    if isinstance(item.content, str):
+        if isinstance(item, AssistantMessageItemParam):
+            listed["content"] = [{"type": _OUTPUT_TEXT, "text": item.content, "annotations": []}]
+        else:
+            listed["content"] = [{"type": _INPUT_TEXT, "text": item.content}]
+    return listed
+
+
 def input_items(body: CreateResponseBody) -> list[dict[str, Any]]:
     """The request's input items as JSON, each with an id (made for those that came without one)."""
     if body.input is None:
@@ -205,6 +224,8 @@ def input_items(body: CreateResponseBody) -> list[dict[str, Any]]:
     out = []
     for item in given:
         data: dict[str, Any] = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(item, _MESSAGES):
+            data = _as_listed_message(item, data)
         if not data.get("id"):
             data = {"id": random_id(INPUT_ID_PREFIXES.get(type(item), _OTHER_PREFIX)), **data}
         out.append(data)

@@ -208,7 +208,7 @@ class Connection:
         for field in _spec.WEBSOCKET_HTTP_ONLY_FIELDS:
             if field in raw:
                 raise RequestError.of(_spec.REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD, field, field=field)
-        return parse_body(raw)
+        return parse_body(raw, hosted_tools=settings.hosted_tools)
 
     async def _prior(self, body: CreateResponseBody) -> Prior:
         previous = body.previous_response_id

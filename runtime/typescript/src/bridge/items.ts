@@ -45,6 +45,7 @@ import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { checkArguments } from "./arguments.js";
 import { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
+import { declaredTools, namespaceTools, qualified } from "./tools.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
@@ -165,10 +166,12 @@ const PHASE_OF_CHANNEL: ReadonlyMap<string, string> = new Map(
 const DEFAULT_PHASE = PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
 const [CREATED = "", IN_PROGRESS = ""] = spec.STREAM_OPENING;
 
-/** The kind of item a message becomes, by its recipient, author and channel. */
-export function kindOf(start: MessageStart): ItemKind {
+/** The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
+ * request's namespace tools (`namespaces`) is a function call. */
+export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = new Set()): ItemKind {
   const recipient = start.recipient;
   if (recipient !== null && recipient.startsWith(FUNCTIONS_PREFIX)) return ItemKind.FunctionCall;
+  if (recipient !== null && start.role === Role.Assistant && namespaces.has(recipient.split(SEPARATOR, 1)[0] ?? "")) return ItemKind.FunctionCall;
   if (start.role !== Role.Assistant) return ItemKind.ToolCall;
   if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) {
     const at = recipient.indexOf(SEPARATOR);
@@ -187,6 +190,7 @@ function event(type: string, fields: JsonObject): StreamingEvent {
 export class OpenItem {
   callId: string | null = null;
   name: string | null = null;
+  namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
   validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
   wire: unknown = null; // whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
   readonly reasoning: boolean;
@@ -227,6 +231,7 @@ export class OpenItem {
       if (this.channel !== CALL_CHANNEL) call[CHANNEL_FIELD] = this.channel;
       if (this.contentType !== CALL_CONTENT_TYPE) call[CONTENT_TYPE_FIELD] = this.contentType;
       if (this.validation !== null && done) call[VALIDATION_FIELD] = this.validation;
+      if (this.namespace !== null) call[spec.RESPONSE_NAMESPACE_FIELD] = this.namespace;
       return call;
     }
     // A vendor-prefixed item: every key besides `type` is an extra field.
@@ -294,7 +299,8 @@ function repairRecord(r: Recovered): RepairRecord {
 export class ResponseBuilder<D> {
   readonly responseId: string;
   private readonly parser: HarmonyStreamParser;
-  private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by name
+  private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
+  private readonly namespaces: ReadonlySet<string>; // the request's namespace tools' names
   private readonly model: string;
   private readonly ids: IdFactory;
   private readonly clock: () => number;
@@ -319,10 +325,10 @@ export class ResponseBuilder<D> {
     private readonly sink: Sink<D>,
     options: BuilderOptions = {},
   ) {
-    const names = options.tools ?? (request !== null ? (request.tools ?? []).map((t) => t.name) : []);
-    this.schemas = new Map(
-      (request?.tools ?? []).filter((t) => t.strict === true).map((t) => [t.name, (t.parameters ?? {}) as unknown as JsonObject]),
-    );
+    const declared = declaredTools(request);
+    const names = options.tools ?? declared.filter((d) => d.namespace === null).map((d) => d.name);
+    this.schemas = new Map(declared.filter((d) => d.tool.strict === true).map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
+    this.namespaces = new Set(namespaceTools(request).map((t) => t.name));
     this.parser = new HarmonyStreamParser(encoding, options.role === undefined ? Role.Assistant : options.role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
       maxToolCalls: callsAllowed(request),
@@ -547,11 +553,17 @@ export class ResponseBuilder<D> {
   }
 
   private open(start: MessageStart): OpenItem {
-    const kind = KINDS.get(kindOf(start)) as KindSpec;
+    const kind = KINDS.get(kindOf(start, this.namespaces)) as KindSpec;
     const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start.channel, start.recipient, start.contentType);
     if (kind.kind === ItemKind.FunctionCall) {
       item.callId = this.ids(kind.callIdPrefix ?? kind.idPrefix);
-      item.name = (start.recipient ?? "").slice(FUNCTIONS_PREFIX.length);
+      const to = start.recipient ?? "";
+      if (to.startsWith(FUNCTIONS_PREFIX)) item.name = to.slice(FUNCTIONS_PREFIX.length);
+      else {
+        const at = to.indexOf(SEPARATOR);
+        item.namespace = to.slice(0, at);
+        item.name = to.slice(at + SEPARATOR.length);
+      }
     }
     this.item = item;
     this.reasoningFrom = this.parser.tokensRead - 1;
@@ -598,7 +610,7 @@ export class ResponseBuilder<D> {
       text += EMPTY_ARGUMENTS;
       this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, pyFormat(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
     }
-    const schema = this.schemas.get(name);
+    const schema = this.schemas.get(qualified(name, item.namespace));
     if (schema !== undefined) {
       const found = checkArguments(text, schema);
       if (found.valid !== true) {

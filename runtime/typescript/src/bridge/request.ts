@@ -26,19 +26,19 @@
  * (`REQUEST_ERRORS`, spec/mapping/requests.json). Mirrors the Python package's `bridge/request.py`.
  */
 
-import type { CreateResponseBody, FunctionToolParam, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
+import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
 
 import { type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
 import { cpLength } from "../pytext.js";
-import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription } from "../models.js";
+import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig } from "../models.js";
 import { pyFormat, pyRepr } from "../pyformat.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
 import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";
+import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, ITEM_UNION, problemPath } from "./validation.js";
 
-const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
 const MESSAGE_KIND = spec.ITEM_KINDS[ItemKind.Message];
@@ -124,6 +124,7 @@ export interface Capabilities {
   readonly truncation?: boolean; // shortens an input too long for the context
   readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
+  readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
 }
 
 /** The bridge alone: every field that asks the caller for something is refused. */
@@ -179,7 +180,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
   const declared = model(BODY).byKey;
   const raw = body as unknown as JsonObject;
   for (const key of keysOf(raw)) {
-    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+    if (declared.has(key) || capabilities.extraFields?.has(key) || spec.LABEL_FIELDS[key] !== undefined) continue; // a label: kept
     const known = spec.EXTRA_FIELDS[key];
     if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
     const [flag, why] = known;
@@ -218,28 +219,14 @@ function choices(values: readonly unknown[]): string {
 /** An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it. */
 function explainItem(where: string, item: unknown): RequestError {
   const obj = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as JsonObject) : null;
-  const kind = obj?.["type"] ?? null;
   const role = obj?.["role"] ?? null;
+  let kind = obj?.["type"] ?? null;
+  if (kind === null && typeof role === "string") kind = [...ITEM_KINDS].find(([, r]) => r.length > 0)?.[0] ?? null; // an easy input message
   const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
   if (roles !== undefined && roles.length > 0) {
     return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) });
   }
   return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) });
-}
-
-/** An input item with a `role` but no `type` is read as an item reference; say what it lacks instead. */
-function untypedMessage(raw: JsonObject, parts: readonly (string | number)[]): RequestError | null {
-  if (parts.length < 2 || parts[0] !== "input") return null;
-  const items = raw["input"];
-  const index = parts[1];
-  if (!Array.isArray(items) || typeof index !== "number") return null;
-  const item = items[index];
-  if (item === null || typeof item !== "object" || Array.isArray(item) || "type" in item) return null;
-  const role = (item as JsonObject)["role"];
-  if (typeof role !== "string") return null;
-  const kinds = [...ITEM_KINDS].filter(([, roles]) => roles.includes(role)).map(([kind]) => kind);
-  if (kinds.length === 0) return null;
-  return RequestError.of(spec.REQUEST_ERROR_UNTYPED_ITEM, `input[${index}].type`, { role: new Verbatim(found(role)), types: new Verbatim(choices(kinds)) });
 }
 
 function checkSchema(schema: JsonObject, where: string): void {
@@ -254,9 +241,9 @@ function checkSchema(schema: JsonObject, where: string): void {
 }
 
 function checkSchemas(body: CreateResponseBody): void {
-  (body.tools ?? []).forEach((tool, i) => {
-    if (tool.parameters !== undefined && tool.parameters !== null) checkSchema(tool.parameters as JsonObject, `tools[${i}].parameters`);
-  });
+  for (const d of declaredTools(body)) {
+    if (d.tool.parameters !== undefined && d.tool.parameters !== null) checkSchema(d.tool.parameters as JsonObject, `${d.where}.parameters`);
+  }
   const fmt = body.text?.format ?? null;
   if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam" && "schema" in fmt && fmt.schema !== undefined && fmt.schema !== null) {
     checkSchema(fmt.schema as JsonObject, "text.format.schema");
@@ -278,6 +265,8 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
     if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
     throw e;
   }
+  const [split, unavailable] = splitTools(raw as JsonObject, capabilities.hostedTools ?? HostedTools.Omit);
+  raw = split;
   let body: CreateResponseBody;
   try {
     body = validateAs<CreateResponseBody>(BODY, raw);
@@ -285,11 +274,47 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
     if (!(e instanceof ModelValidationError)) throw e;
     const problem = explain(e.issues, raw);
     if (problem.union === ITEM_UNION) throw explainItem(problemPath(problem), problem.value);
-    throw untypedMessage(raw as JsonObject, problem.parts) ?? RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
+    throw RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
   }
   checkSchemas(body);
   checkSupported(body, capabilities);
+  if (unavailable.length > 0) (body as unknown as JsonObject)[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
   return body;
+}
+
+/** What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...). */
+export enum HostedTools {
+  Omit = "omit", // leave it out of the prompt and say so in the response's `harmony:unavailable_tools`
+  Reject = "reject", // refuse the request: a 400 naming the tool
+}
+
+// The tool types a request declares that the bridge renders (function and namespace tools).
+const TOOL_TYPES: ReadonlySet<string> = new Set(["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => literalArgs(m, "type")));
+const HOSTED_REASON =
+  "a tool of this type is run by the server, which cannot run it: it was not offered to the model (`--hosted-tools reject` refuses such requests instead)";
+
+/** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
+export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
+  const tools = raw["tools"];
+  if (!Array.isArray(tools)) return [raw, []];
+  const kept: unknown[] = [];
+  const unavailable: JsonObject[] = [];
+  tools.forEach((tool: unknown, i) => {
+    const kind = tool !== null && typeof tool === "object" && !Array.isArray(tool) ? (tool as JsonObject)["type"] : null;
+    if (typeof kind !== "string" || TOOL_TYPES.has(kind)) {
+      kept.push(tool);
+      return;
+    }
+    if (policy === HostedTools.Reject) {
+      throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, {
+        type: kind,
+        reason: new Verbatim("it was declared, and --hosted-tools reject refuses what cannot be offered to the model"),
+      });
+    }
+    const name = (tool as JsonObject)["name"];
+    unavailable.push(typeof name === "string" ? { type: kind, name, reason: HOSTED_REASON } : { type: kind, reason: HOSTED_REASON });
+  });
+  return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
 }
 
 /** What `tool_choice` asks of the sampler: the prompt alone cannot force or forbid a call. */
@@ -321,11 +346,11 @@ function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   return [...input];
 }
 
-function toolsOf(body: CreateResponseBody): [FunctionToolParam[], ToolPolicy] {
-  const tools = [...(body.tools ?? [])];
+function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
+  const tools = declaredTools(body);
   const names = tools.map((t) => t.name);
   names.forEach((name, i) => {
-    if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, `tools[${i}]`, { name });
+    if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i]?.where ?? `tools[${i}]`, { name });
   });
   const choice = body.tool_choice ?? null;
   if (choice === null || choice === "auto") return [tools, { mode: "auto", allowed: names }];
@@ -436,7 +461,8 @@ function header(item: AnyItem, key: string, fallback: string | null): string | n
 function functionCall(item: AnyItem, calls: KnownCalls): Message {
   const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
-  const author = FUNCTIONS_PREFIX + String(item["name"] ?? "");
+  const namespace = item[spec.RESPONSE_NAMESPACE_FIELD];
+  const author = recipient(qualified(String(item["name"] ?? ""), typeof namespace === "string" ? namespace : null));
   calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
   return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
 }
@@ -586,10 +612,14 @@ export function requestToConversation(
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
   if (instructions.length > 0) developer.withInstructions(instructions.join(spec.SYS_SECTION_SEPARATOR));
-  if (tools.length > 0) {
-    developer.withFunctionTools(
-      tools.map((t) => ToolDescription.new(t.name, t.description ?? "", t.parameters !== undefined && t.parameters !== null ? (t.parameters as JsonObject) : null)),
-    );
+  const describe = (d: DeclaredTool): ToolDescription =>
+    ToolDescription.new(d.tool.name, d.tool.description ?? "", d.tool.parameters !== undefined && d.tool.parameters !== null ? (d.tool.parameters as JsonObject) : null);
+  const functions = tools.filter((t) => t.namespace === null);
+  if (functions.length > 0) developer.withFunctionTools(functions.map(describe));
+  const kept = new Set(tools.map((t) => t.name));
+  for (const namespace of namespaceTools(body)) {
+    const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
+    if (members.length > 0) developer.withTools(new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe)));
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
   const fmt = body.text?.format ?? null;

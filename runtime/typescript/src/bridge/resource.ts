@@ -5,6 +5,7 @@ import type { CreateResponseBody, JsonSchemaResponseFormatParam, ResponseResourc
 import { type JsonData, type JsonObject } from "../json.js";
 import { spec } from "../tables.js";
 import { make, modelOf } from "./schema.js";
+import { functionTools } from "./tools.js";
 
 /** One repair as the response lists it in its vendor-prefixed field. */
 export interface RepairRecord {
@@ -70,7 +71,7 @@ export interface SnapshotState {
  */
 export function responseSnapshot(body: CreateResponseBody | null, state: SnapshotState): ResponseResource {
   const b: CreateResponseBody = body ?? {};
-  const tools = (b.tools ?? []).map((t) =>
+  const tools = functionTools(b).map((t) =>
     make("FunctionTool", { name: t.name, description: t.description ?? null, parameters: (t.parameters ?? null) as JsonData, strict: t.strict ?? null }),
   );
   const reasoning = b.reasoning !== undefined && b.reasoning !== null ? make("Reasoning", { effort: b.reasoning.effort ?? null, summary: b.reasoning.summary ?? null }) : null;
@@ -107,5 +108,11 @@ export function responseSnapshot(body: CreateResponseBody | null, state: Snapsho
     prompt_cache_key: b.prompt_cache_key ?? null,
   };
   if (state.repairs && state.repairs.length > 0) out[spec.RESPONSE_REPAIRS_FIELD] = state.repairs.map((r) => ({ ...r }));
+  const given = b as unknown as JsonObject;
+  const labels: JsonObject = {};
+  for (const key of Object.keys(spec.LABEL_FIELDS)) if (given[key] !== undefined && !(key in out)) labels[key] = given[key] as JsonData;
+  if (Object.keys(labels).length > 0) out[spec.RESPONSE_LABELS_FIELD] = labels;
+  const unavailable = given[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD];
+  if (Array.isArray(unavailable) && unavailable.length > 0) out[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
   return make("ResponseResource", out) as unknown as ResponseResource;
 }

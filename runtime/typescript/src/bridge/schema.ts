@@ -485,7 +485,9 @@ function itemModel(unionName: string, value: unknown): { model: string | null; t
     return { model: null, tag: `${pyReprJson(kind)} (role ${pyReprJson(role)})` }; // a list or object where a tag belongs
   }
   const variants = union?.variants ?? [];
-  const found = variants.find((v) => v.type === kind && v.role === role) ?? variants.find((v) => v.type === kind && v.role === null);
+  // A type with variants by role takes its role's; a role none takes is no member (not the type's role-less one).
+  const byRole = variants.some((v) => v.type === kind && v.role !== null);
+  const found = variants.find((v) => v.type === kind && v.role === role) ?? (role === null || !byRole ? variants.find((v) => v.type === kind && v.role === null) : undefined);
   if (found !== undefined) return { model: found.model, tag: found.model };
   if (typeof kind === "string") {
     const colon = kind.indexOf(":");

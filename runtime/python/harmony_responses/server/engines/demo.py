@@ -22,6 +22,7 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 
 from ..._tables import spec as _spec
+from ...bridge.tools import recipient
 from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
@@ -68,7 +69,7 @@ class DemoEngine(Engine):
         start = len(prompt) - 1 - prompt[::-1].index(_spec.TOKEN_START) if _spec.TOKEN_START in prompt else 0
         if prompt and prompt[-1] == _spec.TOKEN_MESSAGE and start > 0:  # a header the server wrote: its body remains
             header = self.encoding.decode(prompt[start:])
-            tool = next((t for t in request.tools if FUNCTIONS_PREFIX + t.name in header), None)
+            tool = next((t for t in request.tools if recipient(t.name) in header), None)
             if tool is None and FUNCTIONS_PREFIX not in header and request.json_schema is not None:
                 answer = json.dumps(instance(request.json_schema), ensure_ascii=False)
                 return self.encoding.encode(answer, disallowed_special=()) + [_spec.TOKEN_END_DONE_SAMPLING]
