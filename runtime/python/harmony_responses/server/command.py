@@ -14,6 +14,7 @@ import socket
 import sys
 from typing import Any
 
+from .banner import startup_lines
 from .settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
@@ -148,6 +149,14 @@ def serve(args: argparse.Namespace) -> int:
     except EngineSpecError as exc:
         print(f"harmony-responses serve: {exc}", file=sys.stderr)
         return 2
+    from .engines.discover import DiscoveryError, resolve_engine
+
+    try:
+        engine, engine_model, note = resolve_engine(settings.engine, settings.model)
+    except DiscoveryError as exc:
+        print(f"harmony-responses serve: {exc}", file=sys.stderr)
+        return 2
+    settings = settings.replace(engine=engine)
     problem = check_store(settings)
     if problem is not None:
         print(f"harmony-responses serve: {problem}", file=sys.stderr)
@@ -164,7 +173,10 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})", flush=True)
+    print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})")
+    for line in startup_lines(settings, f"http://{shown}:{port}", engine_model, note):
+        print(line)
+    sys.stdout.flush()
     config = uvicorn.Config(
         "harmony_responses.server.app:app_from_env",
         factory=True,
