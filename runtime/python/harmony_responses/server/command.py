@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from .banner import startup_lines
+from .engines.spec import ENGINES_HELP
 from .settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
@@ -29,13 +30,15 @@ def add_serve_parser(sub: Any) -> None:
         help="serve Open Responses and Chat Completions in front of an inference engine",
         description="Serve /v1/responses and /v1/chat/completions for gpt-oss running in an inference engine. "
         "Every flag also reads HARMONY_RESPONSES_<FLAG> (e.g. HARMONY_RESPONSES_ENGINE); flags win.",
+        epilog=ENGINES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
     p.add_argument(
         "--engine",
         help="the engine: demo, replay:FILE, vllm:URL, sglang:URL, sglang-completions:URL, llamacpp:URL, "
-        "ollama:URL?model=NAME (default demo, a deterministic stand-in for a model)",
+        "ollama:URL (default demo, a deterministic stand-in for a model; the list below)",
     )
     p.add_argument("--model", help="the model name served and listed by /v1/models (default gpt-oss)")
     p.add_argument("--api-key", action="append", dest="api_keys", help="accept this key (repeatable); none: no auth")
