@@ -7,6 +7,8 @@
     GET  /v1/models             the served model; GET /v1/models/{id} one model or 404
     GET  /health                liveness and the engine's name (no key needed)
     GET  /metrics               Prometheus metrics (no key needed)
+    POST /v1/harmony/inspect    the bridge run on a raw completion given with a request (the page's inspector)
+    GET  /                      the page: a playground and an inspector (static files, no key needed)
 
 The response store is opened (and migrated) when the app is made, swept for responses of dead
 processes every `--store-recover-interval` seconds, and closed at shutdown (this process's unfinished
@@ -38,6 +40,7 @@ from .._tables import spec as _spec
 from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Store, StoreError, open_store
+from . import page
 from .auth import KeyCheck
 from .body import read_json
 from .chat import ChatCompletionRequest, chat_request_error, parse_chat_request, to_responses_body
@@ -47,6 +50,7 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .inspect import inspect
 from .respond import Plan, RequestError, ResponseRun, parse_body, plan_request
 from .settings import Settings
 from .state import ServerState
@@ -57,6 +61,7 @@ log = logging.getLogger("harmony_responses.server")
 
 _RESPONSES = "/v1/responses"
 _CHAT = "/v1/chat/completions"
+_INSPECT = "/v1/harmony/inspect"
 _OWNER = "harmony-responses"
 
 
@@ -195,6 +200,16 @@ async def model(request: Request) -> Response:
     except ServerError as exc:
         return _error_response(exc)
     return JSONResponse(_model_card(state))
+
+
+async def inspect_completion(request: Request, state: ServerState) -> Response:
+    """The page's inspector: the bridge run on a raw completion given with a request (see `inspect`)."""
+    try:
+        raw = await _read(request, state)
+        found = inspect(raw, state.encoding, model=state.settings.model)
+    except (ServerError, RequestError) as exc:
+        return _error_response(exc)
+    return JSONResponse(found)
 
 
 async def health(request: Request) -> Response:
@@ -356,6 +371,10 @@ def create_app(
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            Route(_INSPECT, _with_state(inspect_completion), methods=["POST"]),
+            Route("/", page.index, methods=["GET"]),
+            Route("/favicon.ico", page.favicon, methods=["GET"]),
+            Route("/page/{name}", page.page_asset, methods=["GET"]),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
         lifespan=lifespan,
