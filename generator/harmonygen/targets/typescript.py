@@ -509,5 +509,7 @@ def emit(
         if not source.is_file():
             raise GenerationError(f"{source.relative_to(root).as_posix()} is missing (the npm package ships it)")
         rel = source.relative_to(root).as_posix()
-        outputs.append(Output(f"{TARGET}/{name}", source.read_text(encoding="utf-8"), (rel,), f"{rel}, copied"))
+        copier = "generator/harmonygen/targets/typescript.py"  # the repository's LICENSE is in no input folder
+        sources = (rel,) if rel.startswith("runtime/") else (rel, copier)
+        outputs.append(Output(f"{TARGET}/{name}", source.read_text(encoding="utf-8"), sources, f"{rel}, copied"))
     return outputs
