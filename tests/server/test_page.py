@@ -114,5 +114,5 @@ def test_the_inspector_shows_the_repairs_of_a_glitchy_completion(page: Page, tmp
     assert served["output"][-1]["type"] == "function_call" and served["output"][-1]["name"] == "get_weather"
     chat = page.evaluate("JSON.parse(document.getElementById('served-chat').textContent)")
     assert chat["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
-    page.screenshot(_shots(tmp_path) / "inspector.png")
+    page.screenshot(_shots(tmp_path) / "inspector.png", height=1250)
     assert page.problems == []

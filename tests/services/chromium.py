@@ -168,8 +168,14 @@ class Page:
         self.send("Page.navigate", url=url)
         self.wait_for("document.readyState === 'complete'")
 
-    def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", format="png")["data"]
+    def screenshot(self, path: Path, height: int | None = None) -> None:
+        """A PNG of the page: the viewport, or its top `height` pixels (a taller shot of a long page)."""
+        params: dict[str, Any] = {"format": "png"}
+        if height is not None:
+            params.update(
+                captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1}
+            )
+        data = self.send("Page.captureScreenshot", **params)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
 

@@ -295,7 +295,7 @@ async function inspect() {
   }
   showRaw(found.completion, found.repairs);
   showMessages(found.messages);
-  $("prompt-tail").textContent = found.prompt.length > 400 ? `…${found.prompt.slice(-400)}` : found.prompt;
+  $("prompt-tail").textContent = found.prompt.length > 300 ? `…${found.prompt.slice(-300)}` : found.prompt;
   $("served-response").textContent = JSON.stringify(found.response, null, 2);
   $("served-chat").textContent = JSON.stringify(found.chat, null, 2);
   $("inspect-result").hidden = false;
