@@ -58,7 +58,7 @@ def test_the_wheel_holds_the_license_the_page_and_the_types(wheel: Path) -> None
     text = zipfile.ZipFile(wheel).read(next(n for n in licenses if n.endswith("/LICENSE"))).decode()
     assert "Apache License" in text and "Version 2.0" in text
     for part in ("index.html", "page.js", "page.css", "icon.svg"):
-        assert f"harmony_responses/server/page/{part}" in names
+        assert f"harmony_responses/server/static/{part}" in names
     assert "harmony_responses/py.typed" in names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: Apache-2.0" in metadata

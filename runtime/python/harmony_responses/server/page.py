@@ -1,5 +1,5 @@
 """The page at `/`: a playground for `/v1/responses` and an inspector of raw completions, in plain HTML and
-JavaScript shipped with the package (`server/page/`, package data: nothing is built at install or at start).
+JavaScript shipped with the package (`server/static/`, package data: nothing is built at install or at start).
 
 The page and its two assets need no API key (they hold no data); what they call does: the playground sends
 `/v1/responses` and the inspector `POST /v1/harmony/inspect` with the key typed into the page, kept in the
@@ -29,7 +29,7 @@ _SECURITY = {
 @cache
 def asset(name: str) -> bytes:
     """One of the page's files, as shipped."""
-    return files(__package__).joinpath("page", name).read_bytes()
+    return files(__package__).joinpath("static", name).read_bytes()
 
 
 def _file(name: str) -> Response:
