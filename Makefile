@@ -7,7 +7,7 @@ SHARED ?= $(or $(HARMONY_SHARED),$(abspath ../shared))
 export HARMONY_SHARED := $(abspath $(SHARED))
 export TIKTOKEN_ENCODINGS_BASE ?= $(HARMONY_SHARED)/vocab
 
-.PHONY: run test venv test-venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
+.PHONY: run serve test venv test-venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
 
 # TypeScript: harmonygen runs json-schema-to-typescript from generator/node; the generated package
 # generated/typescript/ is installed from its lock file, then tsc compiles it together with the
@@ -22,14 +22,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# `make run` needs the package and its generator only; `make test` adds the test and benchmark tools.
+# `make run` and `make serve` need the package, the server and the openai SDK (the `demo` extra), no Node and
+# no generator (generated/ is committed); `make generate` adds the generator; `make test` the test and benchmark tools.
+$(VENV)/.installed-demo: pyproject.toml $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[demo]'
+	touch $@
+
 $(VENV)/.installed-run: pyproject.toml $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[gen]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[gen,test,bench]'
-	touch $@ $(VENV)/.installed-run
+	touch $@ $(VENV)/.installed-run $(VENV)/.installed-demo
 
 venv: $(VENV)/.installed-run
 
@@ -69,9 +74,15 @@ lint: test-venv
 typecheck: test-venv
 	$(BIN)/mypy
 
-run: generate
-	$(BIN)/harmony-responses render examples/conversation.json --next-role assistant
-	$(BIN)/harmony-responses respond --request examples/responses/request.json --completion examples/responses/completion.txt --stream
+# The product on embedded defaults: serve on the demo engine and a temporary SQLite store, a scripted session
+# through it with the openai SDK, a transcript, the next steps; the server stops and make exits 0.
+run: $(VENV)/.installed-demo
+	$(BIN)/harmony-responses demo
+
+# Keep serving: the demo engine on http://127.0.0.1:8000 (ENGINE=vllm:http://127.0.0.1:8001 for a real one).
+ENGINE ?= demo
+serve: $(VENV)/.installed-demo
+	$(BIN)/harmony-responses serve --engine '$(ENGINE)'
 
 test: check lint typecheck ts-test
 	$(BIN)/python -m pytest

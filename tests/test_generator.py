@@ -27,6 +27,7 @@ def project(tmp_path: Path) -> Path:
             build_products = shutil.ignore_patterns("__pycache__", "node_modules", "dist")
             shutil.copytree(ROOT / name, tmp_path / name, ignore=build_products)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(ROOT / "LICENSE", tmp_path / "LICENSE")  # the npm package ships it
     write(load_config(tmp_path))  # start current, whatever state the working tree is in
     return tmp_path
 

@@ -31,6 +31,7 @@ def project(tmp_path: Path) -> Path:
     for name in ("spec", "grammar"):
         shutil.copytree(ROOT / name, tmp_path / name)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(ROOT / "LICENSE", tmp_path / "LICENSE")  # the npm package ships it
     return tmp_path
 
 

@@ -144,6 +144,7 @@ def _mutated_project(tmp: Path) -> Path:
     for name in ("spec", "grammar", "templates", "runtime"):
         shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     shutil.copy(ROOT / "pyproject.toml", project / "pyproject.toml")
+    shutil.copy(ROOT / "LICENSE", project / "LICENSE")  # the npm package ships it
     fmt_path = project / "spec/harmony/format.json"
     fmt = json.loads(fmt_path.read_text(encoding="utf-8"))
     assert fmt["header"]["function_namespace"] == OLD_NAMESPACE

@@ -568,8 +568,10 @@ def test_cli_parse_file_with_a_final_newline(tmp_path: Any) -> None:
 
 def test_cli_parse_modes_and_errors() -> None:
     bad = "junk<|start|>assistant<|message|>x<|end|>"
-    strict = _cli("parse", "-", "--role", "none", stdin=bad)
+    strict = _cli("parse", "-", "--role", "none", "--mode", "strict", stdin=bad)
     assert strict.returncode == 2 and "text outside a message" in strict.stderr
+    default = _cli("parse", "-", "--role", "none", stdin=bad)  # lenient, as the bridge and the server read
+    assert default.returncode == 0 and "lenient parse repaired the input" in default.stderr
     lenient = _cli("parse", "-", "--role", "none", "--mode", "lenient", "--events", stdin=bad)
     assert lenient.returncode == 0
     first = json.loads(lenient.stdout.splitlines()[0])

@@ -1147,7 +1147,16 @@ TOOLS = {
 
 
 def _cases(tmp: Path) -> list[list[str]]:
-    argvs: list[list[str]] = [[], ["-h"], ["frob"], ["render"], ["render", "-h"], ["tools", "--help"], ["tools"]]
+    argvs: list[list[str]] = [
+        [],
+        ["-h"],
+        ["--version"],
+        ["frob"],
+        ["render"],
+        ["render", "-h"],
+        ["tools", "--help"],
+        ["tools"],
+    ]
     for name, body in CONVERSATIONS.items():
         path = tmp / f"{name}.json"
         path.write_text(body, encoding="utf-8")

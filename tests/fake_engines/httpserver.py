@@ -93,8 +93,9 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
 class FakeServer:
     """Routes POST paths to handlers that yield `Action`s; counts requests and disconnects."""
 
-    def __init__(self, routes: dict[str, Handler]) -> None:
+    def __init__(self, routes: dict[str, Handler], listings: dict[str, Any] | None = None) -> None:
         self.routes = routes
+        self.listings = listings or {}  # GET path → JSON body (the engine's list of models)
         self.stats = Stats()
 
     async def _write_head(self, writer: asyncio.StreamWriter, status: Status, length: int | None) -> None:
@@ -119,6 +120,9 @@ class FakeServer:
         if request.path == "/_fake/reset":
             self.stats = Stats()
             await self._json(writer, 200, {"ok": True})
+            return True
+        if request.method == "GET" and request.path in self.listings:
+            await self._json(writer, 200, self.listings[request.path])
             return True
         if request.method == "GET" and request.path.rsplit("/", 2)[-1] in ("health", "version"):
             await self._json(
@@ -189,8 +193,13 @@ class FakeServer:
             writer.close()
 
 
-async def serve(routes: dict[str, Handler], port: int, ready: Callable[[int], Awaitable[None] | None]) -> None:
-    server = FakeServer(routes)
+async def serve(
+    routes: dict[str, Handler],
+    port: int,
+    ready: Callable[[int], Awaitable[None] | None],
+    listings: dict[str, Any] | None = None,
+) -> None:
+    server = FakeServer(routes, listings)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", port)
     actual = listener.sockets[0].getsockname()[1]
     result = ready(actual)

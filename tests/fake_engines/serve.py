@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harmony_responses import load_harmony_encoding  # noqa: E402
 
 from httpserver import serve  # noqa: E402
-from wire import ROUTES, Options, all_routes  # noqa: E402
+from wire import ROUTES, Options, all_routes, model_listings  # noqa: E402
 
 
 def main() -> None:
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--no-token-ids", action="store_true", help="/v1/completions returns text only")
     parser.add_argument("--incremental", action="store_true", help="SGLang --incremental-streaming-output")
     parser.add_argument("--token-delay-ms", type=float, help="pause per chunk (default 1 ms)")
+    parser.add_argument("--models", default="", help="comma-separated model names the engine lists (default: none)")
     args = parser.parse_args()
     encoding = load_harmony_encoding("HarmonyGptOss")
     options = Options(
@@ -44,7 +45,9 @@ def main() -> None:
         print(f"fake engine {args.kind} listening on {port}", flush=True)
 
     routes = all_routes(encoding, options) if args.kind == "all" else ROUTES[args.kind](encoding, options)
-    asyncio.run(serve(routes, args.port, ready))
+    models = [m for m in args.models.split(",") if m]
+    listings = {} if args.kind == "all" else model_listings(args.kind, models)
+    asyncio.run(serve(routes, args.port, ready, listings))
 
 
 if __name__ == "__main__":

@@ -502,3 +502,24 @@ def all_routes(encoding: HarmonyEncoding, options: Options) -> dict[str, Handler
         for path, handler in ROUTES[kind](encoding, variant).items():
             routes[f"/{prefix}{path}"] = handler
     return routes
+
+
+def model_listings(kind: str, models: list[str]) -> dict[str, Any]:
+    """The GET places where each engine lists the models it serves, in its documented shape (empty: none)."""
+    if not models:
+        return {}
+    openai_list = {
+        "object": "list",
+        "data": [
+            {"id": m, "object": "model", "created": 1764460800, "owned_by": kind, "root": m, "max_model_len": 131072}
+            for m in models
+        ],
+    }
+    if kind in ("vllm", "sglang"):
+        return {"/v1/models": openai_list}
+    if kind == "llamacpp":  # llama.cpp serves one model: /props names its file
+        return {"/v1/models": openai_list, "/props": {"model_path": models[0], "total_slots": 1}}
+    if kind == "ollama":
+        tags = [{"name": m, "model": m, "modified_at": "2026-11-30T00:00:00Z", "size": 13780173839} for m in models]
+        return {"/api/tags": {"models": tags}}
+    return {}

@@ -113,7 +113,6 @@ def test_engine_specs(spec: str, kind: str, target: str, options: dict[str, str]
         ("tgi:http://x", "unknown engine"),
         ("vllm", "base URL"),
         ("vllm:127.0.0.1:8000", "base URL"),
-        ("ollama:http://127.0.0.1:11434", "model"),
         ("replay", "recordings file"),
         ("vllm:http://x?temperature=1", "unknown option"),
         ("demo:foo", "no target"),

@@ -46,6 +46,9 @@ OUT_DIR = "dist"
 NODE_TOOL = Path(__file__).resolve().parents[2] / "node" / "schema-to-ts.mjs"
 TYPES_ROOT_NAME = "OpenResponses"
 JSON_VALUE = "JsonValue"
+README = "README.md"  # runtime/typescript/README.md, the npm package's page
+LICENSE = "LICENSE"  # the repository's license text
+
 # The runtime's manifest fields the package keeps as they are; the rest of package.json is the layout's.
 MANIFEST_FIELDS = ("name", "version", "license", "type", "engines", "dependencies", "devDependencies")
 # Fields the package keeps when the runtime's manifest has them: optional peers (ajv, which checks strict tools'
@@ -336,7 +339,7 @@ def package_json(manifest: dict[str, Any], lay: Layout) -> dict[str, Any]:
             GENERATED_ALIAS: f"./{lay.data_out}/*",
             TYPES_ALIAS: f"{types_entry}.js",
         },
-        "files": [lay.runtime_out, lay.data_out, lay.types_out],
+        "files": [lay.runtime_out, lay.data_out, lay.types_out, README, LICENSE],
         "scripts": {"build": "tsc -p .", "test": f"node --test {OUT_DIR}/"},
         "dependencies": manifest["dependencies"],
         **{field: manifest[field] for field in OPTIONAL_MANIFEST_FIELDS if field in manifest},
@@ -501,4 +504,12 @@ def emit(
             "npm's lock of runtime/typescript, copied",
         ),
     ]
+    # The package's README and the repository's LICENSE, which npm packs whatever "files" says.
+    for name, source in ((README, ts_runtime / README), (LICENSE, root / LICENSE)):
+        if not source.is_file():
+            raise GenerationError(f"{source.relative_to(root).as_posix()} is missing (the npm package ships it)")
+        rel = source.relative_to(root).as_posix()
+        copier = "generator/harmonygen/targets/typescript.py"  # the repository's LICENSE is in no input folder
+        sources = (rel,) if rel.startswith("runtime/") else (rel, copier)
+        outputs.append(Output(f"{TARGET}/{name}", source.read_text(encoding="utf-8"), sources, f"{rel}, copied"))
     return outputs

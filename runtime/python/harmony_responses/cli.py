@@ -170,8 +170,22 @@ def _parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed distribution's version (the package metadata; no second copy of the number)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("harmony-responses")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harmony-responses", description="Harmony format tools.")
+    parser = argparse.ArgumentParser(
+        prog="harmony-responses",
+        description="Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     render = sub.add_parser("render", help="render a conversation (reference JSON form) to Harmony text")
     render.add_argument("file", help="conversation JSON file, or - for standard input")
@@ -188,7 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     parse = sub.add_parser("parse", help="parse a completion (text, or token ids) into messages as JSON Lines")
     parse.add_argument("file", help="completion file, or - for standard input")
     parse.add_argument("--tokens", action="store_true", help="the file holds a JSON list of token ids")
-    parse.add_argument("--mode", choices=["strict", "lenient"], default="strict", help="default: strict")
+    parse.add_argument(
+        "--mode",
+        choices=["strict", "lenient"],
+        default="lenient",
+        help="lenient (default, as the bridge and the server read completions): repair and report; strict: fail",
+    )
     parse.add_argument(
         "--role",
         choices=[*(r.value for r in Role), "none"],
@@ -203,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .server.command import add_serve_parser  # argparse only: uvicorn and the app load when `serve` runs
 
     add_serve_parser(sub)
+    from .demo import add_demo_parser
+
+    add_demo_parser(sub)
     return parser
 
 

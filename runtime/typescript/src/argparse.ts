@@ -25,6 +25,7 @@ export interface CommandSpec {
 export interface ProgramSpec {
   readonly prog: string;
   readonly description: string;
+  readonly version?: string; // `--version` prints `prog version`, as argparse's action="version"
   readonly commands: readonly CommandSpec[];
 }
 
@@ -42,6 +43,8 @@ export class ArgExit {
 
 const HELP_FLAGS = ["-h", "--help"];
 const HELP_TEXT = "show this help message and exit";
+const VERSION_FLAG = "--version";
+const VERSION_TEXT = "show program's version number and exit";
 const MAX_HELP_POSITION = 24;
 
 function width(): number {
@@ -55,7 +58,10 @@ function metavar(opt: OptionSpec): string {
 }
 
 function usageParts(command: CommandSpec | null, program: ProgramSpec): [string[], string[]] {
-  if (command === null) return [["[-h]"], [`{${program.commands.map((c) => c.name).join(",")}}`, "..."]];
+  if (command === null) {
+    const main = program.version !== undefined ? ["[-h]", `[${VERSION_FLAG}]`] : ["[-h]"];
+    return [main, [`{${program.commands.map((c) => c.name).join(",")}}`, "..."]];
+  }
   const opts = ["[-h]"];
   for (const o of command.options) {
     if (o.kind === "flag") opts.push(`[${o.flag}]`);
@@ -119,6 +125,7 @@ function helpText(prog: string, command: CommandSpec | null, program: ProgramSpe
     sections.push(["positional arguments", [[command.positional.dest, command.positional.help, 2]]]);
   }
   const options: [string, string, number][] = [[HELP_FLAGS.join(", "), HELP_TEXT, 2]];
+  if (command === null && program.version !== undefined) options.push([VERSION_FLAG, VERSION_TEXT, 2]);
   for (const o of command?.options ?? []) options.push([o.kind === "flag" ? o.flag : `${o.flag} ${metavar(o)}`, o.help, 2]);
   sections.push(["options", options]);
   for (const [, items] of sections) for (const [inv, help] of items) rows.push([inv, help]);
@@ -155,6 +162,7 @@ export function parseArgs(program: ProgramSpec, argv: readonly string[]): Parsed
   };
   let i = 0;
   while (i < argv.length && HELP_FLAGS.includes(argv[i] ?? "") === false && (argv[i] ?? "").startsWith("-") && argv[i] !== "-") {
+    if (program.version !== undefined && argv[i] === VERSION_FLAG) throw new ArgExit(0, `${program.prog} ${program.version}\n`, "");
     i++; // argparse sets unknown main options aside and reports them at the end
   }
   const first = argv[i];

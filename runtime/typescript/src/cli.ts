@@ -4,6 +4,8 @@
  * exit codes (0 done, 2 bad input, 1 a crash).
  */
 
+import { readFileSync } from "node:fs";
+
 import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
 import { CommandError, Crash, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds } from "./cliio.js";
 import { HarmonyError } from "./errors.js";
@@ -27,7 +29,22 @@ import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
+const PACKAGE_NAME = "@harmony-responses/harmony";
 const SERVE = "serve";
+const DEMO = "demo";
+
+/** The package's version, read from its package.json (no second copy of the number). */
+function packageVersion(): string {
+  for (const up of ["../../../../package.json", "../../../package.json", "../package.json"]) {
+    try {
+      const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
+      if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
+    } catch {
+      // not this folder: try the next one up
+    }
+  }
+  return "unknown (not installed)";
+}
 const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
 
 function program(): ProgramSpec {
@@ -59,7 +76,14 @@ function program(): ProgramSpec {
       positional: { dest: "file", help: "completion file, or - for standard input" },
       options: [
         { flag: "--tokens", dest: "tokens", kind: "flag", help: "the file holds a JSON list of token ids" },
-        { flag: "--mode", dest: "mode", kind: "value", choices: ["strict", "lenient"], default: "strict", help: "default: strict" },
+        {
+          flag: "--mode",
+          dest: "mode",
+          kind: "value",
+          choices: ["strict", "lenient"],
+          default: "lenient",
+          help: "lenient (default, as the bridge and the server read completions): repair and report; strict: fail",
+        },
         {
           flag: "--role",
           dest: "role",
@@ -76,10 +100,21 @@ function program(): ProgramSpec {
     },
     respondCommand(),
     promptCommand(),
-    // The server is Python's only (harmony_responses.server): listed so usage reads the same.
+    // The server and its demo are Python's only (harmony_responses.server): listed so usage reads the same.
     { name: SERVE, help: "serve Open Responses and Chat Completions in front of an inference engine", positional: null, options: [] },
+    {
+      name: DEMO,
+      help: "start serve on the demo engine, run a scripted session with the openai SDK, print the transcript",
+      positional: null,
+      options: [],
+    },
   ];
-  return { prog: PROG, description: "Harmony format tools.", commands };
+  return {
+    prog: PROG,
+    description: "Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).",
+    version: packageVersion(),
+    commands,
+  };
 }
 
 function loc(base: string, path: readonly (string | number)[]): string {
@@ -227,7 +262,7 @@ function parse(values: Readonly<Record<string, Value>>, out: (text: string) => v
   const encoding = loadEncoding();
   const roleName = String(values["role"]);
   const tool = values["tool_names"];
-  const mode = values["mode"] === "lenient" ? "lenient" : "strict";
+  const mode = values["mode"] === "strict" ? "strict" : "lenient";
   const parser = new HarmonyStreamParser(encoding, roleName === NO_ROLE ? null : parseRole(roleName), mode, Array.isArray(tool) && tool.length > 0 ? tool : null);
   let events: Event[];
   if (values["tokens"] === true) {
@@ -258,8 +293,8 @@ export function main(
     const { command, values } = parseArgs(program(), argv);
     if (command.name === "respond") return respond(values, out, err); // no file argument: its errors name the files
     if (command.name === "prompt") return prompt(values, out, err);
-    if (command.name === SERVE) {
-      err(`${PROG}: ${SERVE}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
+    if (command.name === SERVE || command.name === DEMO) {
+      err(`${PROG}: ${command.name}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
       return 2;
     }
     file = String(values["file"]);

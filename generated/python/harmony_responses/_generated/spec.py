@@ -736,6 +736,10 @@ REQUEST_ERRORS: dict[str, dict[str, str]] = {
     },
     "unsupported_item": {"code": "unsupported_item", "message": "item type {type} is not supported"},
     "out_of_range": {"code": "invalid_value", "message": "expected a number from {low} to {high}, found {found}"},
+    "invalid_tool_schema": {
+        "code": "invalid_function_parameters",
+        "message": "function {name}'s parameters are not a valid JSON Schema: {reason}",
+    },
     "budget_too_small": {
         "code": "invalid_value",
         "message": "a budget of {budget} tokens leaves no room for the forced call",
@@ -841,6 +845,8 @@ REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: str = "item_reference_not_found"
 REQUEST_ERROR_UNSUPPORTED_ITEM: str = "unsupported_item"
 
 REQUEST_ERROR_OUT_OF_RANGE: str = "out_of_range"
+
+REQUEST_ERROR_INVALID_TOOL_SCHEMA: str = "invalid_tool_schema"
 
 REQUEST_ERROR_BUDGET_TOO_SMALL: str = "budget_too_small"
 

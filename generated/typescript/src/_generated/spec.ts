@@ -712,6 +712,10 @@ export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; re
   },
   "unsupported_item": { "code": "unsupported_item", "message": "item type {type} is not supported" },
   "out_of_range": { "code": "invalid_value", "message": "expected a number from {low} to {high}, found {found}" },
+  "invalid_tool_schema": {
+    "code": "invalid_function_parameters",
+    "message": "function {name}'s parameters are not a valid JSON Schema: {reason}",
+  },
   "budget_too_small": { "code": "invalid_value", "message": "a budget of {budget} tokens leaves no room for the forced call" },
   "previous_response_unknown": {
     "code": "previous_response_not_found",
@@ -810,6 +814,8 @@ export const REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND: string = "item_reference_no
 export const REQUEST_ERROR_UNSUPPORTED_ITEM: string = "unsupported_item";
 
 export const REQUEST_ERROR_OUT_OF_RANGE: string = "out_of_range";
+
+export const REQUEST_ERROR_INVALID_TOOL_SCHEMA: string = "invalid_tool_schema";
 
 export const REQUEST_ERROR_BUDGET_TOO_SMALL: string = "budget_too_small";
 

@@ -9,6 +9,8 @@
     GET  /health                liveness (no key needed; says nothing of the engine's address)
     GET  /ready                 readiness: 200 when the engine answers, 503 when not or while draining
     GET  /metrics               Prometheus metrics (no key needed)
+    POST /v1/harmony/inspect    the bridge run on a raw completion given with a request (the page's inspector)
+    GET  /                      the page: a playground and an inspector (static files, no key needed)
 
 The response store is opened (and migrated) when the app is made, swept for responses of dead
 processes every `--store-recover-interval` seconds, and closed at shutdown, after the last response has
@@ -45,6 +47,7 @@ from ..bridge.encrypted import ReasoningSeal
 from ..bridge.items import NullSink
 from ..encoding import HarmonyEncoding, load_harmony_encoding
 from ..store import AsyncStore, Owner, Store, StoreError, open_store
+from . import page
 from .auth import KeyCheck
 from .background import check_background, start_background
 from .body import read_json_sized
@@ -55,6 +58,7 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .inspect import inspect
 from .offload import maybe_off_loop
 from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_request
 from .settings import Settings
@@ -66,6 +70,7 @@ log = logging.getLogger("harmony_responses.server")
 
 _RESPONSES = "/v1/responses"
 _CHAT = "/v1/chat/completions"
+_INSPECT = "/v1/harmony/inspect"
 _OWNER = "harmony-responses"
 
 
@@ -244,6 +249,16 @@ async def model(request: Request) -> Response:
     except ServerError as exc:
         return _error_response(exc)
     return JSONResponse(_model_card(state))
+
+
+async def inspect_completion(request: Request, state: ServerState) -> Response:
+    """The page's inspector: the bridge run on a raw completion given with a request (see `inspect`)."""
+    try:
+        raw, size = await _read(request, state)
+        found = await maybe_off_loop(size, inspect, raw, state.encoding, model=state.settings.model)
+    except (ServerError, RequestError) as exc:
+        return _error_response(exc)
+    return JSONResponse(found)
 
 
 async def health(request: Request) -> Response:
@@ -447,6 +462,10 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            Route(_INSPECT, _with_state(inspect_completion), methods=["POST"]),
+            Route("/", page.index, methods=["GET"]),
+            Route("/favicon.ico", page.favicon, methods=["GET"]),
+            Route("/page/{name}", page.page_asset, methods=["GET"]),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
         lifespan=lifespan,

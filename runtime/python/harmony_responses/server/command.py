@@ -14,6 +14,8 @@ import socket
 import sys
 from typing import Any
 
+from .banner import startup_lines
+from .engines.spec import ENGINES_HELP
 from .settings import HostedTools, MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
@@ -28,13 +30,15 @@ def add_serve_parser(sub: Any) -> None:
         help="serve Open Responses and Chat Completions in front of an inference engine",
         description="Serve /v1/responses and /v1/chat/completions for gpt-oss running in an inference engine. "
         "Every flag also reads HARMONY_RESPONSES_<FLAG> (e.g. HARMONY_RESPONSES_ENGINE); flags win.",
+        epilog=ENGINES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
     p.add_argument(
         "--engine",
         help="the engine: demo, replay:FILE, vllm:URL, sglang:URL, sglang-completions:URL, llamacpp:URL, "
-        "ollama:URL?model=NAME (default demo, a deterministic stand-in for a model)",
+        "ollama:URL (default demo, a deterministic stand-in for a model; the list below)",
     )
     p.add_argument("--model", help="the model name served and listed by /v1/models (default gpt-oss)")
     p.add_argument(
@@ -196,7 +200,18 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = check_engine(settings) or check_store(settings)
+    problem = check_engine(settings)
+    engine_model, note = settings.model, None
+    if problem is None:
+        from .engines.discover import DiscoveryError, resolve_engine
+
+        try:
+            engine, engine_model, note = resolve_engine(settings.engine, settings.model)
+        except DiscoveryError as exc:
+            problem = str(exc)
+        else:
+            settings = settings.replace(engine=engine)
+            problem = check_store(settings)
     if problem is not None:
         one_line = " ".join(problem.split())  # a driver's message may span lines
         print(f"harmony-responses serve: {one_line}", file=sys.stderr)
@@ -213,7 +228,10 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})", flush=True)
+    print(f"harmony-responses serve: listening on http://{shown}:{port} (engine {settings.engine})")
+    for line in startup_lines(settings, f"http://{shown}:{port}", engine_model, note):
+        print(line)
+    sys.stdout.flush()
     if settings.workers > 1:
         supervise(settings, sock)
     else:

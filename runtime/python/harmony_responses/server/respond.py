@@ -36,6 +36,7 @@ from ..bridge import (
     ResponseBuilder,
     Status,
     ToolPolicy,
+    Verbatim,
     conversation_parts,
     parse_request,
     to_chat_completion,
@@ -133,7 +134,30 @@ def parse_body(
         value = getattr(body, field)
         if value is not None and not low <= value <= high:
             raise RequestError.of(_spec.REQUEST_ERROR_OUT_OF_RANGE, field, low=low, high=high, found=value)
+    check_tool_schemas(body)
     return body
+
+
+def check_tool_schemas(body: CreateResponseBody) -> None:
+    """Every function tool's `parameters` held to the JSON Schema meta-schema it names (2020-12 by default), as
+    OpenAI's API does: a schema that is not one (`"type": "objetc"`) is the client's 400 naming the place
+    (`tools[0].parameters.type`), not a prompt that shows `any` and a call nothing can check."""
+    import jsonschema  # the server extra brings it
+
+    for i, tool in enumerate(body.tools or []):
+        parameters = getattr(tool, "parameters", None)
+        if parameters is None:
+            continue
+        schema = parameters.model_extra or {}
+        checker = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        error = jsonschema.exceptions.best_match(checker(checker.META_SCHEMA).iter_errors(schema))
+        if error is not None:
+            where = f"tools[{i}].parameters" + "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
+            )
+            raise RequestError.of(
+                _spec.REQUEST_ERROR_INVALID_TOOL_SCHEMA, where, name=Verbatim(tool.name), reason=Verbatim(error.message)
+            )
 
 
 @dataclass(frozen=True)

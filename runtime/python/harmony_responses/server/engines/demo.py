@@ -89,7 +89,8 @@ class DemoEngine(Engine):
             return self._render([self._analysis(thought)], last_returns=False) + call
         words = len(user_text.split())
         thought = (
-            f"The user's last message has {words} words. I am the demo engine, a deterministic stand-in "
+            f"The user's last message has {words} word{'' if words == 1 else 's'}. I am the demo engine, a "
+            "deterministic stand-in "
             "for a model: I answer by rule and quote the message back."
         )
         answer = (

@@ -7,10 +7,10 @@
     sglang:URL                             SGLang /generate
     sglang-completions:URL[?model=NAME]    SGLang /v1/completions
     llamacpp:URL                           llama.cpp server /completion
-    ollama:URL?model=NAME                  Ollama /api/generate, raw mode
+    ollama:URL[?model=NAME]                Ollama /api/generate, raw mode
 
 URL is the engine's base (`http://127.0.0.1:8001`, without `/v1`). `model` is the name the engine
-knows the model by (default: the served `--model` name); Ollama needs it.
+knows the model by; without it `serve` asks the engine (`engines.discover`), else uses `--model`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,24 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+ENGINES_HELP = """engines (--engine KIND[:TARGET][?OPTION=VALUE&...]):
+  demo[:?tps=N&chunk=N]        the demo engine: a deterministic stand-in for a model (no GPU); tps paces it
+                               (tokens/s, 0: as fast as read), chunk tokens per output (4)
+  replay:FILE[?tps=100&first_token_ms=0&chunk=1&lockstep=1]
+                               plays recorded completions (JSON Lines of {"completion": ...} or {"tokens": [...]},
+                               optional "match"); lockstep=1 paces all streams on one decode clock, 0 one each
+  vllm:URL[?model=NAME]        vLLM's /v1/completions with token ids
+  sglang:URL                   SGLang's /generate with input_ids
+  sglang-completions:URL[?model=NAME]
+                               SGLang's /v1/completions
+  llamacpp:URL                 llama.cpp server's /completion with token ids
+  ollama:URL[?model=NAME]      Ollama's /api/generate in raw mode
+URL is the engine's base, without /v1 (http://127.0.0.1:8001). Without ?model=, serve asks the engine which
+models it serves (/v1/models; llama.cpp /props; Ollama /api/tags) and uses the only one, or stops with the list.
+"""
+"""`serve --help`'s list of engines and their options (kept beside `_OPTIONS`, which it describes)."""
+
+
 def parse_engine_spec(text: str) -> EngineSpec:
     """`KIND[:TARGET][?OPTIONS]` → `EngineSpec`; `EngineSpecError` says what is wrong."""
     kind, _, rest = text.partition(":")
@@ -75,8 +93,6 @@ def parse_engine_spec(text: str) -> EngineSpec:
         raise EngineSpecError(f"--engine {text!r}: replay needs a recordings file, e.g. replay:recordings.jsonl")
     if kind == "demo" and target:
         raise EngineSpecError(f"--engine {text!r}: demo takes no target, only options (demo:?tps=50)")
-    if kind == "ollama" and not options.get("model"):
-        raise EngineSpecError(f"--engine {text!r}: ollama needs the model's Ollama name: {text}?model=gpt-oss:20b")
     return EngineSpec(kind, target, options)
 
 
