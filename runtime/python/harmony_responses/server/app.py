@@ -143,7 +143,8 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             window=settings.context_window,
         )
         store = state.store if body.store is not False else None
-        recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
+        items = await maybe_off_loop(size, input_items, body)  # each item as stored JSON
+        recorder = Recorder(store, owner, plan, items, state.renderer)
         wire = ResponsesWire(settings.reasoning_events)
         return _call(
             state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at, recorder=recorder

@@ -25,6 +25,7 @@ from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
 from ..calls import FUNCTIONS_PREFIX, call_header
+from ..offload import off_loop
 from .base import Engine, EngineInfo, EngineOutput, EngineRequest, Finished, FinishReason, Tokens, ToolSpec
 
 _QUOTE_LIMIT = 500  # characters of the user's message or the tool output quoted back
@@ -132,7 +133,7 @@ class DemoEngine(Engine):
     # -- streaming ----------------------------------------------------------------------------------
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
-        tokens = self.completion(request)
+        tokens = await off_loop(self.completion, request)  # it parses the whole prompt: not on the event loop
         played = tokens[: request.max_tokens]
         loop = asyncio.get_running_loop()
         start = loop.time()
