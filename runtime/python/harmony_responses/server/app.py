@@ -179,7 +179,8 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             reasoning=state.reasoning.reader(),
         )
         store = state.store if body.store is not False else None
-        recorder = Recorder(store, owner, plan, input_items(body), state.renderer)
+        items = await maybe_off_loop(size, input_items, body)  # each item as stored JSON
+        recorder = Recorder(store, owner, plan, items, state.renderer)
         wire = ResponsesWire(settings.reasoning_events)
         if body.background:
             return await _background(state, plan, recorder, wire, stream=bool(body.stream), owner=owner)

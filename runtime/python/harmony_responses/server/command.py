@@ -140,9 +140,11 @@ def check_engine(settings: Settings) -> str | None:
 
     from .._tables import spec as _spec
     from ..encoding import load_harmony_encoding
-    from .engines.spec import EngineSpecError, build_engine
+    from .engines.spec import EngineSpecError, build_engine, parse_engine_spec
 
     try:
+        if parse_engine_spec(settings.engine).kind != "replay":
+            return None  # nothing else is read before serving (an engine that does not answer is a 502, /ready 503)
         engine = build_engine(
             settings.engine,
             load_harmony_encoding(_spec.ENCODING_NAME),

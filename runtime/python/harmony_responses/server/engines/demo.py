@@ -27,6 +27,7 @@ from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role
 from ...stream import ParsedMessage, parse_tokens
 from ..calls import FUNCTIONS_PREFIX, call_header
+from ..offload import off_loop
 from .base import Engine, EngineInfo, EngineOutput, EngineRequest, Finished, FinishReason, Tokens, ToolSpec
 from .instance import instance
 
@@ -119,7 +120,7 @@ class DemoEngine(Engine):
     # -- streaming ----------------------------------------------------------------------------------
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
-        tokens = self.completion(request)
+        tokens = await off_loop(self.completion, request)  # it parses the whole prompt: not on the event loop
         played = tokens[: request.max_tokens]
         loop = asyncio.get_running_loop()
         start = loop.time()
