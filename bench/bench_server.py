@@ -356,6 +356,7 @@ def main() -> None:
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
+    ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
     ap.add_argument("--no-harmony", action="store_true", help="skip harmony-responses (with --litellm: LiteLLM only)")
     ap.add_argument(
         "--nice",
@@ -398,7 +399,14 @@ def main() -> None:
                 procs.append(server)
                 pid = server.pid
                 target = Target("harmony", port, lambda: tree_cpu_seconds(pid), "/v1/responses", body, DELTA, index)
+                spy = None
+                if args.profile:
+                    spy_cmd = ["py-spy", "record", "--nonblocking", "--gil", "-r", "200", "-f", "raw", "-o",
+                               args.profile, "--pid", str(pid), "--subprocesses"]  # fmt: skip
+                    spy = subprocess.Popen(spy_cmd, text=True)
                 rows += measure(target, levels, args)
+                if spy is not None:
+                    stop(spy)
             if args.litellm:
                 chat, chat_port = start_fake_engine("chat", args)
                 procs.append(chat)

@@ -15,8 +15,8 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from ...encoding import HarmonyEncoding
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Tokens
-from .http import HttpEngine, stream_error
+from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason
+from .http import HttpEngine, Outputs, stream_error
 
 # llama.cpp's words spelled like Harmony's (see tests/test_facts_once.py): the `stop_type`s that mean a stop.
 WIRE = {"stop_types": ("eos", "word", "none", None)}
@@ -57,27 +57,37 @@ class LlamaCppEngine(HttpEngine):
         seen = 0
         finished: Finished | None = None
         async with self.post("/completion", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                if finished is not None:
-                    continue  # read to the end of the body so the connection can be reused
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
-                ids = list(chunk.get("tokens") or [])
-                predicted = chunk.get("tokens_predicted")
-                content = chunk.get("content") or ""
-                if isinstance(predicted, int) and predicted > seen + len(ids) and content and not chunk.get("stop"):
-                    # ids went missing (held back with a split UTF-8 character): the text is complete
-                    ids = self.encoding.encode(content, allowed_special="all")
-                    seen = predicted
-                else:
-                    seen += len(ids)
-                if ids:
-                    yield Tokens(ids)
-                if chunk.get("stop"):
-                    finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
+            async for chunks in self.sse(response):
+                out, failure = Outputs(), None  # the chunks that arrived together, passed on as one output
+                try:
+                    for chunk in chunks:
+                        if finished is not None:
+                            continue  # read to the end of the body so the connection can be reused
+                        message = stream_error(chunk)
+                        if message is not None:
+                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                        if not isinstance(chunk, dict):
+                            raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
+                        ids = list(chunk.get("tokens") or [])
+                        predicted = chunk.get("tokens_predicted")
+                        content = chunk.get("content") or ""
+                        stop = chunk.get("stop")
+                        if isinstance(predicted, int) and predicted > seen + len(ids) and content and not stop:
+                            # ids went missing (held back with a split UTF-8 character): the text is complete
+                            ids = self.encoding.encode(content, allowed_special="all")
+                            seen = predicted
+                        else:
+                            seen += len(ids)
+                        if ids:
+                            out.ids(ids)
+                        if stop:
+                            finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
+                except EngineUnavailable as exc:
+                    failure = exc  # what came before it is still passed on
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")
         yield finished

@@ -16,8 +16,9 @@ from typing import Any
 
 from ...encoding import HarmonyEncoding
 from ...safety import escape_control_tokens
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Text
-from .http import HttpEngine, stream_error
+from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason
+from .http import HttpEngine, Outputs, stream_error
+from .reader import Framing
 
 
 def prompt_as_text(encoding: HarmonyEncoding, prompt: Sequence[int]) -> str:
@@ -75,24 +76,33 @@ class OllamaEngine(HttpEngine):
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
-        async with self.post("/api/generate", self.payload(request)) as response:
-            async for chunk in self.ndjson(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a line that is not an object: {chunk!r:.200}")
-                text = chunk.get("response")
-                if text:
-                    yield Text(text)
-                if chunk.get("done"):
-                    reason = chunk.get("done_reason")
-                    if reason == "length":
-                        finished = Finished(FinishReason.LENGTH)
-                    elif reason in ("stop", None):
-                        finished = Finished(FinishReason.STOP)
-                    else:
-                        raise EngineUnavailable(f"the engine ended with done_reason {reason!r}")
+        async with self.post("/api/generate", self.payload(request), Framing.NDJSON) as response:
+            async for chunks in self.ndjson(response):
+                out, failure = Outputs(), None  # the lines that arrived together, passed on as one output
+                try:
+                    for chunk in chunks:
+                        message = stream_error(chunk)
+                        if message is not None:
+                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                        if not isinstance(chunk, dict):
+                            raise EngineUnavailable(f"the engine sent a line that is not an object: {chunk!r:.200}")
+                        text = chunk.get("response")
+                        if text:
+                            out.text(text)
+                        if chunk.get("done"):
+                            reason = chunk.get("done_reason")
+                            if reason == "length":
+                                finished = Finished(FinishReason.LENGTH)
+                            elif reason in ("stop", None):
+                                finished = Finished(FinishReason.STOP)
+                            else:
+                                raise EngineUnavailable(f"the engine ended with done_reason {reason!r}")
+                except EngineUnavailable as exc:
+                    failure = exc  # what came before it is still passed on
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a done line")
         yield finished

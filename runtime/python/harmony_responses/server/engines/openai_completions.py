@@ -15,8 +15,8 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Text, Tokens
-from .http import HttpEngine, stream_error
+from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason
+from .http import HttpEngine, Outputs, stream_error
 
 Flavor = Literal["vllm", "sglang"]
 
@@ -69,22 +69,31 @@ class OpenAICompletionsEngine(HttpEngine):
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
         async with self.post("/v1/completions", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                choices = chunk.get("choices") if isinstance(chunk, dict) else None
-                if not choices:
-                    continue  # the usage chunk
-                choice = choices[0]
-                ids = choice.get("token_ids")
-                if ids:
-                    yield Tokens(list(ids))
-                elif ids is None and choice.get("text"):
-                    yield Text(choice["text"])
-                reason = choice.get("finish_reason")
-                if reason is not None:
-                    finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
+            async for chunks in self.sse(response):
+                out, failure = Outputs(), None  # the chunks that arrived together, passed on as one output
+                try:
+                    for chunk in chunks:
+                        message = stream_error(chunk)
+                        if message is not None:
+                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+                        if not choices:
+                            continue  # the usage chunk
+                        choice = choices[0]
+                        ids = choice.get("token_ids")
+                        if ids:
+                            out.ids(ids)
+                        elif ids is None and choice.get("text"):
+                            out.text(choice["text"])
+                        reason = choice.get("finish_reason")
+                        if reason is not None:
+                            finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
+                except EngineUnavailable as exc:
+                    failure = exc  # what came before it is still passed on
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished

@@ -14,8 +14,8 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason, Tokens
-from .http import HttpEngine, stream_error
+from .base import EngineInfo, EngineOutput, EngineRequest, EngineUnavailable, Finished, FinishReason
+from .http import HttpEngine, Outputs, stream_error
 
 
 class SGLangEngine(HttpEngine):
@@ -47,22 +47,31 @@ class SGLangEngine(HttpEngine):
         seen = 0  # completion ids passed on so far
         finished: Finished | None = None
         async with self.post("/generate", self.payload(request)) as response:
-            async for chunk in self.sse(response):
-                message = stream_error(chunk)
-                if message is not None:
-                    raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                if not isinstance(chunk, dict):
-                    raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
-                ids = chunk.get("output_ids") or []
-                meta = chunk.get("meta_info") or {}
-                count = meta.get("completion_tokens")
-                new = _new_ids(ids, seen, count)
-                if new:
-                    seen += len(new)
-                    yield Tokens(new)
-                reason = meta.get("finish_reason")
-                if reason is not None:
-                    finished = _finish(reason)
+            async for chunks in self.sse(response):
+                out, failure = Outputs(), None  # the chunks that arrived together, passed on as one output
+                try:
+                    for chunk in chunks:
+                        message = stream_error(chunk)
+                        if message is not None:
+                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                        if not isinstance(chunk, dict):
+                            raise EngineUnavailable(f"the engine sent a chunk that is not an object: {chunk!r:.200}")
+                        ids = chunk.get("output_ids") or []
+                        meta = chunk.get("meta_info") or {}
+                        count = meta.get("completion_tokens")
+                        new = _new_ids(ids, seen, count)
+                        if new:
+                            seen += len(new)
+                            out.ids(new)
+                        reason = meta.get("finish_reason")
+                        if reason is not None:
+                            finished = _finish(reason)
+                except EngineUnavailable as exc:
+                    failure = exc  # what came before it is still passed on
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
