@@ -115,7 +115,7 @@ async def one_stream(target: Target, delay: float, result: Stream) -> None:
     body = target.body
     head = (
         f"POST {target.path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Authorization: Bearer sk-bench\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Authorization: Bearer sk-bench-0123456789abcdef0123456789abcdef\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     result.sent = time.perf_counter()
     writer.write(head + body)
@@ -267,7 +267,7 @@ def start_litellm(tmp: Path, chat_port: int) -> tuple[subprocess.Popen[str], int
         "model_list:\n"
         "  - model_name: gpt-oss\n"
         "    litellm_params:\n"
-        "      model: hosted_vllm/gpt-oss\n"
+        "      model: custom_openai/gpt-oss\n"  # Chat Completions upstream: LiteLLM bridges /v1/responses itself
         f"      api_base: http://127.0.0.1:{chat_port}/v1\n"
         "      api_key: sk-fake\n"
         "litellm_settings:\n"
@@ -279,7 +279,9 @@ def start_litellm(tmp: Path, chat_port: int) -> tuple[subprocess.Popen[str], int
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True"}
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True",
+           "LITELLM_MASTER_KEY": "sk-bench-0123456789abcdef0123456789abcdef",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip  # no fetch from the internet
     cmd = [str(python), "-m", "litellm.proxy.proxy_cli", "--config", str(config), "--host", "127.0.0.1",
            "--port", str(port), "--num_workers", "1"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
