@@ -44,6 +44,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -238,9 +239,18 @@ def start_server(tmp: Path, args: argparse.Namespace, engine_port: int | None) -
         if args.engine == "ollama":
             engine += "?model=gpt-oss:20b"
     store = args.store or f"sqlite:///{tmp / 'responses.sqlite3'}"
-    cmd = [sys.executable, "-m", "harmony_responses.cli", "serve", "--port", "0", "--engine", engine,
-           "--max-concurrency", "4096", "--log-level", "warning", "--store", store,
-           "--workers", str(args.workers)]  # fmt: skip
+    serve = ["serve", "--port", "0", "--engine", engine, "--max-concurrency", "4096", "--log-level", "warning",
+             "--store", store, "--workers", str(args.workers)]  # fmt: skip
+    cmd = [sys.executable, "-m", "harmony_responses.cli", *serve]
+    if args.uvicorn:  # the same command with other uvicorn settings (bench only: `serve` chooses its own)
+        options = dict(pair.split("=", 1) for pair in args.uvicorn.split(","))
+        shim = ("import sys, uvicorn\n"
+                "init = uvicorn.Config.__init__\n"
+                f"uvicorn.Config.__init__ = lambda self, *a, **k: init(self, *a, **{{**k, **{options!r}}})\n"
+                "from harmony_responses.cli import main\n"
+                f"sys.argv = ['harmony-responses', *{serve!r}]\n"
+                "sys.exit(main())\n")  # fmt: skip
+        cmd = [sys.executable, "-c", shim]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     port = int(wait_line(proc, r"listening on http://127\.0\.0\.1:(\d+)", "the server").group(1))
     if args.workers > 1:
@@ -274,8 +284,6 @@ def start_litellm(tmp: Path, chat_port: int) -> tuple[subprocess.Popen[str], int
         "  drop_params: true\n"
         "  telemetry: false\n"
     )
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -284,13 +292,17 @@ def start_litellm(tmp: Path, chat_port: int) -> tuple[subprocess.Popen[str], int
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip  # no fetch from the internet
     cmd = [str(python), "-m", "litellm.proxy.proxy_cli", "--config", str(config), "--host", "127.0.0.1",
            "--port", str(port), "--num_workers", "1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    wait_line(proc, r"Uvicorn running on|Application startup complete", "the LiteLLM proxy")
-    assert proc.stdout is not None
-    import threading
-
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-    return proc, port
+    log = open(tmp / "litellm.log", "w")  # noqa: SIM115 - the proxy's output, kept until the run ends
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while True:  # its start-up lines depend on its log level: wait for the port instead
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the LiteLLM proxy did not start:\n" + (tmp / "litellm.log").read_text()[-3000:])
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.5)
 
 
 def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list[Row]:
@@ -358,6 +370,7 @@ def main() -> None:
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
+    ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
     ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
     ap.add_argument("--no-harmony", action="store_true", help="skip harmony-responses (with --litellm: LiteLLM only)")
     ap.add_argument(
