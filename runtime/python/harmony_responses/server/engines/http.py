@@ -5,7 +5,7 @@ per stream, a deadline that every byte from the engine moves forward, bounds the
 response head and every wait between chunks, so an engine that stalls raises `EngineTimeout`; transport
 failures and 5xx answers raise `EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own
 message. `sse` and `ndjson` hand the adapter the chunks that arrived together as one list, so the
-adapter passes them on as one output and the client gets them in one write.
+adapter passes their token ids on as one output and the client gets their events in one write.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def stream_error(data: Any) -> str | None:
 
 
 class Outputs:
-    """The outputs of chunks read together: consecutive ids (or texts) become one `Tokens` (or `Text`)."""
+    """The outputs of chunks read together: consecutive ids become one `Tokens` (fed token by token all the
+    same, so the events do not change); each text stays its own `Text`."""
 
     __slots__ = ("items",)
 
@@ -67,11 +68,7 @@ class Outputs:
             items.append(Tokens(list(ids)))
 
     def text(self, text: str) -> None:
-        items = self.items
-        if items and type(items[-1]) is Text:
-            items[-1].text += text
-        else:
-            items.append(Text(text))
+        self.items.append(Text(text))  # one each: text is parsed as it comes, and where chunks end shapes the deltas
 
 
 class HttpEngine(Engine):
