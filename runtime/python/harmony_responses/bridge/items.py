@@ -750,16 +750,38 @@ def _repair_dict(repair: Recovered) -> dict[str, Any]:
 
 
 def _delta_event(cls: Any, item: OpenItem) -> Callable[[int, str], StreamingEvent]:
-    """Builds `item`'s delta events without validating them again (the values are the parser's, typed)."""
+    """Builds `item`'s delta events without validating them again (the values are the parser's, typed).
+
+    Each event is what `cls.model_construct` would make (the same field values, fields set and extra),
+    put together from one sample's state: building a typed event per delta is the typed path's main cost.
+    """
     content = {"content_index": 0} if "content_index" in cls.model_fields else {}
     base = {"item_id": item.id, "output_index": item.output_index, **content}
-    fields = {"type", "sequence_number", "delta", *base}
+    fields = frozenset({"type", "sequence_number", "delta", *base})
     kind = cls.model_fields["type"].default
+    sample = cls.model_construct(set(fields), type=kind, sequence_number=0, delta="", **base)
+    state: dict[str, Any] = sample.__dict__
+    private = sample.__pydantic_private__
+    new, put = object.__new__, object.__setattr__
+    if private is not None:  # a model with private attributes: each event gets its own, as model_construct gives
+
+        def construct(sequence_number: int, delta: str) -> StreamingEvent:
+            made: StreamingEvent = cls.model_construct(
+                set(fields), type=kind, sequence_number=sequence_number, delta=delta, **base
+            )
+            return made
+
+        return construct
 
     def make(sequence_number: int, delta: str) -> StreamingEvent:
-        event: StreamingEvent = cls.model_construct(
-            fields, type=kind, sequence_number=sequence_number, delta=delta, **base
-        )
+        values = state.copy()  # every field, in the model's order, as model_construct fills them
+        values["sequence_number"] = sequence_number
+        values["delta"] = delta
+        event: StreamingEvent = new(cls)
+        put(event, "__dict__", values)
+        put(event, "__pydantic_fields_set__", set(fields))
+        put(event, "__pydantic_extra__", {})
+        put(event, "__pydantic_private__", private)
         return event
 
     return make
@@ -871,16 +893,84 @@ def stream_response(
     *,
     stopped: bool | None = None,
     **options: Any,
-) -> Iterator[StreamingEvent]:
+) -> ResponseEvents:
     """The typed event stream for a completion given as token ids or text chunks.
 
     `stopped` is the engine's finish reason (see `ResponseBuilder.finish`); `options` go to
     `ResponseBuilder` (`model`, `input_tokens`, `response_id`, `created_at`, `ids`, `strict`, `on_repair`, ...).
+    Nothing runs before the first event is asked for.
     """
+    return ResponseEvents(completion, encoding, request, stopped, options)
+
+
+class ResponseEvents(Iterator[StreamingEvent]):
+    """What `stream_response` returns: an iterator of the typed events, made as they are asked for.
+
+    `to_sse` given one that has not started writes its frames straight from the bridge (the same frames,
+    one per event, as framing each typed event gives; see `sse.to_sse`), so the events nobody looks at
+    are never built; `take` hands over what that needs and leaves this iterator empty.
+    """
+
+    def __init__(
+        self,
+        completion: Completion,
+        encoding: HarmonyEncoding,
+        request: CreateResponseBody | None,
+        stopped: bool | None,
+        options: dict[str, Any],
+    ) -> None:
+        self._run: tuple[Completion, HarmonyEncoding, CreateResponseBody | None, bool | None, dict[str, Any]] | None
+        self._run = (completion, encoding, request, stopped, options)
+        self._events: Iterator[StreamingEvent] | None = None
+
+    @property
+    def fresh(self) -> bool:
+        """No event asked for yet (and not taken)."""
+        return self._events is None
+
+    def take(self) -> tuple[Completion, HarmonyEncoding, CreateResponseBody | None, bool | None, dict[str, Any]]:
+        """The stream's inputs, for a caller that runs it another way; this iterator then yields nothing."""
+        assert self._run is not None and self._events is None
+        run, self._run, self._events = self._run, None, iter(())
+        return run
+
+    def __iter__(self) -> ResponseEvents:
+        return self
+
+    def __next__(self) -> StreamingEvent:
+        events = self._events
+        if events is None:
+            assert self._run is not None
+            events = self._events = _typed_events(*self._run)
+        return next(events)
+
+    def close(self) -> None:
+        """Stop the stream (as a generator's `close`)."""
+        events, self._events = self._events, iter(())
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def _typed_events(
+    completion: Completion,
+    encoding: HarmonyEncoding,
+    request: CreateResponseBody | None,
+    stopped: bool | None,
+    options: dict[str, Any],
+) -> Iterator[StreamingEvent]:
     streamer = ResponseStreamer(encoding, request, **options)
     yield from streamer.start()
-    for events in feed_all(completion, streamer.feed, streamer.feed_text):
-        yield from events
+    feed_token, feed_text, take = streamer._builder.feed_token, streamer.feed_text, streamer._sink.take
+    for piece in completion:  # ResponseStreamer.feed inlined: this loop runs once per token
+        if isinstance(piece, str):
+            yield from feed_text(piece)
+            continue
+        delta = feed_token(piece)
+        if delta is not None:
+            yield delta
+        else:
+            yield from take()
     yield from streamer.finish(stopped)
 
 
@@ -910,6 +1000,7 @@ __all__ = [
     "OpenItem",
     "RepairHook",
     "ResponseBuilder",
+    "ResponseEvents",
     "ResponseStreamer",
     "Sink",
     "SpecModel",

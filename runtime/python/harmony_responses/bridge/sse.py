@@ -13,7 +13,7 @@ from .._tables import spec as _spec
 from ..encoding import HarmonyEncoding
 from ..json_input import JSONInputError, load_json
 from ..types import CreateResponseBody, StreamingEvent, StreamingEventAdapter
-from .items import Completion, OpenItem, ResponseBuilder, feed_all
+from .items import KINDS, Completion, OpenItem, ResponseBuilder, ResponseEvents, feed_all
 from .validation import explain, found
 
 OPENAI_REASONING_EVENTS = dict(_spec.OPENAI_REASONING_EVENTS)
@@ -30,7 +30,20 @@ def event_json(event: StreamingEvent) -> str:
 
 
 def frame(event: StreamingEvent, reasoning_names: ReasoningNames = "spec") -> str:
-    """One event as SSE text: its `event:` line, its `data:` line and the blank line that ends it."""
+    """One event as SSE text: its `event:` line, its `data:` line and the blank line that ends it.
+
+    A delta event as the bridge makes them (no optional field given, nothing extra) is written from its
+    item's template, cut once from the model's own JSON (`_DeltaFrames`): the same bytes, without the
+    serializer per delta.
+    """
+    if type(event) in _DELTA_CLASSES:
+        fast = _DELTA_FRAMES.frame(event, reasoning_names)
+        if fast is not None:
+            return fast
+    return _frame(event, reasoning_names)
+
+
+def _frame(event: StreamingEvent, reasoning_names: ReasoningNames) -> str:
     body = event.model_dump_json()
     name: str = event.type
     if reasoning_names == "openai" and name in OPENAI_REASONING_EVENTS:
@@ -46,8 +59,39 @@ def to_sse(events: Iterable[StreamingEvent], reasoning_names: ReasoningNames = "
     `reasoning_names="openai"` names raw reasoning events `response.reasoning_text.*` (OpenAI's hosted
     API and the gpt-oss reference server) instead of the spec's `response.reasoning.*`.
     """
+    if isinstance(events, ResponseEvents) and events.fresh:
+        yield from _bridge_frames(events, reasoning_names)
+        return
     for event in events:
         yield frame(event, reasoning_names)
+    yield DONE_FRAME
+
+
+def _bridge_frames(events: ResponseEvents, reasoning_names: ReasoningNames) -> Iterator[str]:
+    """`to_sse` of a `stream_response` nobody has read from: the same frames, one per event, written by the
+    bridge's `SSESink` as the events happen (a delta's frame from its text), with no typed event per delta."""
+    completion, encoding, request, stopped, options = events.take()
+    sink = SSESink(reasoning_names)
+    frames = sink.frames
+    builder = ResponseBuilder(encoding, request, sink, **options)
+    builder.start()
+    yield from frames
+    frames.clear()
+    feed_token, feed_text = builder.feed_token, builder.feed_text
+    for piece in completion:
+        if isinstance(piece, str):
+            feed_text(piece)
+        else:
+            delta = feed_token(piece)
+            if delta is not None:  # the fast path: the delta's frame, handed back
+                yield delta
+                continue
+        if frames:
+            yield from frames
+            frames.clear()
+    builder.finish(stopped)
+    yield from frames
+    frames.clear()
     yield DONE_FRAME
 
 
@@ -105,6 +149,65 @@ _SEQUENCE_KEY = '"sequence_number":'
 _SEQUENCE_ZERO = _SEQUENCE_KEY + "0"
 _DELTA_KEY = ',"delta":'
 _DELTA_EMPTY = _DELTA_KEY + '""'
+
+# The text delta events: what every token of a streamed body becomes.
+_DELTA_CLASSES = frozenset(kind.delta for kind in KINDS.values() if kind.delta is not None)
+
+
+class _DeltaFrames:
+    """Delta events written from templates: per (class, item, reasoning names), the frame around the
+    sequence number and the text, cut from `_frame` of a sample (so the bytes are the model's own).
+
+    Only an event that holds exactly what the bridge gives a delta takes this path: its fields set are
+    the required ones (no `logprobs`, no `obfuscation` given), nothing extra, values of their plain types.
+    """
+
+    _LIMIT = 1024  # templates kept (one per streamed item); past it, they are made again
+
+    def __init__(self) -> None:
+        self._templates: dict[tuple[Any, ...], tuple[str, str]] = {}
+        self._escaped: dict[str, str] = {}
+        self._required = {cls: frozenset(n for n, f in cls.model_fields.items() if f.is_required()) | {"type"}
+                          for cls in _DELTA_CLASSES}  # fmt: skip
+
+    def frame(self, event: StreamingEvent, names: ReasoningNames) -> str | None:
+        cls = type(event)
+        values = event.__dict__
+        if event.__pydantic_extra__ or event.__pydantic_fields_set__ != self._required[cls]:
+            return None
+        sequence_number, text, item_id = values["sequence_number"], values["delta"], values["item_id"]
+        output_index, content_index = values["output_index"], values.get("content_index", 0)
+        if not (type(sequence_number) is int and type(text) is str and type(item_id) is str
+                and type(output_index) is int and type(content_index) is int):  # fmt: skip
+            return None
+        key = (cls, item_id, output_index, content_index, names)
+        parts = self._templates.get(key)
+        if parts is None:
+            parts = self._template(event, names)
+            if parts is None:
+                return None
+            if len(self._templates) >= self._LIMIT:
+                self._templates.clear()
+            self._templates[key] = parts
+        escaped = self._escaped.get(text)
+        if escaped is None:
+            if len(self._escaped) >= 8 * self._LIMIT:
+                self._escaped.clear()
+            escaped = self._escaped[text] = _json_string(text)
+        return f"{parts[0]}{sequence_number}{parts[1]}{escaped}}}\n\n"
+
+    @staticmethod
+    def _template(event: StreamingEvent, names: ReasoningNames) -> tuple[str, str] | None:
+        sample = event.model_copy(update={"sequence_number": 0, "delta": ""})
+        whole = _frame(sample, names)
+        head, found, rest = whole.partition(_SEQUENCE_ZERO)
+        middle, found_delta, end = rest.rpartition(_DELTA_EMPTY)
+        if not found or not found_delta or end != "}\n\n":
+            return None  # not the shape the template assumes: the serializer writes this one
+        return head + _SEQUENCE_KEY, middle + _DELTA_KEY
+
+
+_DELTA_FRAMES = _DeltaFrames()
 
 
 class SSEStreamer:

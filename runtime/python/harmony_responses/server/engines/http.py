@@ -1,10 +1,13 @@
-"""What the HTTP adapters share: one pooled httpx client, streamed POSTs, SSE and NDJSON framing, errors.
+"""What the HTTP adapters share: pooled keep-alive connections, streamed POSTs, SSE and NDJSON framing, errors.
 
-httpx's read timeout bounds every wait on the engine (the response head, then each chunk), so an
-engine that stalls raises `EngineTimeout`; transport failures and 5xx answers raise
-`EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own message, and output of the
-wrong shape `EngineMalformed`. The engine's address is never in these messages (clients see them, and
-the stored responses keep them): it goes to the log only.
+The streamed answer is read by `reader` (an asyncio protocol with httptools; see there why): one timeout
+per stream, a deadline that every byte from the engine moves forward, bounds the connection, the
+response head and every wait between chunks, so an engine that stalls raises `EngineTimeout`; transport
+failures and 5xx answers raise `EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own
+message, and output of the wrong shape `EngineMalformed`. The engine's address is never in these
+messages (clients see them, and the stored responses keep them): it goes to the log only. `sse` and
+`ndjson` hand the adapter the chunks that arrived together as one list, so the adapter passes their token
+ids on as one output and the client gets their events in one write.
 """
 
 from __future__ import annotations
@@ -16,9 +19,21 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import orjson
 
 from ..._tables import spec as _spec
-from .base import Engine, EngineError, EngineRejected, EngineTimeout, EngineUnavailable, malformed
+from .base import (
+    Engine,
+    EngineError,
+    EngineRejected,
+    EngineTimeout,
+    EngineUnavailable,
+    Text,
+    TokenLogprob,
+    Tokens,
+    malformed,
+)
+from .reader import EnginePool, EngineResponse, Framing, ReadFailure
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -26,8 +41,7 @@ log = logging.getLogger("harmony_responses.server")
 WIRE = {"error_object": "error"}
 
 READY_TIMEOUT_S = 2.0
-_SSE_DATA = "data:"
-_SSE_DONE = _spec.SSE_DONE  # the engines' SSE streams end as OpenAI's (and ours) do
+_SSE_DONE = _spec.SSE_DONE.encode()  # the engines' SSE streams end as OpenAI's (and ours) do
 
 
 def error_message(status: int, body: bytes) -> str:
@@ -54,27 +68,47 @@ def stream_error(data: Any) -> str | None:
     return None
 
 
+class Outputs:
+    """The outputs of chunks read together: consecutive ids become one `Tokens` (fed token by token all the
+    same, so the events do not change); each text stays its own `Text`."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[Tokens | Text] = []
+
+    def ids(self, ids: list[int], logprobs: list[TokenLogprob] | None = None) -> None:
+        """Ids read from one chunk, with their log probabilities when the engine sent them (kept one per id)."""
+        items = self.items
+        last = items[-1] if items else None
+        if type(last) is Tokens and (last.logprobs is None) == (logprobs is None):
+            last.ids.extend(ids)
+            if last.logprobs is not None and logprobs is not None:
+                last.logprobs.extend(logprobs)
+        else:
+            items.append(Tokens(list(ids), None if logprobs is None else list(logprobs)))
+
+    def text(self, text: str) -> None:
+        self.items.append(Text(text))  # one each: text is parsed as it comes, and where chunks end shapes the deltas
+
+
 class HttpEngine(Engine):
-    """An engine behind HTTP: `post` opens a streamed response, `sse` and `ndjson` read its frames."""
+    """An engine behind HTTP: `post` opens a streamed response, `sse` and `ndjson` read its chunks in batches."""
 
     ready_path = "/health"  # answers 2xx once the engine can take requests (vLLM, SGLang, llama.cpp)
 
     def __init__(self, base_url: str, *, timeout: float, max_connections: int) -> None:
         super().__init__()
         self.base_url = base_url.rstrip("/")
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            verify=self.base_url.startswith("https:"),  # no certificate store to load for plain http
-            timeout=httpx.Timeout(timeout),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        )
+        self._pool = EnginePool(self.base_url, timeout=timeout, max_connections=max_connections)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._pool.aclose()
 
     async def check_ready(self) -> str | None:
-        try:
-            response = await self._client.get(self.ready_path, timeout=READY_TIMEOUT_S)
+        try:  # a rare probe: a client of its own, so a readiness check never waits behind the streams' pool
+            async with httpx.AsyncClient(base_url=self.base_url, timeout=READY_TIMEOUT_S) as client:
+                response = await client.get(self.ready_path)
         except httpx.HTTPError as exc:
             log.warning("readiness: %s%s: %s: %s", self.base_url, self.ready_path, type(exc).__name__, exc)
             return f"the engine does not answer ({type(exc).__name__})"
@@ -84,46 +118,72 @@ class HttpEngine(Engine):
         return None
 
     @asynccontextmanager
-    async def post(self, path: str, payload: Mapping[str, Any]) -> AsyncIterator[httpx.Response]:
+    async def post(
+        self, path: str, payload: Mapping[str, Any], framing: Framing = Framing.SSE
+    ) -> AsyncIterator[EngineResponse]:
         """A streamed POST whose status is 2xx; engine failures become `EngineError`s."""
+        where = f"{self.base_url}{path}"
         try:
-            async with self._client.stream("POST", path, json=payload) as response:
-                if response.status_code >= 400:
-                    body = await response.aread()
-                    message = error_message(response.status_code, body)
-                    if 400 <= response.status_code < 500 and response.status_code not in (401, 403, 404, 408, 429):
-                        raise EngineRejected(message, response.status_code)
-                    raise EngineUnavailable(message, response.status_code)
-                yield response
-        except httpx.TimeoutException as exc:
-            log.warning("engine %s%s: no answer within the timeout (%s)", self.base_url, path, type(exc).__name__)
-            raise EngineTimeout(f"no answer from the engine within the timeout ({type(exc).__name__})") from exc
-        except httpx.HTTPError as exc:
-            log.warning("engine %s%s: %s: %s", self.base_url, path, type(exc).__name__, exc)
-            raise EngineUnavailable(f"the engine cannot be reached or broke the stream ({type(exc).__name__})") from exc
+            response = await self._pool.open(path, _dumps(payload), framing)
+        except ReadFailure as exc:
+            raise _engine_error(exc, where) from None
+        try:
+            if response.status >= 400:
+                body = await response.body()
+                message = error_message(response.status, body)
+                if 400 <= response.status < 500 and response.status not in (401, 403, 404, 408, 429):
+                    raise EngineRejected(message, response.status)
+                raise EngineUnavailable(message, response.status)
+            yield response
+        except ReadFailure as exc:
+            raise _engine_error(exc, where) from None
+        finally:
+            self._pool.close(response)
 
-    async def sse(self, response: httpx.Response) -> AsyncGenerator[Any, None]:
-        """The JSON of each SSE `data:` field, until `data: [DONE]` or the end of the body."""
-        async for line in response.aiter_lines():
-            if not line.startswith(_SSE_DATA):
-                continue  # event names, comments, blank separators
-            data = line[len(_SSE_DATA) :].strip()
-            if data == _SSE_DONE:
+    async def sse(self, response: EngineResponse) -> AsyncGenerator[list[Any], None]:
+        """The JSON of the SSE `data:` fields that arrived together, until `data: [DONE]` or the end of the body."""
+        while True:
+            payloads = await response.batch()
+            if not payloads:
                 return
-            yield _loads(data)
+            chunks: list[Any] = []
+            for data in payloads:
+                if data == _SSE_DONE:
+                    if chunks:
+                        yield chunks
+                    return
+                chunks.append(_loads(data))
+            yield chunks
 
-    async def ndjson(self, response: httpx.Response) -> AsyncGenerator[Any, None]:
-        """The JSON of each non-empty line."""
-        async for line in response.aiter_lines():
-            if line.strip():
-                yield _loads(line)
+    async def ndjson(self, response: EngineResponse) -> AsyncGenerator[list[Any], None]:
+        """The JSON of the non-empty lines that arrived together."""
+        while True:
+            payloads = await response.batch()
+            if not payloads:
+                return
+            yield [_loads(line) for line in payloads]
 
 
-def _loads(text: str) -> Any:
+def _engine_error(exc: ReadFailure, where: str) -> EngineError:
+    """The client's error for a failed read: how it failed, never where (the address goes to the log only)."""
+    log.warning("engine %s: %s", where, exc)
+    if exc.timed_out:
+        return EngineTimeout(f"no answer from the engine within the timeout ({exc.kind.value})")
+    return EngineUnavailable(f"the engine cannot be reached or broke the stream ({exc.kind.value})")
+
+
+def _dumps(payload: Mapping[str, Any]) -> bytes:
     try:
-        return json.loads(text)
+        return orjson.dumps(payload)
+    except TypeError:  # what orjson does not take (an integer past 64 bits, a mapping that is not a dict)
+        return json.dumps(payload, ensure_ascii=False).encode()
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
     except ValueError:
-        raise malformed("a chunk that is not JSON", text[:120]) from None
+        raise malformed("a chunk that is not JSON", data[:120].decode("utf-8", "replace")) from None
 
 
-__all__ = ["EngineError", "HttpEngine", "error_message", "stream_error"]
+__all__ = ["EngineError", "HttpEngine", "Outputs", "error_message", "stream_error"]

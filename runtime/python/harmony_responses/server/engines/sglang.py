@@ -23,11 +23,10 @@ from .base import (
     Finished,
     FinishReason,
     TokenLogprob,
-    Tokens,
     malformed,
     token_ids,
 )
-from .http import HttpEngine, stream_error
+from .http import HttpEngine, Outputs, stream_error
 
 
 class SGLangEngine(HttpEngine):
@@ -60,27 +59,36 @@ class SGLangEngine(HttpEngine):
         seen = 0  # completion ids passed on so far
         finished: Finished | None = None
         async with self.post("/generate", self.payload(request)) as response:
-            try:
-                async for chunk in self.sse(response):
-                    message = stream_error(chunk)
-                    if message is not None:
-                        raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                    if not isinstance(chunk, dict):
-                        raise malformed("a chunk that is not an object", chunk)
-                    ids = token_ids(chunk.get("output_ids") or [], "output_ids")
-                    meta = chunk.get("meta_info") or {}
-                    if type(meta) is not dict:
-                        raise malformed("meta_info must be an object", meta)
-                    count = meta.get("completion_tokens")
-                    new = _new_ids(ids, seen, count)
-                    if new:
-                        seen += len(new)
-                        yield Tokens(new, read_logprobs(meta, new))
-                    reason = meta.get("finish_reason")
-                    if reason is not None:
-                        finished = _finish(reason)
-            except SHAPE_ERRORS as exc:
-                raise malformed(f"{type(exc).__name__}: {exc}") from exc
+            async for chunks in self.sse(response):
+                out = Outputs()  # the chunks that arrived together, passed on as one output
+                failure: EngineUnavailable | None = None
+                try:
+                    for chunk in chunks:
+                        message = stream_error(chunk)
+                        if message is not None:
+                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+                        if not isinstance(chunk, dict):
+                            raise malformed("a chunk that is not an object", chunk)
+                        ids = token_ids(chunk.get("output_ids") or [], "output_ids")
+                        meta = chunk.get("meta_info") or {}
+                        if type(meta) is not dict:
+                            raise malformed("meta_info must be an object", meta)
+                        count = meta.get("completion_tokens")
+                        new = _new_ids(ids, seen, count)
+                        if new:
+                            seen += len(new)
+                            out.ids(new, read_logprobs(meta, new))
+                        reason = meta.get("finish_reason")
+                        if reason is not None:
+                            finished = _finish(reason)
+                except SHAPE_ERRORS as exc:
+                    failure = malformed(f"{type(exc).__name__}: {exc}")
+                except EngineUnavailable as exc:
+                    failure = exc  # what came before it is still passed on
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
