@@ -71,6 +71,31 @@ _GLUED_ROLE_RE = re.compile(
     "(" + re.escape(_TO) + ".+)?"
 )
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
+# Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
+_BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")
+_LT, _BAR, _GT = _spec.SPELLING_OPEN[:1], _spec.SPELLING_OPEN[1:], _spec.SPELLING_CLOSE[len(_spec.SPELLING_OPEN) - 1 :]
+
+
+def _near_misses(terminals: Iterable[str], bare: bool) -> dict[str, str]:
+    """A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
+    `<message>`) → its terminal."""
+    out: dict[str, str] = {}
+    for terminal in terminals:
+        spelling = SPELLINGS[terminal]
+        name = spelling[len(_spec.SPELLING_OPEN) : len(spelling) - len(_spec.SPELLING_CLOSE)]
+        out[_LT + name + _BAR + _GT] = out[_LT + _BAR + name + _GT] = terminal
+        if bare:
+            out[_LT + name + _GT] = terminal
+    return out
+
+
+def _spelling_re(spellings: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True)))
+
+
+NEAR_MISS_IN_HEADER = _near_misses(SPELLINGS, bare=True)
+"""Near-miss spellings read as their control token inside a header."""
+NEAR_MISS_IN_HEADER_RE = _spelling_re(NEAR_MISS_IN_HEADER)
 
 
 @dataclass
@@ -186,6 +211,7 @@ class HeaderReader:
         self._recipient: str | None = None  # lenient: a recipient the grammar could not take where it stood
         self._channel: str | None = None  # lenient: a channel that replaced the one the grammar took
         self._replacing_channel = False  # a second <|channel|> came: its word replaces the channel
+        self._late_channel = False  # a <|channel|> after the content type came: its word is the channel
         self._set_aside = False  # lenient: some of the header's text had no place in it
 
     # -- state -----------------------------------------------------------------------------------
@@ -230,7 +256,7 @@ class HeaderReader:
         self._lalr.feed_token(T_START)
         self._text, self._starts, self._pending, self._said = [], [], [], []
         self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
-        self._replacing_channel = self._set_aside = False
+        self._replacing_channel = self._late_channel = self._set_aside = False
         if role is None:
             self._words, self._terms, self._virtual = [], [], False
             self._raw = [SPELLINGS[T_START]]
@@ -243,6 +269,45 @@ class HeaderReader:
         self._lalr.restore(self._snapshot)
         self._text, self._starts, self._words, self._terms, self._pending, self._raw = [], [], [], [], [], []
         self._said = []
+
+    def body_start(self) -> int | None:
+        """Lenient: where, in the text not yet split into words, a word begins that no header word begins
+        with (JSON), when the header before it has a channel or a recipient (`<|channel|>final {"a": 1}`)."""
+        text = "".join(self._text)
+        match = _BODY_START_RE.search(text)
+        if match is None:
+            return None
+        before = text[: match.start()]
+        if T_CHANNEL in self._terms or self._fed_recipient or self._recipient or _TO in before:
+            return match.start()
+        return None
+
+    def split_pending(self, at: int, by_character: bool) -> tuple[str, int]:
+        """Take the text not yet split into words from `at` (an offset into it) out of the header: that text,
+        and the position it began at (its character, or the token it began in)."""
+        pieces, starts = self._text, self._starts
+        offset = 0
+        for i, piece in enumerate(pieces):
+            if offset + len(piece) > at:
+                cut = at - offset
+                rest = "".join([piece[cut:], *pieces[i + 1 :]])
+                position = starts[i] + (cut if by_character else 0)
+                self._text = [*pieces[:i], piece[:cut]] if cut else pieces[:i]
+                self._starts = starts[: i + 1] if cut else starts[:i]
+                break
+            offset += len(piece)
+        else:
+            return "", 0
+        remove = len(rest)  # the raw header ends with the same text
+        while remove and self._raw:
+            last = self._raw[-1]
+            if len(last) <= remove:
+                self._raw.pop()
+                remove -= len(last)
+            else:
+                self._raw[-1] = last[: len(last) - remove]
+                remove = 0
+        return rest, position
 
     def add_text(self, text: str, position: int) -> None:
         self._text.append(text)
@@ -389,7 +454,23 @@ class HeaderReader:
             return False
         if self._replacing_channel:
             self._replacing_channel = False
+            content_type = CONTENT_TYPES.get(word.lower())
+            if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
+                channel = self._channel if self._channel is not None else self._fed_channel
+                detail = _spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL.format(
+                    word=word, token=SPELLINGS[T_CHANNEL], channel=channel or ""
+                )
+                self._later(_spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position)
+                self._feed(T_WORD, word)
+                return False
             self._replace_channel(word, position)
+            return False
+        if self._late_channel:
+            self._late_channel = False
+            channel, _ = channel_of(word)
+            detail = _spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE.format(token=SPELLINGS[T_CHANNEL], word=word)
+            self._later(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position)
+            self._channel = channel
             return False
         last = self._terms[-1] if self._terms else None
         if last == T_CHANNEL:
@@ -401,6 +482,10 @@ class HeaderReader:
             self._fed_channel = channel
             return False
         if last == T_CONSTRAIN:
+            if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
+                detail = _spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE.format(word=word)
+                self._later(_spec.RECOVERY_SPLICED_CONTENT_TYPE, detail, word, position)
+                return False
             return not self._feed(T_WORD, word)
         if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
             self._later(_spec.RECOVERY_DOUBLED_ROLE, _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word), word, position)
@@ -514,6 +599,19 @@ class HeaderReader:
             detail = _spec.PARSE_DETAIL_RECIPIENT_TO_SELF.format(recipient=header.recipient)
             self._later(_spec.RECOVERY_RECIPIENT_TO_SELF, detail, "", position)
             header.recipient = None
+            if header.channel != _spec.CHANNEL_ANSWER:  # a note to itself, not its answer: never shown
+                header.channel = _spec.CHANNEL_REASONING
+        channel = header.channel
+        if (
+            channel is not None
+            and channel not in CHANNELS
+            and header.recipient is None
+            and header.is_role
+            and header.author == Role.ASSISTANT.value
+        ):
+            detail = _spec.PARSE_DETAIL_UNKNOWN_CHANNEL.format(word=channel)
+            self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, channel, position)
+            header.channel = _spec.CHANNEL_REASONING
         content_type = header.content_type or ""
         if header.recipient is None and content_type.startswith(_CONSTRAIN):
             name = content_type[len(_CONSTRAIN) :]
@@ -544,7 +642,7 @@ class HeaderReader:
             self._words, self._terms, self._virtual = [], [], False
             self._pending, self._raw, self._said = [], [SPELLINGS[T_START]], []
             self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
-            self._replacing_channel = self._set_aside = False
+            self._replacing_channel = self._late_channel = self._set_aside = False
             return
         if expected == frozenset({T_WORD}) and self._terms[-1:] == [T_CHANNEL]:
             self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
@@ -560,6 +658,9 @@ class HeaderReader:
             return
         if terminal == T_CHANNEL and T_CHANNEL in self._terms:
             self._replacing_channel = True
+            return
+        if terminal == T_CHANNEL and self._channel is None:  # after the content type: still the channel
+            self._late_channel = True
             return
         detail = _spec.PARSE_DETAIL_STRAY_CONTROL.format(token=SPELLINGS[terminal])
         self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
