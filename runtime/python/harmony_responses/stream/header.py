@@ -13,12 +13,15 @@ stretch of text, and whatever has no place in the header is set aside, never mad
   `assistantfinal`); a tool's name (namespaced, or a built-in namespace); any
   other word is reported and the message is the expected role's;
 - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped
-  (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins);
+  (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins), unless a
+  content type word follows it (`<|channel|>code`: the content type); a `<|channel|>` after the content type
+  still names the channel; a channel the format does not know is the reasoning channel (hidden text);
 - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one
   wins); a declared function name with spaces in it is read whole; an assistant message addressed to
-  the assistant has none; the function's name written as the content type (`<|constrain|>functions.x`)
+  the assistant has none and is reasoning unless it is the answer; the function's name written as the content type (`<|constrain|>functions.x`)
   is the recipient;
-- the content type: a known content type, or the word after `<|constrain|>`;
+- the content type: a known content type, or the word after `<|constrain|>` (a channel word spliced in
+  there is dropped: `<|constrain|>analysis code` is `code`);
 - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
 
 Each repair is reported (`report(rule, detail, text, position)`). `complete()` gives the finished

@@ -13,7 +13,9 @@
  * where the header should be is a message's body (reasoning when `<|end|>` ends it, the answer when `<|return|>`
  * does), and anything else is set aside; header words outside a message followed by `<|constrain|>` or
  * `<|message|>` open a message; text after the last message that `<|end|>` ended is the answer; in text input, a
- * stop token spelled inside an open JSON string of a call's arguments is text.
+ * stop token spelled inside an open JSON string of a call's arguments is text; a misspelled control token in a
+ * header (`<message|>`) is that token; a header that a stop token or the end of the stream ends before
+ * `<|message|>`, and whose text goes on with JSON, is a message with that body.
  *
  * Events: `MessageStart` once a header is complete, `ContentDelta` for each piece of body text as it arrives,
  * `MessageEnd` with the whole message and its terminator, and, in lenient mode, `Recovered` for every repair
