@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -509,6 +510,30 @@ def test_lenient_rule(
     else:
         with pytest.raises(HarmonyParseError):
             parse_text(encoding, text, role, "strict", tools)
+
+
+def test_any_number_of_misspelled_control_tokens_in_a_header_is_read_in_linear_time(encoding: HarmonyEncoding) -> None:
+    """Misspelled control tokens are read one after another (a loop, not a recursion), and text in a long header is
+    searched for them only where it is new."""
+    text = "<|channel|>final" + "<channel|>final" * 3000 + "<message|>ok<|return|>"
+    for feed in ("text", "tokens"):
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        tokens = encoding.encode(text, allowed_special="all")
+        events = (parser.feed_text(text) if feed == "text" else parser.feed_tokens(tokens)) + parser.close()
+        assert [(e.message.channel, e.message.content) for e in events if isinstance(e, MessageEnd)] == [
+            ("final", "ok")
+        ]
+        assert sum(isinstance(e, Recovered) and e.rule == "control_spelling" for e in events) == 3001
+
+    def cost(n: int) -> float:
+        tokens = encoding.encode("<|channel|>final " + "<b>x</b> " * n + "<|return|>", allowed_special="all")
+        start = time.process_time()
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        parser.feed_tokens(tokens)
+        parser.close()
+        return (time.process_time() - start) / len(tokens)
+
+    assert cost(20_000) < 3 * cost(2_000)  # per token: flat, not growing with the header
 
 
 def test_empty_channel_before_a_recipient_keeps_the_recipient(encoding: HarmonyEncoding) -> None:

@@ -254,6 +254,17 @@ const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
   ["channel_after_content_type", "assistant", ["get_weather"], ' to=functions.get_weather <|constrain|>json<|channel|>commentary<|message|>{"city": "Tokyo"}<|call|>', [["commentary", "functions.get_weather", '{"city": "Tokyo"}']]],
 ];
 
+test("any number of misspelled control tokens in a header is read one after another", () => {
+  const text = `${CH}final` + "<channel|>final".repeat(3000) + "<message|>ok<|return|>";
+  for (const feed of ["text", "tokens"]) {
+    const parser = new HarmonyStreamParser(encoding, "assistant", "lenient");
+    const events = [...(feed === "text" ? parser.feedText(text) : parser.feedTokens(all(text))), ...parser.close()];
+    const got = events.filter((e): e is MessageEnd => e instanceof MessageEnd).map((e) => [e.message.channel, e.message.content]);
+    assert.deepEqual(got, [["final", "ok"]], feed);
+    assert.equal(events.filter((e) => e instanceof Recovered && e.rule === spec.RECOVERY_CONTROL_SPELLING).length, 3001);
+  }
+});
+
 test("every recovery rule has a case", () => {
   const tested = new Set([...LENIENT_CASES.map((c) => c[0]), ...TESTED_ELSEWHERE]);
   assert.deepEqual(tested, new Set(Object.keys(RECOVERY_RULES)));

@@ -18,8 +18,8 @@ stretch of text, and whatever has no place in the header is set aside, never mad
   still names the channel; a channel the format does not know is the reasoning channel (hidden text);
 - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one
   wins); a declared function name with spaces in it is read whole; an assistant message addressed to
-  the assistant has none and is reasoning unless it is the answer; the function's name written as the content type (`<|constrain|>functions.x`)
-  is the recipient;
+  the assistant has none and is reasoning unless it is the answer; the function's name written as the
+  content type (`<|constrain|>functions.x`) is the recipient;
 - the content type: a known content type, or the word after `<|constrain|>` (a channel word spliced in
   there is dropped: `<|constrain|>analysis code` is `code`);
 - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
@@ -99,6 +99,7 @@ def _spelling_re(spellings: Iterable[str]) -> re.Pattern[str]:
 NEAR_MISS_IN_HEADER = _near_misses(SPELLINGS, bare=True)
 """Near-miss spellings read as their control token inside a header."""
 NEAR_MISS_IN_HEADER_RE = _spelling_re(NEAR_MISS_IN_HEADER)
+_NEAR_MISS_LONGEST = max(len(s) for s in NEAR_MISS_IN_HEADER)
 
 
 @dataclass
@@ -288,19 +289,42 @@ class HeaderReader:
     def split_pending(self, at: int, by_character: bool) -> tuple[str, int]:
         """Take the text not yet split into words from `at` (an offset into it) out of the header: that text,
         and the position it began at (its character, or the token it began in)."""
-        pieces, starts = self._text, self._starts
         offset = 0
-        for i, piece in enumerate(pieces):
+        for i, piece in enumerate(self._text):
             if offset + len(piece) > at:
-                cut = at - offset
-                rest = "".join([piece[cut:], *pieces[i + 1 :]])
-                position = starts[i] + (cut if by_character else 0)
-                self._text = [*pieces[:i], piece[:cut]] if cut else pieces[:i]
-                self._starts = starts[: i + 1] if cut else starts[:i]
-                break
+                return self.split_piece(i, at - offset, by_character)
             offset += len(piece)
-        else:
-            return "", 0
+        return "", 0
+
+    def find_near_miss(self) -> tuple[int, int, str] | None:
+        """The first near-miss spelling of a control token that ends in the last piece of the text not yet split
+        into words (one ending earlier was found when its own piece came): the piece it begins in, where it
+        begins there, and the spelling. Only the last piece and the few characters before it are searched."""
+        pieces = self._text
+        need = len(pieces[-1]) + _NEAR_MISS_LONGEST - 1 if pieces else 0
+        first, got = len(pieces), 0
+        while first > 0 and got < need:
+            first -= 1
+            got += len(pieces[first])
+        window = pieces[first] if first == len(pieces) - 1 else "".join(pieces[first:])
+        match = NEAR_MISS_IN_HEADER_RE.search(window)
+        if match is None:
+            return None
+        index, cut = first, match.start()
+        while cut >= len(pieces[index]):
+            cut -= len(pieces[index])
+            index += 1
+        return index, cut, match.group()
+
+    def split_piece(self, index: int, cut: int, by_character: bool) -> tuple[str, int]:
+        """Take the text not yet split into words from offset `cut` of its piece `index` on out of the header:
+        that text, and the position it began at (its character, or the token it began in)."""
+        pieces, starts = self._text, self._starts
+        piece = pieces[index]
+        rest = piece[cut:] if index == len(pieces) - 1 else "".join([piece[cut:], *pieces[index + 1 :]])
+        position = starts[index] + (cut if by_character else 0)
+        self._text = [*pieces[:index], piece[:cut]] if cut else pieces[:index]
+        self._starts = starts[: index + 1] if cut else starts[:index]
         remove = len(rest)  # the raw header ends with the same text
         while remove and self._raw:
             last = self._raw[-1]

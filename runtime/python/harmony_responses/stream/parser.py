@@ -49,7 +49,6 @@ from .header import (
     CHANNELS,
     FUNCTIONS_PREFIX,
     NEAR_MISS_IN_HEADER,
-    NEAR_MISS_IN_HEADER_RE,
     ROLES,
     Cut,
     Header,
@@ -418,21 +417,30 @@ class HarmonyStreamParser:
 
     def _near_miss(self) -> bool:
         """Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text
-        after it is read on from there. Whether one was found."""
+        after it is read on from there (a loop, not a recursion: a header may hold any number of them).
+        Whether one was found."""
         header = self._header
-        match = NEAR_MISS_IN_HEADER_RE.search(header.pending_text())
-        if match is None:
-            return False
         by_character = self._unit == _spec.PARSE_UNIT_TEXT
-        rest, at = header.split_pending(match.start(), by_character)
-        after = rest[match.end() - match.start() :]
-        terminal = NEAR_MISS_IN_HEADER[match.group()]
-        detail = _spec.PARSE_DETAIL_CONTROL_SPELLING.format(word=match.group(), token=SPELLINGS[terminal])
-        self._recover(_spec.RECOVERY_CONTROL_SPELLING, detail, match.group(), at)
-        self.on_control(terminal, at)
-        if after:
-            self.on_text(after, at + (match.end() - match.start() if by_character else 0))
-        return True
+        found = False
+        while self._region is Region.HEADER:
+            near_miss = header.find_near_miss()
+            if near_miss is None:
+                break
+            found = True
+            index, cut, spelling = near_miss
+            rest, at = header.split_piece(index, cut, by_character)
+            after, after_at = rest[len(spelling) :], at + (len(spelling) if by_character else 0)
+            terminal = NEAR_MISS_IN_HEADER[spelling]
+            detail = _spec.PARSE_DETAIL_CONTROL_SPELLING.format(word=spelling, token=SPELLINGS[terminal])
+            self._recover(_spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at)
+            self.on_control(terminal, at)
+            if not after:
+                break
+            if self._region is not Region.HEADER:  # a body (or what follows a header cut short) begins
+                self.on_text(after, after_at)
+                break
+            header.add_text(after, after_at)
+        return found
 
     def _header_without_message(self, stop: str | None, position: int) -> bool:
         """Lenient: a header that a stop token (or, `stop` None, the end of the stream) ends before `<|message|>`

@@ -93,7 +93,8 @@ function nearMisses(terminals: Iterable<string>, bare: boolean): Map<string, str
 
 /** Near-miss spellings read as their control token inside a header. */
 export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = nearMisses(SPELLINGS.keys(), true);
-export const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
+const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
+const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
 export class Header {
@@ -337,33 +338,61 @@ export class HeaderReader {
   /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
    * position it began at (its character, or the token it began in). */
   splitPending(at: number, byCharacter: boolean): [string, number] {
-    const pieces = this.text;
-    const starts = this.starts;
     let offset = 0;
-    for (let i = 0; i < pieces.length; i++) {
-      const piece = pieces[i] as string;
-      if (offset + piece.length > at) {
-        const cut = at - offset;
-        const rest = [piece.slice(cut), ...pieces.slice(i + 1)].join("");
-        const position = (starts[i] as number) + (byCharacter ? cpCount(piece, 0, cut) : 0);
-        this.text = cut ? [...pieces.slice(0, i), piece.slice(0, cut)] : pieces.slice(0, i);
-        this.starts = cut ? starts.slice(0, i + 1) : starts.slice(0, i);
-        let remove = rest.length; // the raw header ends with the same text
-        while (remove > 0 && this.raw.length > 0) {
-          const last = this.raw[this.raw.length - 1] as string;
-          if (last.length <= remove) {
-            this.raw.pop();
-            remove -= last.length;
-          } else {
-            this.raw[this.raw.length - 1] = last.slice(0, last.length - remove);
-            remove = 0;
-          }
-        }
-        return [rest, position];
-      }
+    for (let i = 0; i < this.text.length; i++) {
+      const piece = this.text[i] as string;
+      if (offset + piece.length > at) return this.splitPiece(i, at - offset, byCharacter);
       offset += piece.length;
     }
     return ["", 0];
+  }
+
+  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
+   * words (one ending earlier was found when its own piece came): the piece it begins in, where it begins there,
+   * and the spelling. Only the last piece and the few characters before it are searched. */
+  findNearMiss(): [number, number, string] | null {
+    const pieces = this.text;
+    const need = pieces.length > 0 ? (pieces[pieces.length - 1] as string).length + NEAR_MISS_LONGEST - 1 : 0;
+    let first = pieces.length;
+    let got = 0;
+    while (first > 0 && got < need) {
+      first--;
+      got += (pieces[first] as string).length;
+    }
+    const window = first === pieces.length - 1 ? (pieces[first] as string) : pieces.slice(first).join("");
+    const match = NEAR_MISS_IN_HEADER_RE.exec(window);
+    if (match === null) return null;
+    let index = first;
+    let cut = match.index;
+    while (cut >= (pieces[index] as string).length) {
+      cut -= (pieces[index] as string).length;
+      index++;
+    }
+    return [index, cut, match[0]];
+  }
+
+  /** Take the text not yet split into words from offset `cut` of its piece `index` on out of the header: that
+   * text, and the position it began at (its character, or the token it began in). */
+  splitPiece(index: number, cut: number, byCharacter: boolean): [string, number] {
+    const pieces = this.text;
+    const starts = this.starts;
+    const piece = pieces[index] as string;
+    const rest = index === pieces.length - 1 ? piece.slice(cut) : [piece.slice(cut), ...pieces.slice(index + 1)].join("");
+    const position = (starts[index] as number) + (byCharacter ? cpCount(piece, 0, cut) : 0);
+    this.text = cut ? [...pieces.slice(0, index), piece.slice(0, cut)] : pieces.slice(0, index);
+    this.starts = cut ? starts.slice(0, index + 1) : starts.slice(0, index);
+    let remove = rest.length; // the raw header ends with the same text
+    while (remove > 0 && this.raw.length > 0) {
+      const last = this.raw[this.raw.length - 1] as string;
+      if (last.length <= remove) {
+        this.raw.pop();
+        remove -= last.length;
+      } else {
+        this.raw[this.raw.length - 1] = last.slice(0, last.length - remove);
+        remove = 0;
+      }
+    }
+    return [rest, position];
   }
 
   addText(text: string, position: number): void {

@@ -39,7 +39,6 @@ import {
   Header,
   HeaderReader,
   NEAR_MISS_IN_HEADER,
-  NEAR_MISS_IN_HEADER_RE,
   reduceHeader,
   ROLES,
   T_CHANNEL,
@@ -427,21 +426,32 @@ export class HarmonyStreamParser {
   // -- headers -----------------------------------------------------------------------------------------------
 
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
-   * read on from there. Whether one was found. */
+   * read on from there (a loop, not a recursion: a header may hold any number of them). Whether one was found. */
   private nearMiss(): boolean {
     const header = this.header;
-    const match = NEAR_MISS_IN_HEADER_RE.exec(header.pendingText());
-    if (match === null) return false;
     const byCharacter = this.unit === spec.PARSE_UNIT_TEXT;
-    const [rest, at] = header.splitPending(match.index, byCharacter);
-    const spelling = match[0];
-    const after = rest.slice(spelling.length);
-    const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
-    const detail = pyFormat(spec.PARSE_DETAIL_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) });
-    this.recover(spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at);
-    this.onControl(terminal, at);
-    if (after) this.onText(after, at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0));
-    return true;
+    let found = false;
+    while (this.regionValue === Region.Header) {
+      const nearMiss = header.findNearMiss();
+      if (nearMiss === null) break;
+      found = true;
+      const [index, cut, spelling] = nearMiss;
+      const [rest, at] = header.splitPiece(index, cut, byCharacter);
+      const after = rest.slice(spelling.length);
+      const afterAt = at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
+      const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
+      const detail = pyFormat(spec.PARSE_DETAIL_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) });
+      this.recover(spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at);
+      this.onControl(terminal, at);
+      if (!after) break;
+      if (this.regionValue !== Region.Header) {
+        // a body (or what follows a header cut short) begins
+        this.onText(after, afterAt);
+        break;
+      }
+      header.addText(after, afterAt);
+    }
+    return found;
   }
 
   /** Lenient: a header that a stop token (or, `stop` null, the end of the stream) ends before `<|message|>` and
