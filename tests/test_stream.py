@@ -473,7 +473,7 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         "assistant",
         [],
         f"<|channel|>thinking<|message|>secret<|end|>{A}<|channel|>final<|message|>ok<|return|>",
-        [("analysis", None, "secret"), ("final", None, "ok")],
+        [("thinking", None, "secret"), ("final", None, "ok")],  # kept as written; the bridge hides it
     ),
     (
         "channel_after_content_type",

@@ -250,7 +250,7 @@ const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
   ["content_type_after_channel", "assistant", [], "<|channel|>commentary to=python <|constrain|><|channel|><|constrain|>code<|message|>1+1<|call|>", [["commentary", "python", "1+1"]]],
   ["spliced_content_type", "assistant", [], "<|channel|>analysis to=python <|constrain|>analysis code<|message|>1+1<|call|>", [["analysis", "python", "1+1"]]],
   ["spliced_content_type", "assistant", ["x"], "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.x <|constrain|>commentary json<|message|>{}<|call|>", [["analysis", null, "a"], ["commentary", "functions.x", "{}"]]],
-  ["unknown_channel", "assistant", [], "<|channel|>thinking<|message|>secret<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", [["analysis", null, "secret"], ["final", null, "ok"]]],
+  ["unknown_channel", "assistant", [], "<|channel|>thinking<|message|>secret<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", [["thinking", null, "secret"], ["final", null, "ok"]]],
   ["channel_after_content_type", "assistant", ["get_weather"], ' to=functions.get_weather <|constrain|>json<|channel|>commentary<|message|>{"city": "Tokyo"}<|call|>', [["commentary", "functions.get_weather", '{"city": "Tokyo"}']]],
 ];
 

@@ -337,7 +337,7 @@ export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word!r} after a
 
 export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word!r} dropped from the content type";
 
-export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word!r} is unknown: reasoning";
+export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word!r} is unknown: hidden, as reasoning";
 
 export const PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE: string = "{token}{word} after the content type is the channel";
 
@@ -390,7 +390,7 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "control_spelling": "a near-miss spelling of a control token in a header (`<message|>`, `<|message>`, `<message>` for <|message|>) is that token, in text and token input alike; the spelling as written is in `text`",
   "content_type_after_channel": "a content type word (`code`, `json`) after a second <|channel|> is the content type, not a channel: the channel stays; the stray marker is dropped",
   "spliced_content_type": "a channel word or a recipient spliced into the content type after <|constrain|> (`<|constrain|>analysis code`, `<|constrain|>to=functions.f json`) is dropped from it: the content type is the word that follows; the word is in `text`",
-  "unknown_channel": "a message (not a call) on a channel the format does not know (`thinking`) is reasoning: it is read on the analysis channel and never shown; the word is in `text`",
+  "unknown_channel": "a message (not a call) on a channel the format does not know (`thinking`) is hidden text: the parser keeps the channel as written and reports it, the bridge makes it a `reasoning` item, never shown",
   "channel_after_content_type": "a <|channel|> after the content type (`to=functions.f <|constrain|>json<|channel|>commentary`) still names the message's channel, as the reference reads it",
   "call_cut_by_budget": "a function call the token budget cut (the engine's finish reason `length`) is `incomplete`, as the response is: Chat gives it no `tool_calls` to run and `finish_reason` `length`, and keeps it in `harmony:partial_tool_calls` (the bridge)",
 };

@@ -15,7 +15,8 @@ stretch of text, and whatever has no place in the header is set aside, never mad
 - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped
   (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins), unless a
   content type word follows it (`<|channel|>code`: the content type); a `<|channel|>` after the content type
-  still names the channel; a channel the format does not know is the reasoning channel (hidden text);
+  still names the channel; a channel the format does not know is kept and reported (its text is hidden, as
+  reasoning is);
 - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one
   wins); a declared function name with spaces in it is read whole; an assistant message addressed to
   the assistant has none and is reasoning unless it is the answer; the function's name written as the
@@ -637,8 +638,7 @@ class HeaderReader:
             and header.author == Role.ASSISTANT.value
         ):
             detail = _spec.PARSE_DETAIL_UNKNOWN_CHANNEL.format(word=channel)
-            self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, channel, position)
-            header.channel = _spec.CHANNEL_REASONING
+            self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, "", position)  # the bridge makes it reasoning
         content_type = header.content_type or ""
         if header.recipient is None and content_type.startswith(_CONSTRAIN):
             name = content_type[len(_CONSTRAIN) :]

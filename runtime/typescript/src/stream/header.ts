@@ -16,7 +16,7 @@
  * - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped (`––commentary`,
  *   `final.`); a second `<|channel|>` replaces the first (the later one wins), unless a content type word follows it
  *   (`<|channel|>code`: the content type); a `<|channel|>` after the content type still names the channel; a channel
- *   the format does not know is the reasoning channel (hidden text);
+ *   the format does not know is kept and reported (its text is hidden, as reasoning is);
  * - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one wins);
  *   a declared function name with spaces in it is read whole; an assistant message addressed to the assistant
  *   has none and is reasoning unless it is the answer; the function's name written as the content type (`<|constrain|>functions.x`) is the recipient;
@@ -722,8 +722,7 @@ export class HeaderReader {
     }
     const channel = header.channel;
     if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && header.isRole && header.author === Roles.Assistant) {
-      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, pyFormat(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), channel, position);
-      header.channel = spec.CHANNEL_REASONING;
+      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, pyFormat(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), "", position); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
