@@ -215,7 +215,6 @@ JSON_TYPE = "<|constrain|>json"
         ("<|channel|>final json<|message|>[]<|return|>", {"harmony:content_type": "json"}),
         ("<|channel|>commentary code<|message|>Looking.<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>",
          {"harmony:content_type": "code"}),
-        ("<|channel|>notes<|message|>x<|return|>", {"harmony:channel": "notes"}),
         ("<|message|>x<|return|>", {"harmony:channel": None}),
         ("<|constrain|>json<|message|>{}<|return|>", {"harmony:channel": None, "harmony:content_type": JSON_TYPE}),
         ("<|channel|>final<|message|>x<|return|>", {}),
@@ -235,6 +234,14 @@ def test_a_message_keeps_its_channel_and_content_type(
     assert_valid_request(after)
     expected = _oracle_prompt(reference, [user(USER["content"]), *_as_oracle(messages), user("More")])
     assert _prompt(encoding, after) == expected
+
+
+def test_a_message_on_an_unknown_channel_is_reasoning(encoding: HarmonyEncoding) -> None:
+    """Hidden text is never shown (issue 17): a channel the format does not know is read as reasoning, and comes back
+    as reasoning."""
+    output, _ = _written(encoding, request([USER]), "<|channel|>notes<|message|>x<|return|>")
+    assert [item["type"] for item in output] == ["reasoning"]
+    assert "<|start|>assistant<|channel|>analysis<|message|>x<|end|>" in _rendered(encoding, [USER, *output])
 
 
 def test_reasoning_keeps_its_content_type(encoding: HarmonyEncoding, reference: Any) -> None:

@@ -2,10 +2,14 @@
 
 - Any assistant turn built from valid messages, corrupted by one class of real-world glitch (issue 8's
   classes: header junk, recipients, roles, missing headers, stripped tokens, a header cut short, calls,
-  arguments, a byte order mark), streamed through the bridge in random chunks of text, gives spec-valid
-  events in spec order, the same response as fed whole (and the same SSE bytes on the fast path), and
-  loses no text: every message body and every piece of junk the corruption added is in an output item
-  or in the text of a repair.
+  arguments, a byte order mark; issue 17's: a misspelled `<|message|>`, a call's header without it, a
+  content type after a doubled channel marker, a channel word spliced into the content type, an unknown
+  channel, a message to the assistant itself, the recipient and content type before the channel),
+  streamed through the bridge in random chunks of text, gives spec-valid events in spec order, the same
+  response as fed whole (and the same SSE bytes on the fast path), and loses no text: every message body
+  and every piece of junk the corruption added is in an output item or in the text of a repair; and
+  hidden text (an unknown channel's, a message to the assistant itself) is in no `message` item and not
+  in Chat `content`.
 - Fuzz: random token ids (control, reserved and out-of-vocabulary ids among ordinary ones) and random text
   full of control-token spellings go through lenient parsing (tokens, text, bytes) and the bridge (typed
   events and SSE) without an exception. The input counts are printed; `HARMONY_FUZZ_INPUTS` raises them
@@ -22,6 +26,7 @@ import random
 import re
 from typing import Any
 
+from hidden_text import assert_hidden_text_not_shown
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from responses_checker import check_stream
@@ -34,6 +39,7 @@ from harmony_responses.bridge import (
     parse_request,
     stream_response,
     stream_sse,
+    to_chat_completion,
     to_sse,
 )
 from harmony_responses.stream import HarmonyStreamParser
@@ -71,7 +77,16 @@ CORRUPTIONS = (
     "byte_order_mark",
     "text_after_call",
     "json_spelling",
+    # issue 17's classes
+    "message_spelling",
+    "header_without_message",
+    "content_type_after_channel",
+    "spliced_type",
+    "thinking_channel",
+    "self_addressed",
+    "late_channel",
 )
+HIDING = ("thinking_channel", "self_addressed")  # the target's body is hidden text: never in a message item
 
 
 @st.composite
@@ -106,6 +121,7 @@ def render(messages: list[dict[str, str]], corruption: str, pick: int) -> tuple[
         to = f" to=functions.{m['name']} <|constrain|>json" if kind == "call" else ""
         stop = {"analysis": "<|end|>", "preamble": "<|end|>", "call": "<|call|>", "final": "<|return|>"}[kind]
         head = f"<|channel|>{channel}{to}"
+        marker = "<|message|>"
         if i == target:
             if corruption == "junk_before_channel":
                 junk.append("Sure thing, one moment")
@@ -122,10 +138,24 @@ def render(messages: list[dict[str, str]], corruption: str, pick: int) -> tuple[
                 head = head.replace(" <|constrain|>json", "json")
             elif corruption == "doubled_role" and start:
                 start += "assistant"
+            elif corruption == "message_spelling":
+                marker = "<message|>"
+            elif corruption == "header_without_message" and kind == "call":
+                marker = " "
+            elif corruption == "content_type_after_channel" and kind == "call":
+                head = head.replace(" <|constrain|>json", " <|constrain|><|channel|><|constrain|>json")
+            elif corruption == "spliced_type" and kind == "call":
+                head = head.replace(" <|constrain|>json", " <|constrain|>commentary json")
+            elif corruption == "thinking_channel" and kind in ("analysis", "preamble"):
+                head = "<|channel|>thinking"
+            elif corruption == "self_addressed" and kind == "preamble":
+                head = "<|channel|>commentary to=assistant"
+            elif corruption == "late_channel" and kind == "call":
+                head = f"{to}<|channel|>{channel}"
         if corruption == "text_after_end" and kind == "final" and i > 0 and messages[i - 1]["kind"] != "call":
             parts.append(text)  # the final answer written without its header
             continue
-        parts.append(f"{start}{head}<|message|>{text}{stop}")
+        parts.append(f"{start}{head}{marker}{text}{stop}")
         if corruption == "invented_result" and kind == "call" and i == target:
             parts.append(f"<|start|>functions.{m['name']} to=assistant<|channel|>commentary<|message|>Made up<|end|>")
             junk.append("Made up")
@@ -198,7 +228,11 @@ def test_a_corrupted_turn_streams_valid_events_the_same_in_any_chunks_and_loses_
     found = haystack(final)
     for text in [*bodies, *junk]:
         assert text.strip() in found, (corruption, text, completion, found)
-    if corruption in ("none", "junk_before_channel", "channel_punctuation", "stray_channel", "missing_prefix"):
+    if corruption in HIDING:
+        assert_hidden_text_not_shown(completion, final, to_chat_completion(streamed[-1].response))
+    if corruption in ("none", "junk_before_channel", "channel_punctuation", "stray_channel", "missing_prefix",
+                      "message_spelling", "header_without_message", "content_type_after_channel", "spliced_type",
+                      "late_channel"):  # fmt: skip
         kinds = [m["kind"] for m in messages]
         expected = [{"analysis": "reasoning", "preamble": "message", "call": "function_call", "final": "message"}[k]
                     for k in kinds]  # fmt: skip

@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -157,6 +158,7 @@ TESTED_ELSEWHERE = {
     "json_string_control": "test_a_stop_token_spelled_inside_a_json_string_is_text (text input only)",
     "empty_arguments": "tests/test_bridge_calls.py (a bridge repair)",
     "arguments_invalid": "tests/test_bridge_calls.py (a bridge repair)",
+    "call_cut_by_budget": "tests/test_lenient_peers.py (a bridge repair)",
 }
 
 
@@ -240,6 +242,7 @@ VALID_IN_STRICT_MODE = {
     "recipient_as_content_type",
     "recipient_punctuation",
     "wrong_namespace",
+    "unknown_channel",
 }
 LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None, str | None, str]]]] = [
     # rule, role, tools, input, expected (channel, recipient, content) per message
@@ -337,7 +340,7 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         "assistant",
         [],
         "<|channel|>commentary to=assistant<|message|>hi<|end|>",
-        [("commentary", None, "hi")],
+        [("analysis", None, "hi")],  # a note the model writes to itself is reasoning: never shown
     ),
     (
         "recipient_as_content_type",
@@ -412,6 +415,73 @@ LENIENT_CASES: list[tuple[str, str | None, list[str], str, list[tuple[str | None
         "commentary to=functions.f <|constrain|>json<|message|>{}<|call|>",
         [("commentary", "functions.f", "{}"), ("commentary", "functions.f", "{}")],
     ),
+    # issue 17: the glitches the peers' suites test for
+    (
+        "header_without_message",
+        "assistant",
+        [],
+        '<|channel|>final {"answer": "hi"}<|return|>',
+        [("final", None, '{"answer": "hi"}')],
+    ),
+    (
+        "header_without_message",
+        "assistant",
+        ["f"],
+        '<|channel|>commentary to=functions.f {"a": 1}<|call|>',
+        [("commentary", "functions.f", '{"a": 1}')],
+    ),
+    ("header_without_message", "assistant", [], '<|channel|>final ["x"]', [("final", None, '["x"]')]),
+    (
+        "control_spelling",
+        "assistant",
+        [],
+        "<|channel|>analysis<message|>first reasoning<|end|>",
+        [("analysis", None, "first reasoning")],
+    ),
+    (
+        "control_spelling",
+        None,
+        [],
+        "<|channel|>analysis<message|>first<|end|><|channel|>analysis<message|>second<|end|>",
+        [("analysis", None, "first"), ("analysis", None, "second")],
+    ),
+    ("control_spelling", "assistant", [], "<channel|>final<|message>x<|return|>", [("final", None, "x")]),
+    (
+        "content_type_after_channel",
+        "assistant",
+        [],
+        "<|channel|>commentary to=python <|constrain|><|channel|><|constrain|>code<|message|>1+1<|call|>",
+        [("commentary", "python", "1+1")],
+    ),
+    (
+        "spliced_content_type",
+        "assistant",
+        [],
+        "<|channel|>analysis to=python <|constrain|>analysis code<|message|>1+1<|call|>",
+        [("analysis", "python", "1+1")],
+    ),
+    (
+        "spliced_content_type",
+        "assistant",
+        ["x"],
+        f"<|channel|>analysis<|message|>a<|end|>{A}<|channel|>commentary to=functions.x <|constrain|>commentary json"
+        "<|message|>{}<|call|>",
+        [("analysis", None, "a"), ("commentary", "functions.x", "{}")],  # both messages, each once
+    ),
+    (
+        "unknown_channel",
+        "assistant",
+        [],
+        f"<|channel|>thinking<|message|>secret<|end|>{A}<|channel|>final<|message|>ok<|return|>",
+        [("thinking", None, "secret"), ("final", None, "ok")],  # kept as written; the bridge hides it
+    ),
+    (
+        "channel_after_content_type",
+        "assistant",
+        ["get_weather"],
+        ' to=functions.get_weather <|constrain|>json<|channel|>commentary<|message|>{"city": "Tokyo"}<|call|>',
+        [("commentary", "functions.get_weather", '{"city": "Tokyo"}')],
+    ),
 ]
 
 
@@ -440,6 +510,30 @@ def test_lenient_rule(
     else:
         with pytest.raises(HarmonyParseError):
             parse_text(encoding, text, role, "strict", tools)
+
+
+def test_any_number_of_misspelled_control_tokens_in_a_header_is_read_in_linear_time(encoding: HarmonyEncoding) -> None:
+    """Misspelled control tokens are read one after another (a loop, not a recursion), and text in a long header is
+    searched for them only where it is new."""
+    text = "<|channel|>final" + "<channel|>final" * 3000 + "<message|>ok<|return|>"
+    for feed in ("text", "tokens"):
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        tokens = encoding.encode(text, allowed_special="all")
+        events = (parser.feed_text(text) if feed == "text" else parser.feed_tokens(tokens)) + parser.close()
+        assert [(e.message.channel, e.message.content) for e in events if isinstance(e, MessageEnd)] == [
+            ("final", "ok")
+        ]
+        assert sum(isinstance(e, Recovered) and e.rule == "control_spelling" for e in events) == 3001
+
+    def cost(n: int) -> float:
+        tokens = encoding.encode("<|channel|>final " + "<b>x</b> " * n + "<|return|>", allowed_special="all")
+        start = time.process_time()
+        parser = HarmonyStreamParser(encoding, "assistant", "lenient")
+        parser.feed_tokens(tokens)
+        parser.close()
+        return (time.process_time() - start) / len(tokens)
+
+    assert cost(20_000) < 3 * cost(2_000)  # per token: flat, not growing with the header
 
 
 def test_empty_channel_before_a_recipient_keeps_the_recipient(encoding: HarmonyEncoding) -> None:

@@ -555,6 +555,15 @@ def test_realworld_completions_agree(node: Node, encoding: HarmonyEncoding, case
             assert theirs == ours, (case["id"], stopped)
 
 
+PEERS = [json.loads(line) for line in (ROOT / "tests" / "peers" / "cases.jsonl").open(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("case", PEERS, ids=[c["id"] for c in PEERS])
+def test_peer_cases_agree(node: Node, encoding: HarmonyEncoding, case: dict[str, Any]) -> None:
+    """The peers' cases (tests/peers, issue 17's classes): the same events, SSE, response and Chat in both languages."""
+    test_realworld_completions_agree(node, encoding, case)
+
+
 def _recovery_module() -> Any:
     import test_recovery_properties  # noqa: PLC0415 (the corruption classes of tests/test_recovery_properties.py)
 

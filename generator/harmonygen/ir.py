@@ -149,6 +149,7 @@ class ParsingIR:
     recovery_rules: dict[str, str]  # rule id → what the repair does
     details: dict[str, str]  # what a repair reports, by situation
     errors: dict[str, str]
+    peer_decisions: dict[str, str]  # a case of tests/peers/ → why this project reads it otherwise than the peer
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,7 @@ def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
         recovery_rules=_sentences(par, "recovery_rules", facts),
         details=_sentences(par, "details", facts),
         errors=_sentences(par, "errors", facts),
+        peer_decisions=_sentences(par, "peer_decisions", facts),
     )
 
 

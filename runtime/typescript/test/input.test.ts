@@ -74,9 +74,10 @@ test("an answer written with no channel comes back with none, and a message's co
   const typed = outputOf('<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>');
   assert.deepEqual([typed[0]?.[spec.RESPONSE_CONTENT_TYPE_FIELD], spec.RESPONSE_CHANNEL_FIELD in (typed[0] ?? {})], ["<|constrain|>json", false]);
   assert.ok(promptOf([user, ...typed, later]).includes('<|start|>assistant<|channel|>final <|constrain|>json<|message|>{"a":1}<|end|><|start|>user'));
+  // a channel the format does not know is hidden text: reasoning (issue 17), never a message
   const other = outputOf("<|channel|>notes<|message|>x<|return|>");
-  assert.equal(other[0]?.[spec.RESPONSE_CHANNEL_FIELD], "notes");
-  assert.ok(promptOf([user, ...other, later]).includes("<|start|>assistant<|channel|>notes<|message|>x<|end|>"));
+  assert.deepEqual(other.map((item) => item["type"]), ["reasoning"]);
+  assert.ok(promptOf([user, ...other]).includes("<|start|>assistant<|channel|>analysis<|message|>x<|end|>"));
   const thought = outputOf("<|channel|>analysis json<|message|>{}<|end|><|start|>assistant<|channel|>final<|message|>x<|return|>");
   assert.equal(thought[0]?.[spec.RESPONSE_CONTENT_TYPE_FIELD], "json");
   assert.ok(promptOf([user, thought[0]]).includes("<|channel|>analysis json<|message|>{}<|end|>"));

@@ -195,8 +195,8 @@ const A = `${spec.SPELLING_START}assistant`;
 const CH = spec.SPELLING_CHANNEL;
 const MSG = spec.SPELLING_MESSAGE;
 const CALL = spec.SPELLING_CALL;
-const VALID_IN_STRICT_MODE = new Set(["channel_punctuation", "glued_content_type", "glued_role", "invented_tool_result", "missing_channel_marker", "missing_functions_prefix", "recipient_as_content_type", "recipient_punctuation", "recipient_to_self", "unknown_author", "wrong_namespace"]);
-const TESTED_ELSEWHERE = ["after_tool_call", "after_turn_end", "arguments_invalid", "empty_arguments", "invalid_token", "json_string_control", "other_author"];
+const VALID_IN_STRICT_MODE = new Set(["channel_punctuation", "glued_content_type", "glued_role", "invented_tool_result", "missing_channel_marker", "missing_functions_prefix", "recipient_as_content_type", "recipient_punctuation", "recipient_to_self", "unknown_author", "unknown_channel", "wrong_namespace"]);
+const TESTED_ELSEWHERE = ["after_tool_call", "after_turn_end", "arguments_invalid", "call_cut_by_budget", "empty_arguments", "invalid_token", "json_string_control", "other_author"];
 type Expected = [string | null, string | null, string][];
 // rule, role, tools, input, expected (channel, recipient, content) per message: tests/test_stream.py's LENIENT_CASES
 const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
@@ -228,7 +228,7 @@ const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
   ["unknown_author", null, [], "<|start|>bash<|channel|>final<|message|>x<|end|>", [["final", null, "x"]]],
   ["recipient_out_of_place", "assistant", [], "<|channel|>commentary json to=functions.f<|message|>{}<|call|>", [["commentary", "functions.f", "{}"]]],
   ["name_with_space", "assistant", ["Web Search"], "<|channel|>commentary to=functions.Web Search json<|message|>{}<|call|>", [["commentary", "functions.Web Search", "{}"]]],
-  ["recipient_to_self", "assistant", [], "<|channel|>commentary to=assistant<|message|>hi<|end|>", [["commentary", null, "hi"]]],
+  ["recipient_to_self", "assistant", [], "<|channel|>commentary to=assistant<|message|>hi<|end|>", [["analysis", null, "hi"]]],
   ["recipient_as_content_type", "assistant", [], "<|channel|>final <|constrain|>functions.f<|message|>{}<|return|>", [["final", "functions.f", "{}"]]],
   ["recipient_punctuation", "assistant", ["get_weather"], "<|channel|>commentary to=functions.get_weather, json<|message|>{}<|call|>", [["commentary", "functions.get_weather", "{}"]]],
   ["wrong_namespace", "assistant", ["get_weather"], "<|channel|>commentary to=function.get_weather json<|message|>{}<|call|>", [["commentary", "functions.get_weather", "{}"]]],
@@ -240,7 +240,30 @@ const LENIENT_CASES: [string, string | null, string[], string, Expected][] = [
   ["text_after_call", "assistant", [], "<|channel|>commentary to=functions.f<|message|>{}<|call|>made up", [["commentary", "functions.f", "{}"]]],
   ["missing_start", "assistant", [], "<|channel|>analysis<|message|>a<|end|>final<|message|>b<|return|>", [["analysis", null, "a"], ["final", null, "b"]]],
   ["missing_start", "assistant", ["f"], "<|channel|>commentary to=functions.f<|message|>{}<|call|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>", [["commentary", "functions.f", "{}"], ["commentary", "functions.f", "{}"]]],
+  // issue 17: the glitches the peers' suites test for
+  ["header_without_message", "assistant", [], '<|channel|>final {"answer": "hi"}<|return|>', [["final", null, '{"answer": "hi"}']]],
+  ["header_without_message", "assistant", ["f"], '<|channel|>commentary to=functions.f {"a": 1}<|call|>', [["commentary", "functions.f", '{"a": 1}']]],
+  ["header_without_message", "assistant", [], '<|channel|>final ["x"]', [["final", null, '["x"]']]],
+  ["control_spelling", "assistant", [], "<|channel|>analysis<message|>first reasoning<|end|>", [["analysis", null, "first reasoning"]]],
+  ["control_spelling", null, [], "<|channel|>analysis<message|>first<|end|><|channel|>analysis<message|>second<|end|>", [["analysis", null, "first"], ["analysis", null, "second"]]],
+  ["control_spelling", "assistant", [], "<channel|>final<|message>x<|return|>", [["final", null, "x"]]],
+  ["content_type_after_channel", "assistant", [], "<|channel|>commentary to=python <|constrain|><|channel|><|constrain|>code<|message|>1+1<|call|>", [["commentary", "python", "1+1"]]],
+  ["spliced_content_type", "assistant", [], "<|channel|>analysis to=python <|constrain|>analysis code<|message|>1+1<|call|>", [["analysis", "python", "1+1"]]],
+  ["spliced_content_type", "assistant", ["x"], "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.x <|constrain|>commentary json<|message|>{}<|call|>", [["analysis", null, "a"], ["commentary", "functions.x", "{}"]]],
+  ["unknown_channel", "assistant", [], "<|channel|>thinking<|message|>secret<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>", [["thinking", null, "secret"], ["final", null, "ok"]]],
+  ["channel_after_content_type", "assistant", ["get_weather"], ' to=functions.get_weather <|constrain|>json<|channel|>commentary<|message|>{"city": "Tokyo"}<|call|>', [["commentary", "functions.get_weather", '{"city": "Tokyo"}']]],
 ];
+
+test("any number of misspelled control tokens in a header is read one after another", () => {
+  const text = `${CH}final` + "<channel|>final".repeat(3000) + "<message|>ok<|return|>";
+  for (const feed of ["text", "tokens"]) {
+    const parser = new HarmonyStreamParser(encoding, "assistant", "lenient");
+    const events = [...(feed === "text" ? parser.feedText(text) : parser.feedTokens(all(text))), ...parser.close()];
+    const got = events.filter((e): e is MessageEnd => e instanceof MessageEnd).map((e) => [e.message.channel, e.message.content]);
+    assert.deepEqual(got, [["final", "ok"]], feed);
+    assert.equal(events.filter((e) => e instanceof Recovered && e.rule === spec.RECOVERY_CONTROL_SPELLING).length, 3001);
+  }
+});
 
 test("every recovery rule has a case", () => {
   const tested = new Set([...LENIENT_CASES.map((c) => c[0]), ...TESTED_ELSEWHERE]);

@@ -329,6 +329,20 @@ export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient!r} rea
 
 export const PARSE_DETAIL_OTHER_AUTHOR: string = "a {author} message inside the {role}'s turn";
 
+export const PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: string = "no {token} after the header: its body begins at {word!r}";
+
+export const PARSE_DETAIL_CONTROL_SPELLING: string = "{word!r} read as {token}";
+
+export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word!r} after a second {token} is the content type; the channel stays {channel!r}";
+
+export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word!r} dropped from the content type";
+
+export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word!r} is unknown: hidden, as reasoning";
+
+export const PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE: string = "{token}{word} after the content type is the channel";
+
+export const PARSE_DETAIL_CALL_CUT_BY_BUDGET: string = "the call to {name!r} was cut by the token budget";
+
 /** Lenient repairs: rule id → what it does. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "text_before_start": "text before the first message is set aside; it is in `text`",
@@ -360,7 +374,7 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "unknown_author": "an author word that is neither a role nor a tool's name (namespaced, or a built-in namespace) is not made a tool: the message is the expected role's; the word is in `text`",
   "recipient_out_of_place": "a recipient after the content type is the recipient",
   "name_with_space": "a declared function name with spaces in it (`to=functions.Web Search`) is read whole",
-  "recipient_to_self": "an assistant message addressed to assistant has no recipient",
+  "recipient_to_self": "an assistant message addressed to assistant has no recipient; unless it is on the final channel it is reasoning (the analysis channel): a note the model writes to itself is never shown",
   "recipient_as_content_type": "`<|constrain|>functions.NAME` (or a declared NAME) in place of a recipient is the recipient",
   "junk_header": "a header that a stop token ends before <|message|> and that is no whole header with a recipient (a channel word with junk, prose after <|channel|> or <|constrain|>) is no message; its text is in `text`",
   "headerless_message": "prose where the first header should be, ended by a stop token, is a message's body: on the analysis channel when <|end|> ends it, with no channel (the answer) when <|return|> does",
@@ -372,6 +386,13 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "recipient_punctuation": "punctuation glued to a declared function's name in a recipient (`to=functions.get_weather,`) is dropped; it is in `text`",
   "wrong_namespace": "a recipient in another namespace than functions (not a built-in tool's) whose name is a declared function (`function.NAME`, `functions.functions.NAME`) is that function; the namespace is in `text`",
   "other_author": "reading one turn (stop_at_turn_end), a message by another role than the model's (the model writing the user's next turn) and all that follows are set aside; they are in `text`",
+  "header_without_message": "a header that a stop token or the end of the stream ends before <|message|>, and whose text goes on with text no header word begins with (JSON: `{`, `[`, `\"`), is a message: the header ends where that text begins and the text is its body",
+  "control_spelling": "a near-miss spelling of a control token in a header (`<message|>`, `<|message>`, `<message>` for <|message|>) is that token, in text and token input alike; the spelling as written is in `text`",
+  "content_type_after_channel": "a content type word (`code`, `json`) after a second <|channel|> is the content type, not a channel: the channel stays; the stray marker is dropped",
+  "spliced_content_type": "a channel word or a recipient spliced into the content type after <|constrain|> (`<|constrain|>analysis code`, `<|constrain|>to=functions.f json`) is dropped from it: the content type is the word that follows; the word is in `text`",
+  "unknown_channel": "a message (not a call) on a channel the format does not know (`thinking`) is hidden text: the parser keeps the channel as written and reports it, the bridge makes it a `reasoning` item, never shown",
+  "channel_after_content_type": "a <|channel|> after the content type (`to=functions.f <|constrain|>json<|channel|>commentary`) still names the message's channel, as the reference reads it",
+  "call_cut_by_budget": "a function call the token budget cut (the engine's finish reason `length`) is `incomplete`, as the response is: Chat gives it no `tool_calls` to run and `finish_reason` `length`, and keeps it in `harmony:partial_tool_calls` (the bridge)",
 };
 
 export const RECOVERY_TEXT_BEFORE_START: string = "text_before_start";
@@ -455,6 +476,20 @@ export const RECOVERY_RECIPIENT_PUNCTUATION: string = "recipient_punctuation";
 export const RECOVERY_WRONG_NAMESPACE: string = "wrong_namespace";
 
 export const RECOVERY_OTHER_AUTHOR: string = "other_author";
+
+export const RECOVERY_HEADER_WITHOUT_MESSAGE: string = "header_without_message";
+
+export const RECOVERY_CONTROL_SPELLING: string = "control_spelling";
+
+export const RECOVERY_CONTENT_TYPE_AFTER_CHANNEL: string = "content_type_after_channel";
+
+export const RECOVERY_SPLICED_CONTENT_TYPE: string = "spliced_content_type";
+
+export const RECOVERY_UNKNOWN_CHANNEL: string = "unknown_channel";
+
+export const RECOVERY_CHANNEL_AFTER_CONTENT_TYPE: string = "channel_after_content_type";
+
+export const RECOVERY_CALL_CUT_BY_BUDGET: string = "call_cut_by_budget";
 
 export const PARSE_ERR_AT: string = "{message} at {unit} {position}";
 
@@ -641,6 +676,10 @@ export const CHAT_OBJECT: string = "chat.completion";
 export const CHAT_CHUNK_OBJECT: string = "chat.completion.chunk";
 
 export const CHAT_FINISH_REASONS: Readonly<Record<string, string>> = { "incomplete": "length", "tool_calls": "tool_calls", "stop": "stop" };
+
+export const CHAT_PARTIAL_CALLS_FIELD: string = "harmony:partial_tool_calls";
+
+export const CHAT_VISIBLE_SEPARATOR: string = "\n";
 
 /** Arrays and objects of untrusted JSON nest at most this deep. */
 export const MAX_JSON_DEPTH: number = 64;

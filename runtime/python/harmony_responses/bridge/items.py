@@ -13,7 +13,8 @@ the spec's `ITEM_KINDS` table names:
   `container.exec`) → that vendor-prefixed extension item; any other recipient, or a message not by the
   assistant → the generic vendor-prefixed tool-call item. Extension items carry `id`, `type`, `status`,
   `recipient`, `arguments`, `channel` and `content_type`;
-- the reasoning channel → `reasoning` (`content: [reasoning_text]`, `summary: []`);
+- the reasoning channel, or a channel the format does not know (hidden text is never shown) → `reasoning`
+  (`content: [reasoning_text]`, `summary: []`);
 - anything else → an assistant `message` with `output_text`, its phase by the channel's purpose.
 
 An item keeps the header the model wrote where its kind alone would not render it back so, in the vendor-prefixed
@@ -209,6 +210,7 @@ def _kind_spec(kind: ItemKind) -> KindSpec:
 
 KINDS: dict[ItemKind, KindSpec] = {kind: _kind_spec(kind) for kind in ItemKind}
 _REASONING_CHANNEL = _spec.CHANNEL_BY_PURPOSE[_spec.ITEM_KINDS[ItemKind.REASONING]["channel_purpose"]]
+_KNOWN_CHANNELS = frozenset(_spec.CHANNELS)
 _KIND_OF_NAMESPACE: dict[str, ItemKind] = {
     row["namespace"]: ItemKind(kind) for kind, row in _spec.ITEM_KINDS.items() if row["namespace"]
 }
@@ -237,8 +239,9 @@ def kind_of(start: MessageStart, namespaces: frozenset[str] = frozenset()) -> It
         return ItemKind.TOOL_CALL
     if recipient is not None and recipient != _spec.HEADER_BROADCAST_RECIPIENT:
         return _KIND_OF_NAMESPACE.get(recipient.split(_SEPARATOR, 1)[0], ItemKind.TOOL_CALL)
-    if start.channel == _REASONING_CHANNEL:
-        return ItemKind.REASONING
+    channel = start.channel
+    if channel == _REASONING_CHANNEL or (channel is not None and channel not in _KNOWN_CHANNELS):
+        return ItemKind.REASONING  # a channel the format does not know is hidden, as reasoning is
     return ItemKind.MESSAGE
 
 
@@ -686,6 +689,10 @@ class ResponseBuilder:
         spec, sink, index = item.spec, self._sink, item.output_index
         if spec.kind is ItemKind.FUNCTION_CALL and status is Status.COMPLETED:
             text = self._check_arguments(item, text)
+        elif spec.kind is ItemKind.FUNCTION_CALL and status is Status.INCOMPLETE:
+            self._repair(
+                _spec.RECOVERY_CALL_CUT_BY_BUDGET, _spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET.format(name=item.name)
+            )
         elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
             item.validation = self.answer_check(text)
         if spec.part is not None and spec.done is not None:

@@ -13,12 +13,16 @@ stretch of text, and whatever has no place in the header is set aside, never mad
   `assistantfinal`); a tool's name (namespaced, or a built-in namespace); any
   other word is reported and the message is the expected role's;
 - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped
-  (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins);
+  (`––commentary`, `final.`); a second `<|channel|>` replaces the first (the later one wins), unless a
+  content type word follows it (`<|channel|>code`: the content type); a `<|channel|>` after the content type
+  still names the channel; a channel the format does not know is kept and reported (its text is hidden, as
+  reasoning is);
 - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one
   wins); a declared function name with spaces in it is read whole; an assistant message addressed to
-  the assistant has none; the function's name written as the content type (`<|constrain|>functions.x`)
-  is the recipient;
-- the content type: a known content type, or the word after `<|constrain|>`;
+  the assistant has none and is reasoning unless it is the answer; the function's name written as the
+  content type (`<|constrain|>functions.x`) is the recipient;
+- the content type: a known content type, or the word after `<|constrain|>` (a channel word spliced in
+  there is dropped: `<|constrain|>analysis code` is `code`);
 - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
 
 Each repair is reported (`report(rule, detail, text, position)`). `complete()` gives the finished
@@ -71,6 +75,32 @@ _GLUED_ROLE_RE = re.compile(
     "(" + re.escape(_TO) + ".+)?"
 )
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
+# Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
+_BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")
+_LT, _BAR, _GT = _spec.SPELLING_OPEN[:1], _spec.SPELLING_OPEN[1:], _spec.SPELLING_CLOSE[len(_spec.SPELLING_OPEN) - 1 :]
+
+
+def _near_misses(terminals: Iterable[str], bare: bool) -> dict[str, str]:
+    """A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
+    `<message>`) → its terminal."""
+    out: dict[str, str] = {}
+    for terminal in terminals:
+        spelling = SPELLINGS[terminal]
+        name = spelling[len(_spec.SPELLING_OPEN) : len(spelling) - len(_spec.SPELLING_CLOSE)]
+        out[_LT + name + _BAR + _GT] = out[_LT + _BAR + name + _GT] = terminal
+        if bare:
+            out[_LT + name + _GT] = terminal
+    return out
+
+
+def _spelling_re(spellings: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True)))
+
+
+NEAR_MISS_IN_HEADER = _near_misses(SPELLINGS, bare=True)
+"""Near-miss spellings read as their control token inside a header."""
+NEAR_MISS_IN_HEADER_RE = _spelling_re(NEAR_MISS_IN_HEADER)
+_NEAR_MISS_LONGEST = max(len(s) for s in NEAR_MISS_IN_HEADER)
 
 
 @dataclass
@@ -186,6 +216,7 @@ class HeaderReader:
         self._recipient: str | None = None  # lenient: a recipient the grammar could not take where it stood
         self._channel: str | None = None  # lenient: a channel that replaced the one the grammar took
         self._replacing_channel = False  # a second <|channel|> came: its word replaces the channel
+        self._late_channel = False  # a <|channel|> after the content type came: its word is the channel
         self._set_aside = False  # lenient: some of the header's text had no place in it
 
     # -- state -----------------------------------------------------------------------------------
@@ -230,7 +261,7 @@ class HeaderReader:
         self._lalr.feed_token(T_START)
         self._text, self._starts, self._pending, self._said = [], [], [], []
         self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
-        self._replacing_channel = self._set_aside = False
+        self._replacing_channel = self._late_channel = self._set_aside = False
         if role is None:
             self._words, self._terms, self._virtual = [], [], False
             self._raw = [SPELLINGS[T_START]]
@@ -243,6 +274,68 @@ class HeaderReader:
         self._lalr.restore(self._snapshot)
         self._text, self._starts, self._words, self._terms, self._pending, self._raw = [], [], [], [], [], []
         self._said = []
+
+    def body_start(self) -> int | None:
+        """Lenient: where, in the text not yet split into words, a word begins that no header word begins
+        with (JSON), when the header before it has a channel or a recipient (`<|channel|>final {"a": 1}`)."""
+        text = "".join(self._text)
+        match = _BODY_START_RE.search(text)
+        if match is None:
+            return None
+        before = text[: match.start()]
+        if T_CHANNEL in self._terms or self._fed_recipient or self._recipient or _TO in before:
+            return match.start()
+        return None
+
+    def split_pending(self, at: int, by_character: bool) -> tuple[str, int]:
+        """Take the text not yet split into words from `at` (an offset into it) out of the header: that text,
+        and the position it began at (its character, or the token it began in)."""
+        offset = 0
+        for i, piece in enumerate(self._text):
+            if offset + len(piece) > at:
+                return self.split_piece(i, at - offset, by_character)
+            offset += len(piece)
+        return "", 0
+
+    def find_near_miss(self) -> tuple[int, int, str] | None:
+        """The first near-miss spelling of a control token that ends in the last piece of the text not yet split
+        into words (one ending earlier was found when its own piece came): the piece it begins in, where it
+        begins there, and the spelling. Only the last piece and the few characters before it are searched."""
+        pieces = self._text
+        need = len(pieces[-1]) + _NEAR_MISS_LONGEST - 1 if pieces else 0
+        first, got = len(pieces), 0
+        while first > 0 and got < need:
+            first -= 1
+            got += len(pieces[first])
+        window = pieces[first] if first == len(pieces) - 1 else "".join(pieces[first:])
+        match = NEAR_MISS_IN_HEADER_RE.search(window)
+        if match is None:
+            return None
+        index, cut = first, match.start()
+        while cut >= len(pieces[index]):
+            cut -= len(pieces[index])
+            index += 1
+        return index, cut, match.group()
+
+    def split_piece(self, index: int, cut: int, by_character: bool) -> tuple[str, int]:
+        """Take the text not yet split into words from offset `cut` of its piece `index` on out of the header:
+        that text, and the position it began at (its character, or the token it began in)."""
+        pieces, starts = self._text, self._starts
+        piece = pieces[index]
+        rest = piece[cut:] if index == len(pieces) - 1 else "".join([piece[cut:], *pieces[index + 1 :]])
+        position = starts[index] + (cut if by_character else 0)
+        self._text = [*pieces[:index], piece[:cut]] if cut else pieces[:index]
+        self._starts = starts[: index + 1] if cut else starts[:index]
+        remove = len(rest)  # the raw header ends with the same text
+        while remove and self._raw:
+            last = self._raw[-1]
+            if len(last) <= remove:
+                self._raw.pop()
+                remove -= len(last)
+            else:
+                self._raw[-1] = last[: len(last) - remove]
+                remove = 0
+        return rest, position
 
     def add_text(self, text: str, position: int) -> None:
         self._text.append(text)
@@ -389,7 +482,23 @@ class HeaderReader:
             return False
         if self._replacing_channel:
             self._replacing_channel = False
+            content_type = CONTENT_TYPES.get(word.lower())
+            if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
+                channel = self._channel if self._channel is not None else self._fed_channel
+                detail = _spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL.format(
+                    word=word, token=SPELLINGS[T_CHANNEL], channel=channel or ""
+                )
+                self._later(_spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position)
+                self._feed(T_WORD, word)
+                return False
             self._replace_channel(word, position)
+            return False
+        if self._late_channel:
+            self._late_channel = False
+            channel, _ = channel_of(word)
+            detail = _spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE.format(token=SPELLINGS[T_CHANNEL], word=word)
+            self._later(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position)
+            self._channel = channel
             return False
         last = self._terms[-1] if self._terms else None
         if last == T_CHANNEL:
@@ -401,6 +510,10 @@ class HeaderReader:
             self._fed_channel = channel
             return False
         if last == T_CONSTRAIN:
+            if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
+                detail = _spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE.format(word=word)
+                self._later(_spec.RECOVERY_SPLICED_CONTENT_TYPE, detail, word, position)
+                return False
             return not self._feed(T_WORD, word)
         if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
             self._later(_spec.RECOVERY_DOUBLED_ROLE, _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word), word, position)
@@ -514,6 +627,18 @@ class HeaderReader:
             detail = _spec.PARSE_DETAIL_RECIPIENT_TO_SELF.format(recipient=header.recipient)
             self._later(_spec.RECOVERY_RECIPIENT_TO_SELF, detail, "", position)
             header.recipient = None
+            if header.channel != _spec.CHANNEL_ANSWER:  # a note to itself, not its answer: never shown
+                header.channel = _spec.CHANNEL_REASONING
+        channel = header.channel
+        if (
+            channel is not None
+            and channel not in CHANNELS
+            and header.recipient is None
+            and header.is_role
+            and header.author == Role.ASSISTANT.value
+        ):
+            detail = _spec.PARSE_DETAIL_UNKNOWN_CHANNEL.format(word=channel)
+            self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, "", position)  # the bridge makes it reasoning
         content_type = header.content_type or ""
         if header.recipient is None and content_type.startswith(_CONSTRAIN):
             name = content_type[len(_CONSTRAIN) :]
@@ -544,7 +669,7 @@ class HeaderReader:
             self._words, self._terms, self._virtual = [], [], False
             self._pending, self._raw, self._said = [], [SPELLINGS[T_START]], []
             self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
-            self._replacing_channel = self._set_aside = False
+            self._replacing_channel = self._late_channel = self._set_aside = False
             return
         if expected == frozenset({T_WORD}) and self._terms[-1:] == [T_CHANNEL]:
             self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
@@ -560,6 +685,9 @@ class HeaderReader:
             return
         if terminal == T_CHANNEL and T_CHANNEL in self._terms:
             self._replacing_channel = True
+            return
+        if terminal == T_CHANNEL and self._channel is None:  # after the content type: still the channel
+            self._late_channel = True
             return
         detail = _spec.PARSE_DETAIL_STRAY_CONTROL.format(token=SPELLINGS[terminal])
         self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)

@@ -12,7 +12,9 @@ header cut short by a stop token is a call without arguments only when it is a w
 recipient, prose where the header should be is a message's body (reasoning when `<|end|>` ends it, the
 answer when `<|return|>` does), and anything else is set aside; header words outside a message followed
 by `<|constrain|>` or `<|message|>` open a message; text after the last message that `<|end|>` ended is
-the answer; in text input, a stop token spelled inside an open JSON string of a call's arguments is text.
+the answer; in text input, a stop token spelled inside an open JSON string of a call's arguments is text; a
+misspelled control token in a header (`<message|>`) is that token; a header that a stop token or the end of the
+stream ends before `<|message|>`, and whose text goes on with JSON, is a message with that body.
 
 Events: `MessageStart` once a header is complete, `ContentDelta` for each piece of body text as it
 arrives, `MessageEnd` with the whole message and its terminator, and, in lenient mode, `Recovered`
@@ -46,6 +48,7 @@ from .events import (
 from .header import (
     CHANNELS,
     FUNCTIONS_PREFIX,
+    NEAR_MISS_IN_HEADER,
     ROLES,
     Cut,
     Header,
@@ -78,6 +81,7 @@ _CALL = Terminator(_spec.TERMINATORS[_spec.TOKEN_CALL])
 _TURN_END = Terminator(_spec.TERMINATORS[_spec.TOKEN_END_DONE_SAMPLING])  # ends the model's turn
 _TO = _spec.HEADER_RECIPIENT_KEYWORD
 _BOM = "\ufeff"  # a byte order mark: Unicode's, not the format's
+_GT = _spec.SPELLING_CLOSE[-1:]  # every spelling, near-misses too, ends with it
 
 
 class Region(Enum):
@@ -285,7 +289,9 @@ class HarmonyStreamParser:
             self._text_after_messages()
             return out
         self._flush_junk()
-        if self._region is Region.HEADER:
+        if self._region is Region.HEADER and self._lenient and self._header_without_message(None, end):
+            pass  # the body is open: it ends below
+        elif self._region is Region.HEADER:
             if not self._lenient:
                 self._fail(_spec.PARSE_ERR_EOF_IN_HEADER, end)
             self._drop_header(_spec.RECOVERY_EOF_IN_HEADER, _spec.PARSE_DETAIL_EOF_IN_HEADER, end)
@@ -321,6 +327,8 @@ class HarmonyStreamParser:
             self._out.append(ContentDelta(self._index, text))
         elif region is Region.HEADER:
             self._header.add_text(text, position)
+            if self._lenient and _GT in text and self._near_miss():
+                return
             if self._stripped_possible and not self._seen_control:
                 self._try_stripped(final=False)
         elif region is Region.STRIPPED:
@@ -407,7 +415,52 @@ class HarmonyStreamParser:
 
     # -- headers ---------------------------------------------------------------------------------
 
+    def _near_miss(self) -> bool:
+        """Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text
+        after it is read on from there (a loop, not a recursion: a header may hold any number of them).
+        Whether one was found."""
+        header = self._header
+        by_character = self._unit == _spec.PARSE_UNIT_TEXT
+        found = False
+        while self._region is Region.HEADER:
+            near_miss = header.find_near_miss()
+            if near_miss is None:
+                break
+            found = True
+            index, cut, spelling = near_miss
+            rest, at = header.split_piece(index, cut, by_character)
+            after, after_at = rest[len(spelling) :], at + (len(spelling) if by_character else 0)
+            terminal = NEAR_MISS_IN_HEADER[spelling]
+            detail = _spec.PARSE_DETAIL_CONTROL_SPELLING.format(word=spelling, token=SPELLINGS[terminal])
+            self._recover(_spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at)
+            self.on_control(terminal, at)
+            if not after:
+                break
+            if self._region is not Region.HEADER:  # a body (or what follows a header cut short) begins
+                self.on_text(after, after_at)
+                break
+            header.add_text(after, after_at)
+        return found
+
+    def _header_without_message(self, stop: str | None, position: int) -> bool:
+        """Lenient: a header that a stop token (or, `stop` None, the end of the stream) ends before `<|message|>`
+        and whose text goes on with JSON is a message whose body that text is. Whether it was one."""
+        header = self._header
+        at = header.body_start()
+        if at is None:
+            return False
+        body, body_at = header.split_pending(at, self._unit == _spec.PARSE_UNIT_TEXT)
+        detail = _spec.PARSE_DETAIL_HEADER_WITHOUT_MESSAGE.format(token=SPELLINGS[_T_MESSAGE], word=body.split()[0])
+        self._recover(_spec.RECOVERY_HEADER_WITHOUT_MESSAGE, detail, "", body_at)
+        self.on_control(_T_MESSAGE, body_at)
+        self.on_text(body, body_at)
+        if stop is not None:
+            self.on_control(stop, position)
+        return True
+
     def _header_control(self, terminal: str, position: int) -> None:
+        if self._lenient and terminal in _TERMINATOR_OF and self._header_without_message(terminal, position):
+            return
         self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
         self._pos = position
         if terminal == _T_MESSAGE:
@@ -436,7 +489,8 @@ class HarmonyStreamParser:
 
     def _close_header(self, stop: str, position: int) -> None:
         """A stop token inside a header (lenient): a call without arguments, a message whose header is missing,
-        or nothing (the header's text is set aside), as `HeaderReader.cut` decides."""
+        or nothing (the header's text is set aside), as `HeaderReader.cut` decides (a message whose
+        `<|message|>` is missing before its body is found before)."""
         header = self._header
         header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, stop)
         self._pos = position

@@ -1,4 +1,12 @@
-/** Chat Completions: an Open Responses response or event stream in the `chat.completion` shapes. */
+/**
+ * Chat Completions: an Open Responses response or event stream in the `chat.completion` shapes.
+ *
+ * `content` is the turn's visible text: its preambles and its answer, one message item each, joined with a new line
+ * (as vLLM does); `reasoning_content` its reasoning. A function call is a `tool_calls` entry only once it is
+ * complete: a call the token budget cut (its item `incomplete`, as the response is, `finish_reason` `length`) is no
+ * call to run and is kept in the vendor field `harmony:partial_tool_calls`. Streaming, a call's chunks are held
+ * until its item is done and then sent in the order they came. Mirrors the Python package's `bridge/chat.py`.
+ */
 
 import type { ResponseResource, StreamingEvent } from "#types";
 
@@ -19,6 +27,8 @@ const REASONING_DELTA = KIND.reasoning?.text?.["delta"];
 const ARGUMENTS_DELTA = KIND.call?.arguments?.["delta"];
 const [CREATED] = spec.STREAM_OPENING;
 const INCOMPLETE: string = Status.Incomplete;
+const SEPARATOR = spec.CHAT_VISIBLE_SEPARATOR; // between the visible parts of a turn in `content`
+const PARTIAL_CALLS = spec.CHAT_PARTIAL_CALLS_FIELD; // calls the budget cut: not to be run
 
 function chatId(responseId: string): string {
   const prefix = spec.RESPONSE_ID_PREFIX + "_";
@@ -31,30 +41,46 @@ function finishReason(incomplete: boolean, hasCalls: boolean): string {
 }
 
 type Part = { readonly type: string; readonly text?: string };
-type Item = { readonly type: string; readonly content?: readonly Part[] | null; readonly call_id?: string; readonly name?: string; readonly arguments?: string };
+type Item = {
+  readonly type: string;
+  readonly id?: string;
+  readonly status?: string;
+  readonly content?: readonly Part[] | null;
+  readonly call_id?: string;
+  readonly name?: string;
+  readonly arguments?: string;
+};
+
+function callOf(item: Item): JsonObject {
+  return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
+}
 
 /** The response as a Chat Completions object: `content`, `reasoning_content`, `tool_calls`, `finish_reason`. */
 export function toChatCompletion(response: ResponseResource): JsonObject {
-  const content: string[] = [];
+  const content: string[] = []; // one text per message item
   const reasoning: string[] = [];
   const calls: JsonObject[] = [];
+  const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
     if (item.type === KIND.message?.type) {
-      for (const p of item.content ?? []) if (p.type === OUTPUT_TEXT) content.push(p.text ?? "");
+      let text = "";
+      for (const p of item.content ?? []) if (p.type === OUTPUT_TEXT) text += p.text ?? "";
+      if (text) content.push(text);
     } else if (item.type === KIND.reasoning?.type) {
       for (const p of item.content ?? []) if (p.type === REASONING_TEXT) reasoning.push(p.text ?? "");
     } else if (item.type === KIND.call?.type) {
-      calls.push({ id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } });
+      (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
     }
   }
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
-    content: content.join("") || null, // empty text is no content
+    content: content.join(SEPARATOR) || null, // empty text is no content
     reasoning_content: reasoning.join("") || null,
   };
   if (calls.length > 0) message["tool_calls"] = calls;
+  if (partial.length > 0) message[PARTIAL_CALLS] = partial;
   const usage = response.usage ?? null;
   return {
     id: chatId(response.id),
@@ -82,11 +108,16 @@ function usageOf(usage: UsageLike): JsonObject {
  * Open Responses events → `chat.completion.chunk` objects, as they come (`feed` may be called per event): a role
  * chunk first, `content` / `reasoning_content` / `tool_calls` deltas, a finish chunk (`stop`, `tool_calls`,
  * `length`) or, for a failed response, an `error` object (Chat Completions has no failed finish reason); with
- * `includeUsage`, `close()` gives a last chunk with `usage` and no choices.
+ * `includeUsage`, `close()` gives a last chunk with `usage` and no choices. A message item's text that follows
+ * another's starts with the new line that separates them in `content`; a function call's chunks are held until its
+ * item is done (a call the budget cut comes as `harmony:partial_tool_calls`).
  */
 export class ChatChunks {
   private head: JsonObject = {};
-  private readonly calls = new Map<string, number>();
+  private readonly calls = new Map<string, number>(); // item id → the index of a complete call among `tool_calls`
+  private readonly held = new Map<string, string[]>(); // item id → the argument deltas of a call not done yet
+  private shown = false; // some message item's text was sent
+  private separate = false; // a message item opened after text was sent: its text starts with the separator
   private usage: JsonObject | null = null;
 
   constructor(readonly includeUsage = false) {}
@@ -100,21 +131,27 @@ export class ChatChunks {
     for (const raw of events) {
       const event = raw as unknown as AnyEvent;
       const type = event.type;
-      if (type === TEXT_DELTA) out.push(this.chunk({ content: event["delta"] as string }));
-      else if (type === REASONING_DELTA) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
+      if (type === TEXT_DELTA) {
+        let text = event["delta"] as string;
+        if (text && this.separate) {
+          text = SEPARATOR + text;
+          this.separate = false;
+        }
+        this.shown = this.shown || text.length > 0;
+        out.push(this.chunk({ content: text }));
+      } else if (type === REASONING_DELTA) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
       else if (type === ARGUMENTS_DELTA) {
-        const index = this.calls.get(event["item_id"] as string) ?? 0;
-        out.push(this.chunk({ tool_calls: [{ index, function: { arguments: event["delta"] as string } }] }));
+        this.held.get(event["item_id"] as string)?.push(event["delta"] as string);
       } else if (type === CREATED) {
         const r = event["response"] as ResponseResource;
         this.head = { id: chatId(r.id), object: spec.CHAT_CHUNK_OBJECT, created: r.created_at, model: r.model };
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
-      } else if (type === spec.STREAM_ITEM_ADDED && (event["item"] as Item | null)?.type === KIND.call?.type) {
-        const call = event["item"] as Item & { readonly id: string };
-        const index = this.calls.size;
-        this.calls.set(call.id, index);
-        const fn = { name: call.name ?? "", arguments: "" };
-        out.push(this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] }));
+      } else if (type === spec.STREAM_ITEM_ADDED) {
+        const item = event["item"] as Item | null;
+        if (item?.type === KIND.call?.type) this.held.set(item?.id ?? "", []);
+        else if (item?.type === KIND.message?.type && this.shown) this.separate = true;
+      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === KIND.call?.type) {
+        out.push(...this.callDone(event["item"] as Item));
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;
         out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls.size > 0)));
@@ -124,6 +161,20 @@ export class ChatChunks {
         out.push({ ...this.head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) });
       }
     }
+    return out;
+  }
+
+  /** A call's held chunks: as `tool_calls` deltas when it is complete, else as a partial call. */
+  private callDone(call: Item): JsonObject[] {
+    const id = call.id ?? "";
+    const deltas = this.held.get(id) ?? [];
+    this.held.delete(id);
+    if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
+    const index = this.calls.size;
+    this.calls.set(id, index);
+    const fn = { name: call.name ?? "", arguments: "" };
+    const out = [this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] })];
+    for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));
     return out;
   }
 

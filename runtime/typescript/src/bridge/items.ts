@@ -14,7 +14,7 @@
  *   `container.exec`) → that vendor-prefixed extension item; any other recipient, or a message not by the
  *   assistant → the generic vendor-prefixed tool-call item. Extension items carry `id`, `type`, `status`,
  *   `recipient`, `arguments`, `channel` and `content_type`;
- * - the reasoning channel → `reasoning`; anything else → an assistant `message`, its phase by the channel's
+ * - the reasoning channel, or a channel the format does not know (hidden text is never shown) → `reasoning`; anything else → an assistant `message`, its phase by the channel's
  *   purpose.
  *
  * An item keeps the header the model wrote where its kind alone would not render it back so, in the vendor-prefixed
@@ -154,6 +154,7 @@ function kindSpec(kind: ItemKind): KindSpec {
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
+const KNOWN_CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 const KIND_OF_NAMESPACE: ReadonlyMap<string, ItemKind> = new Map(
   ITEM_KIND_VALUES.flatMap((kind) => {
     const namespace = spec.ITEM_KINDS[kind]?.namespace;
@@ -177,7 +178,8 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
     const at = recipient.indexOf(SEPARATOR);
     return KIND_OF_NAMESPACE.get(at === -1 ? recipient : recipient.slice(0, at)) ?? ItemKind.ToolCall;
   }
-  if (start.channel === REASONING_CHANNEL) return ItemKind.Reasoning;
+  const channel = start.channel;
+  if (channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel))) return ItemKind.Reasoning; // a channel the format does not know is hidden, as reasoning is
   return ItemKind.Message;
 }
 
@@ -582,6 +584,9 @@ export class ResponseBuilder<D> {
     const kind = item.spec;
     const index = item.outputIndex;
     if (kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
+    else if (kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
+      this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, pyFormat(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
+    }
     if (kind.part !== null && kind.done !== null) {
       this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, text }));
       this.sink.event(event(spec.STREAM_PART_DONE, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, part: kind.part(text) }));

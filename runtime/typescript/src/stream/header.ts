@@ -14,11 +14,14 @@
  *   tool's name (namespaced, or a built-in namespace); any other word is reported and the message is the
  *   expected role's;
  * - the channel: the word after `<|channel|>`, with punctuation or dashes glued to it dropped (`––commentary`,
- *   `final.`); a second `<|channel|>` replaces the first (the later one wins);
+ *   `final.`); a second `<|channel|>` replaces the first (the later one wins), unless a content type word follows it
+ *   (`<|channel|>code`: the content type); a `<|channel|>` after the content type still names the channel; a channel
+ *   the format does not know is kept and reported (its text is hidden, as reasoning is);
  * - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one wins);
  *   a declared function name with spaces in it is read whole; an assistant message addressed to the assistant
- *   has none; the function's name written as the content type (`<|constrain|>functions.x`) is the recipient;
- * - the content type: a known content type, or the word after `<|constrain|>`;
+ *   has none and is reasoning unless it is the answer; the function's name written as the content type (`<|constrain|>functions.x`) is the recipient;
+ * - the content type: a known content type, or the word after `<|constrain|>` (a channel word spliced in there is
+ *   dropped: `<|constrain|>analysis code` is `code`);
  * - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
  *
  * Each repair is reported (`report(rule, detail, text, position)`). `complete()` gives the finished `Header`;
@@ -30,7 +33,7 @@ import { GrammarError, type IncrementalParser } from "../lalr.js";
 import { pyFormat } from "../pyformat.js";
 import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
-import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
+import { CONTROL_TERMINALS, SPELLINGS, spellingOf } from "./lexer.js";
 
 export type Report = (rule: string, detail: string, text: string, position: number) => void;
 export type Fail = (message: string, position: number) => never;
@@ -68,6 +71,30 @@ const GLUED_ROLE_RE = new RegExp(
   `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
   "u",
 );
+// Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
+const BODY_START_RE = new RegExp(`(?:^|(?<=[${PY_WHITESPACE}]))[{\\["]`, "u");
+const LT = spec.SPELLING_OPEN.slice(0, 1);
+const BAR = spec.SPELLING_OPEN.slice(1);
+const GT = spec.SPELLING_CLOSE.slice(spec.SPELLING_OPEN.length - 1);
+
+/** A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
+ * `<message>`) → its terminal. */
+function nearMisses(terminals: Iterable<string>, bare: boolean): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const terminal of terminals) {
+    const spelling = spellingOf(terminal);
+    const name = spelling.slice(spec.SPELLING_OPEN.length, spelling.length - spec.SPELLING_CLOSE.length);
+    out.set(LT + name + BAR + GT, terminal);
+    out.set(LT + BAR + name + GT, terminal);
+    if (bare) out.set(LT + name + GT, terminal);
+  }
+  return out;
+}
+
+/** Near-miss spellings read as their control token inside a header. */
+export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = nearMisses(SPELLINGS.keys(), true);
+const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
+const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
 export class Header {
@@ -199,6 +226,7 @@ export class HeaderReader {
   private recipient: string | null = null; // lenient: a recipient the grammar could not take where it stood
   private channel: string | null = null; // lenient: a channel that replaced the one the grammar took
   private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
+  private lateChannel = false; // a <|channel|> after the content type came: its word is the channel
   private setAside = false; // lenient: some of the header's text had no place in it
 
   constructor(
@@ -269,7 +297,7 @@ export class HeaderReader {
     this.pending = [];
     this.said = [];
     this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
-    this.replacingChannel = this.setAside = false;
+    this.replacingChannel = this.lateChannel = this.setAside = false;
     if (role === null) {
       this.words = [];
       this.terms = [];
@@ -294,6 +322,77 @@ export class HeaderReader {
     this.pending = [];
     this.raw = [];
     this.said = [];
+  }
+
+  /** Lenient: where, in the text not yet split into words, a word begins that no header word begins with (JSON),
+   * when the header before it has a channel or a recipient (`<|channel|>final {"a": 1}`); an offset into it. */
+  bodyStart(): number | null {
+    const text = this.text.join("");
+    const match = BODY_START_RE.exec(text);
+    if (match === null) return null;
+    const before = text.slice(0, match.index);
+    if (this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO)) return match.index;
+    return null;
+  }
+
+  /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
+   * position it began at (its character, or the token it began in). */
+  splitPending(at: number, byCharacter: boolean): [string, number] {
+    let offset = 0;
+    for (let i = 0; i < this.text.length; i++) {
+      const piece = this.text[i] as string;
+      if (offset + piece.length > at) return this.splitPiece(i, at - offset, byCharacter);
+      offset += piece.length;
+    }
+    return ["", 0];
+  }
+
+  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
+   * words (one ending earlier was found when its own piece came): the piece it begins in, where it begins there,
+   * and the spelling. Only the last piece and the few characters before it are searched. */
+  findNearMiss(): [number, number, string] | null {
+    const pieces = this.text;
+    const need = pieces.length > 0 ? (pieces[pieces.length - 1] as string).length + NEAR_MISS_LONGEST - 1 : 0;
+    let first = pieces.length;
+    let got = 0;
+    while (first > 0 && got < need) {
+      first--;
+      got += (pieces[first] as string).length;
+    }
+    const window = first === pieces.length - 1 ? (pieces[first] as string) : pieces.slice(first).join("");
+    const match = NEAR_MISS_IN_HEADER_RE.exec(window);
+    if (match === null) return null;
+    let index = first;
+    let cut = match.index;
+    while (cut >= (pieces[index] as string).length) {
+      cut -= (pieces[index] as string).length;
+      index++;
+    }
+    return [index, cut, match[0]];
+  }
+
+  /** Take the text not yet split into words from offset `cut` of its piece `index` on out of the header: that
+   * text, and the position it began at (its character, or the token it began in). */
+  splitPiece(index: number, cut: number, byCharacter: boolean): [string, number] {
+    const pieces = this.text;
+    const starts = this.starts;
+    const piece = pieces[index] as string;
+    const rest = index === pieces.length - 1 ? piece.slice(cut) : [piece.slice(cut), ...pieces.slice(index + 1)].join("");
+    const position = (starts[index] as number) + (byCharacter ? cpCount(piece, 0, cut) : 0);
+    this.text = cut ? [...pieces.slice(0, index), piece.slice(0, cut)] : pieces.slice(0, index);
+    this.starts = cut ? starts.slice(0, index + 1) : starts.slice(0, index);
+    let remove = rest.length; // the raw header ends with the same text
+    while (remove > 0 && this.raw.length > 0) {
+      const last = this.raw[this.raw.length - 1] as string;
+      if (last.length <= remove) {
+        this.raw.pop();
+        remove -= last.length;
+      } else {
+        this.raw[this.raw.length - 1] = last.slice(0, last.length - remove);
+        remove = 0;
+      }
+    }
+    return [rest, position];
   }
 
   addText(text: string, position: number): void {
@@ -464,7 +563,22 @@ export class HeaderReader {
     }
     if (this.replacingChannel) {
       this.replacingChannel = false;
+      if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && this.lalr.accepts(T_WORD)) {
+        const channel = this.channel ?? this.fedChannel ?? "";
+        const detail = pyFormat(spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL, { word, token: spellingOf(T_CHANNEL), channel });
+        this.later(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position);
+        this.feed(T_WORD, word);
+        return false;
+      }
       this.replaceChannel(word, position);
+      return false;
+    }
+    if (this.lateChannel) {
+      this.lateChannel = false;
+      const [channel] = channelOf(word);
+      const detail = pyFormat(spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE, { token: spellingOf(T_CHANNEL), word });
+      this.later(spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position);
+      this.channel = channel;
       return false;
     }
     const last = this.terms.length > 0 ? this.terms[this.terms.length - 1] : null;
@@ -475,7 +589,14 @@ export class HeaderReader {
       this.fedChannel = channel;
       return false;
     }
-    if (last === T_CONSTRAIN) return !this.feed(T_WORD, word);
+    if (last === T_CONSTRAIN) {
+      if (!CONTENT_TYPES.has(word.toLowerCase()) && CHANNELS.has(channelOf(word)[0])) {
+        // `<|constrain|>analysis code`
+        this.later(spec.RECOVERY_SPLICED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE, { word }), word, position);
+        return false;
+      }
+      return !this.feed(T_WORD, word);
+    }
     if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1 && this.terms[0] === T_ROLE) {
       this.later(spec.RECOVERY_DOUBLED_ROLE, pyFormat(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
       return false;
@@ -597,6 +718,11 @@ export class HeaderReader {
     if (header.recipient === Roles.Assistant && header.isRole && header.author === Roles.Assistant) {
       this.later(spec.RECOVERY_RECIPIENT_TO_SELF, pyFormat(spec.PARSE_DETAIL_RECIPIENT_TO_SELF, { recipient: header.recipient }), "", position);
       header.recipient = null;
+      if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, not its answer: never shown
+    }
+    const channel = header.channel;
+    if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && header.isRole && header.author === Roles.Assistant) {
+      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, pyFormat(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), "", position); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
@@ -632,7 +758,7 @@ export class HeaderReader {
       this.raw = [spellingOf(T_START)];
       this.said = [];
       this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
-      this.replacingChannel = this.setAside = false;
+      this.replacingChannel = this.lateChannel = this.setAside = false;
       return;
     }
     if (expected.size === 1 && expected.has(T_WORD) && this.terms[this.terms.length - 1] === T_CHANNEL) {
@@ -651,6 +777,11 @@ export class HeaderReader {
     }
     if (terminal === T_CHANNEL && this.terms.includes(T_CHANNEL)) {
       this.replacingChannel = true;
+      return;
+    }
+    if (terminal === T_CHANNEL && this.channel === null) {
+      // after the content type: still the channel
+      this.lateChannel = true;
       return;
     }
     this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);

@@ -13,7 +13,9 @@
  * where the header should be is a message's body (reasoning when `<|end|>` ends it, the answer when `<|return|>`
  * does), and anything else is set aside; header words outside a message followed by `<|constrain|>` or
  * `<|message|>` open a message; text after the last message that `<|end|>` ended is the answer; in text input, a
- * stop token spelled inside an open JSON string of a call's arguments is text.
+ * stop token spelled inside an open JSON string of a call's arguments is text; a misspelled control token in a
+ * header (`<message|>`) is that token; a header that a stop token or the end of the stream ends before
+ * `<|message|>`, and whose text goes on with JSON, is a message with that body.
  *
  * Events: `MessageStart` once a header is complete, `ContentDelta` for each piece of body text as it arrives,
  * `MessageEnd` with the whole message and its terminator, and, in lenient mode, `Recovered` for every repair
@@ -26,7 +28,7 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { pyFormat, pyRepr } from "../pyformat.js";
-import { cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpCount, cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered } from "./events.js";
 import {
@@ -36,6 +38,7 @@ import {
   Cut,
   Header,
   HeaderReader,
+  NEAR_MISS_IN_HEADER,
   reduceHeader,
   ROLES,
   T_CHANNEL,
@@ -65,6 +68,7 @@ const CALL = terminator(spec.TERMINATORS[spec.TOKEN_CALL] as string);
 const TURN_END = terminator(spec.TERMINATORS[spec.TOKEN_END_DONE_SAMPLING] as string); // ends the model's turn
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
+const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
 const LEADING_SPACE = new RegExp(`^[${PY_WHITESPACE}]+`, "u");
 const WORDS = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
 const JSON_OPENERS = "{["; // what JSON arguments begin with
@@ -276,7 +280,9 @@ export class HarmonyStreamParser {
       return out;
     }
     this.flushJunk();
-    if (this.regionValue === Region.Header) {
+    if (this.regionValue === Region.Header && this.lenient && this.headerWithoutMessage(null, end)) {
+      // the body is open: it ends below
+    } else if (this.regionValue === Region.Header) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.dropHeader(spec.RECOVERY_EOF_IN_HEADER, spec.PARSE_DETAIL_EOF_IN_HEADER, end);
     }
@@ -317,6 +323,7 @@ export class HarmonyStreamParser {
       this.out.push(new ContentDelta(this.index, text));
     } else if (region === Region.Header) {
       this.header.addText(text, position);
+      if (this.lenient && text.includes(GT) && this.nearMiss()) return;
       if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
     } else if (region === Region.Stripped) {
       this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
@@ -418,7 +425,53 @@ export class HarmonyStreamParser {
 
   // -- headers -----------------------------------------------------------------------------------------------
 
+  /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
+   * read on from there (a loop, not a recursion: a header may hold any number of them). Whether one was found. */
+  private nearMiss(): boolean {
+    const header = this.header;
+    const byCharacter = this.unit === spec.PARSE_UNIT_TEXT;
+    let found = false;
+    while (this.regionValue === Region.Header) {
+      const nearMiss = header.findNearMiss();
+      if (nearMiss === null) break;
+      found = true;
+      const [index, cut, spelling] = nearMiss;
+      const [rest, at] = header.splitPiece(index, cut, byCharacter);
+      const after = rest.slice(spelling.length);
+      const afterAt = at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
+      const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
+      const detail = pyFormat(spec.PARSE_DETAIL_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) });
+      this.recover(spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at);
+      this.onControl(terminal, at);
+      if (!after) break;
+      if (this.regionValue !== Region.Header) {
+        // a body (or what follows a header cut short) begins
+        this.onText(after, afterAt);
+        break;
+      }
+      header.addText(after, afterAt);
+    }
+    return found;
+  }
+
+  /** Lenient: a header that a stop token (or, `stop` null, the end of the stream) ends before `<|message|>` and
+   * whose text goes on with JSON is a message whose body that text is. Whether it was one. */
+  private headerWithoutMessage(stop: string | null, position: number): boolean {
+    const header = this.header;
+    const at = header.bodyStart();
+    if (at === null) return false;
+    const [body, bodyAt] = header.splitPending(at, this.unit === spec.PARSE_UNIT_TEXT);
+    const word = body.match(new RegExp(`[^${PY_WHITESPACE}]+`, "u"))?.[0] ?? "";
+    const detail = pyFormat(spec.PARSE_DETAIL_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word });
+    this.recover(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, detail, "", bodyAt);
+    this.onControl(T_MESSAGE, bodyAt);
+    this.onText(body, bodyAt);
+    if (stop !== null) this.onControl(stop, position);
+    return true;
+  }
+
   private headerControl(terminal: string, position: number): void {
+    if (this.lenient && TERMINATOR_OF.has(terminal) && this.headerWithoutMessage(terminal, position)) return;
     this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, terminal);
     this.pos = position;
     if (terminal === T_MESSAGE) {
