@@ -23,10 +23,12 @@ def _make(*args: str) -> str:
     return done.stdout
 
 
-def test_make_run_installs_only_the_package_and_its_generator() -> None:
+def test_make_run_installs_only_the_package_and_its_demo() -> None:
+    # the server and the openai SDK its scripted session uses: no generator, no test tools, no Node
     plan = _make("-n", "-B", "run")  # every step make would take on a fresh machine, none taken
     installs = [line for line in plan.splitlines() if "pip install" in line and " -e " in line]
-    assert installs == [f"{ROOT.joinpath('.venv/bin/python').relative_to(ROOT)} -m pip install -q -e '.[gen]'"]
+    assert installs == [f"{ROOT.joinpath('.venv/bin/python').relative_to(ROOT)} -m pip install -q -e '.[demo]'"]
+    assert "npm" not in plan and "harmonygen" not in plan
 
 
 def test_make_passes_shared_to_the_tests() -> None:
