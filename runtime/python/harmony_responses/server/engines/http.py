@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,6 +23,7 @@ import orjson
 
 from ..._tables import spec as _spec
 from .base import (
+    SHAPE_ERRORS,
     Engine,
     EngineError,
     EngineRejected,
@@ -90,6 +91,28 @@ class Outputs:
 
     def text(self, text: str) -> None:
         self.items.append(Text(text))  # one each: text is parsed as it comes, and where chunks end shapes the deltas
+
+
+async def batched(
+    batches: AsyncIterator[list[Any]], read: Callable[[Any, Outputs], None]
+) -> AsyncGenerator[Tokens | Text, None]:
+    """The outputs of each batch of chunks, every chunk read by `read` into the batch's `Outputs`. What a batch
+    gave before a chunk failed is passed on first; then the failure is raised (a chunk of the wrong shape as
+    `EngineMalformed`)."""
+    async for chunks in batches:
+        out = Outputs()
+        failure: EngineUnavailable | None = None
+        try:
+            for chunk in chunks:
+                read(chunk, out)
+        except SHAPE_ERRORS as exc:
+            failure = malformed(f"{type(exc).__name__}: {exc}")
+        except EngineUnavailable as exc:
+            failure = exc
+        for output in out.items:
+            yield output
+        if failure is not None:
+            raise failure
 
 
 class HttpEngine(Engine):

@@ -16,7 +16,6 @@ from typing import Any
 
 from ...encoding import HarmonyEncoding
 from .base import (
-    SHAPE_ERRORS,
     EngineInfo,
     EngineOutput,
     EngineRequest,
@@ -27,7 +26,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, stream_error
+from .http import HttpEngine, Outputs, batched, stream_error
 
 # llama.cpp's words spelled like Harmony's (see tests/test_facts_once.py): the `stop_type`s that mean a stop.
 WIRE = {"stop_types": ("eos", "word", "none", None)}
@@ -69,43 +68,36 @@ class LlamaCppEngine(HttpEngine):
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         seen = 0
         finished: Finished | None = None
+
+        def read(chunk: Any, out: Outputs) -> None:
+            nonlocal seen, finished
+            if finished is not None:
+                return  # read to the end of the body so the connection can be reused
+            message = stream_error(chunk)
+            if message is not None:
+                raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+            if not isinstance(chunk, dict):
+                raise malformed("a chunk that is not an object", chunk)
+            ids = list(token_ids(chunk.get("tokens") or [], "tokens"))
+            predicted = chunk.get("tokens_predicted")
+            content = chunk.get("content") or ""
+            if type(content) is not str:
+                raise malformed("content must be a string", content)
+            stop = chunk.get("stop")
+            if isinstance(predicted, int) and predicted > seen + len(ids) and content and not stop:
+                # ids went missing (held back with a split UTF-8 character): the text is complete
+                ids = self.encoding.encode(content, allowed_special="all")
+                seen = predicted
+            else:
+                seen += len(ids)
+            if ids:
+                out.ids(ids, read_logprobs(chunk))
+            if stop:
+                finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
+
         async with self.post("/completion", self.payload(request)) as response:
-            async for chunks in self.sse(response):
-                out = Outputs()  # the chunks that arrived together, passed on as one output
-                failure: EngineUnavailable | None = None
-                try:
-                    for chunk in chunks:
-                        if finished is not None:
-                            continue  # read to the end of the body so the connection can be reused
-                        message = stream_error(chunk)
-                        if message is not None:
-                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                        if not isinstance(chunk, dict):
-                            raise malformed("a chunk that is not an object", chunk)
-                        ids = list(token_ids(chunk.get("tokens") or [], "tokens"))
-                        predicted = chunk.get("tokens_predicted")
-                        content = chunk.get("content") or ""
-                        if type(content) is not str:
-                            raise malformed("content must be a string", content)
-                        stop = chunk.get("stop")
-                        if isinstance(predicted, int) and predicted > seen + len(ids) and content and not stop:
-                            # ids went missing (held back with a split UTF-8 character): the text is complete
-                            ids = self.encoding.encode(content, allowed_special="all")
-                            seen = predicted
-                        else:
-                            seen += len(ids)
-                        if ids:
-                            out.ids(ids, read_logprobs(chunk))
-                        if stop:
-                            finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
-                except SHAPE_ERRORS as exc:
-                    failure = malformed(f"{type(exc).__name__}: {exc}")
-                except EngineUnavailable as exc:
-                    failure = exc  # what came before it is still passed on
-                for output in out.items:
-                    yield output
-                if failure is not None:
-                    raise failure
+            async for output in batched(self.sse(response), read):
+                yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")
         yield finished

@@ -17,7 +17,6 @@ from typing import Any
 from ...encoding import HarmonyEncoding
 from ...safety import escape_control_tokens
 from .base import (
-    SHAPE_ERRORS,
     EngineInfo,
     EngineOutput,
     EngineRequest,
@@ -26,7 +25,7 @@ from .base import (
     FinishReason,
     malformed,
 )
-from .http import HttpEngine, Outputs, stream_error
+from .http import HttpEngine, Outputs, batched, stream_error
 from .reader import Framing
 
 
@@ -86,38 +85,31 @@ class OllamaEngine(HttpEngine):
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
+
+        def read(chunk: Any, out: Outputs) -> None:
+            nonlocal finished
+            message = stream_error(chunk)
+            if message is not None:
+                raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+            if not isinstance(chunk, dict):
+                raise malformed("a line that is not an object", chunk)
+            text = chunk.get("response")
+            if text:
+                if type(text) is not str:
+                    raise malformed("response must be a string", text)
+                out.text(text)
+            if chunk.get("done"):
+                reason = chunk.get("done_reason")
+                if reason == "length":
+                    finished = Finished(FinishReason.LENGTH)
+                elif reason in ("stop", None):
+                    finished = Finished(FinishReason.STOP)
+                else:
+                    raise EngineUnavailable(f"the engine ended with done_reason {reason!r:.80}")
+
         async with self.post("/api/generate", self.payload(request), Framing.NDJSON) as response:
-            async for chunks in self.ndjson(response):
-                out = Outputs()  # the lines that arrived together, passed on as one output
-                failure: EngineUnavailable | None = None
-                try:
-                    for chunk in chunks:
-                        message = stream_error(chunk)
-                        if message is not None:
-                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                        if not isinstance(chunk, dict):
-                            raise malformed("a line that is not an object", chunk)
-                        text = chunk.get("response")
-                        if text:
-                            if type(text) is not str:
-                                raise malformed("response must be a string", text)
-                            out.text(text)
-                        if chunk.get("done"):
-                            reason = chunk.get("done_reason")
-                            if reason == "length":
-                                finished = Finished(FinishReason.LENGTH)
-                            elif reason in ("stop", None):
-                                finished = Finished(FinishReason.STOP)
-                            else:
-                                raise EngineUnavailable(f"the engine ended with done_reason {reason!r:.80}")
-                except SHAPE_ERRORS as exc:
-                    failure = malformed(f"{type(exc).__name__}: {exc}")
-                except EngineUnavailable as exc:
-                    failure = exc  # what came before it is still passed on
-                for output in out.items:
-                    yield output
-                if failure is not None:
-                    raise failure
+            async for output in batched(self.ndjson(response), read):
+                yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a done line")
         yield finished

@@ -16,7 +16,6 @@ from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 from .base import (
-    SHAPE_ERRORS,
     EngineInfo,
     EngineOutput,
     EngineRequest,
@@ -27,7 +26,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, stream_error
+from .http import HttpEngine, Outputs, batched, stream_error
 
 Flavor = Literal["vllm", "sglang"]
 
@@ -79,44 +78,37 @@ class OpenAICompletionsEngine(HttpEngine):
 
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         finished: Finished | None = None
+
+        def read(chunk: Any, out: Outputs) -> None:
+            nonlocal finished
+            message = stream_error(chunk)
+            if message is not None:
+                raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+            if type(chunk) is not dict:
+                raise malformed("a chunk that is not an object", chunk)
+            choices = chunk.get("choices")
+            if not choices:
+                return  # the usage chunk
+            if type(choices) is not list or type(choices[0]) is not dict:
+                raise malformed("choices must be a list of objects", choices)
+            choice = choices[0]
+            ids = choice.get("token_ids")
+            if ids is not None:
+                if ids:
+                    got = token_ids(ids, "token_ids")
+                    out.ids(got, read_logprobs(choice.get("logprobs"), got))
+            elif choice.get("text"):
+                text = choice["text"]
+                if type(text) is not str:
+                    raise malformed("text must be a string", text)
+                out.text(text)
+            reason = choice.get("finish_reason")
+            if reason is not None:
+                finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
+
         async with self.post("/v1/completions", self.payload(request)) as response:
-            async for chunks in self.sse(response):
-                out = Outputs()  # the chunks that arrived together, passed on as one output
-                failure: EngineUnavailable | None = None
-                try:
-                    for chunk in chunks:
-                        message = stream_error(chunk)
-                        if message is not None:
-                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                        if type(chunk) is not dict:
-                            raise malformed("a chunk that is not an object", chunk)
-                        choices = chunk.get("choices")
-                        if not choices:
-                            continue  # the usage chunk
-                        if type(choices) is not list or type(choices[0]) is not dict:
-                            raise malformed("choices must be a list of objects", choices)
-                        choice = choices[0]
-                        ids = choice.get("token_ids")
-                        if ids is not None:
-                            if ids:
-                                read = token_ids(ids, "token_ids")
-                                out.ids(read, read_logprobs(choice.get("logprobs"), read))
-                        elif choice.get("text"):
-                            text = choice["text"]
-                            if type(text) is not str:
-                                raise malformed("text must be a string", text)
-                            out.text(text)
-                        reason = choice.get("finish_reason")
-                        if reason is not None:
-                            finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
-                except SHAPE_ERRORS as exc:
-                    failure = malformed(f"{type(exc).__name__}: {exc}")
-                except EngineUnavailable as exc:
-                    failure = exc  # what came before it is still passed on
-                for output in out.items:
-                    yield output
-                if failure is not None:
-                    raise failure
+            async for output in batched(self.sse(response), read):
+                yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished

@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from .base import (
-    SHAPE_ERRORS,
     EngineInfo,
     EngineOutput,
     EngineRequest,
@@ -26,7 +25,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, stream_error
+from .http import HttpEngine, Outputs, batched, stream_error
 
 
 class SGLangEngine(HttpEngine):
@@ -58,37 +57,30 @@ class SGLangEngine(HttpEngine):
     async def produce(self, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
         seen = 0  # completion ids passed on so far
         finished: Finished | None = None
+
+        def read(chunk: Any, out: Outputs) -> None:
+            nonlocal seen, finished
+            message = stream_error(chunk)
+            if message is not None:
+                raise EngineUnavailable(f"the engine failed mid-stream: {message}")
+            if not isinstance(chunk, dict):
+                raise malformed("a chunk that is not an object", chunk)
+            ids = token_ids(chunk.get("output_ids") or [], "output_ids")
+            meta = chunk.get("meta_info") or {}
+            if type(meta) is not dict:
+                raise malformed("meta_info must be an object", meta)
+            count = meta.get("completion_tokens")
+            new = _new_ids(ids, seen, count)
+            if new:
+                seen += len(new)
+                out.ids(new, read_logprobs(meta, new))
+            reason = meta.get("finish_reason")
+            if reason is not None:
+                finished = _finish(reason)
+
         async with self.post("/generate", self.payload(request)) as response:
-            async for chunks in self.sse(response):
-                out = Outputs()  # the chunks that arrived together, passed on as one output
-                failure: EngineUnavailable | None = None
-                try:
-                    for chunk in chunks:
-                        message = stream_error(chunk)
-                        if message is not None:
-                            raise EngineUnavailable(f"the engine failed mid-stream: {message}")
-                        if not isinstance(chunk, dict):
-                            raise malformed("a chunk that is not an object", chunk)
-                        ids = token_ids(chunk.get("output_ids") or [], "output_ids")
-                        meta = chunk.get("meta_info") or {}
-                        if type(meta) is not dict:
-                            raise malformed("meta_info must be an object", meta)
-                        count = meta.get("completion_tokens")
-                        new = _new_ids(ids, seen, count)
-                        if new:
-                            seen += len(new)
-                            out.ids(new, read_logprobs(meta, new))
-                        reason = meta.get("finish_reason")
-                        if reason is not None:
-                            finished = _finish(reason)
-                except SHAPE_ERRORS as exc:
-                    failure = malformed(f"{type(exc).__name__}: {exc}")
-                except EngineUnavailable as exc:
-                    failure = exc  # what came before it is still passed on
-                for output in out.items:
-                    yield output
-                if failure is not None:
-                    raise failure
+            async for output in batched(self.sse(response), read):
+                yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
         yield finished
