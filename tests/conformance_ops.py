@@ -1,0 +1,242 @@
+"""The conformance corpus's operations, run by the Python runtime (conformance/README.md defines each one).
+
+`run(encoding, case)` takes a case's `input.json` and gives the outputs the case's other files hold, by key.
+tests/test_conformance.py compares; tests/conformance_tool.py bootstrap writes them (run by a person). The
+TypeScript runner (runtime/typescript/test/conformance.test.ts) implements the same operations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harmony_responses import (
+    Conversation,
+    HarmonyEncoding,
+    HarmonyError,
+    Message,
+    RenderConversationConfig,
+    Role,
+)
+from harmony_responses.bridge import (
+    RequestError,
+    SSEStreamer,
+    build_response,
+    chat_completion_chunks,
+    counting_ids,
+    parse_request,
+    request_to_conversation,
+    response_snapshot,
+    stream_response,
+    to_chat_completion,
+    tool_policy,
+)
+from harmony_responses.bridge.arguments import check_arguments
+from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
+
+CORPUS = Path(__file__).resolve().parent.parent / "conformance"
+KINDS = ("render", "prompt", "request_error", "parse", "events", "bridge", "arguments")
+INPUT = "input.json"
+Outputs = dict[str, Any]
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _role(value: Any) -> Role | None:
+    return None if value is None else Role(value)
+
+
+def _error(exc: RequestError) -> dict[str, Any]:
+    return {"status": exc.status, "type": exc.type, "code": exc.code, "param": exc.param, "message": exc.message}
+
+
+def render(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    drop = case.get("auto_drop_analysis")
+    config = None if drop is None else RenderConversationConfig(auto_drop_analysis=drop)
+    function = case["function"]
+    try:
+        if function == "render":
+            tokens = encoding.render(Message.from_dict(case["message"]))
+        else:
+            convo = Conversation.from_json(json.dumps(case["conversation"]))
+            if function == "render_conversation_for_completion":
+                tokens = encoding.render_conversation_for_completion(convo, Role(case["next_turn_role"]), config)
+            elif function == "render_conversation_for_training":
+                tokens = encoding.render_conversation_for_training(convo, config)
+            else:
+                tokens = encoding.render_conversation(convo, config)
+    except HarmonyError as exc:
+        return {"error": str(exc)}
+    return {"tokens": tokens, "text": encoding.decode(tokens)}
+
+
+def request(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """A request body (JSON text) → the prompt it renders to, its tool policy and the echoing snapshot; or the 400."""
+    try:
+        body = parse_request(json.loads(case["body"]))
+    except RequestError as exc:
+        return {"error": _error(exc)}
+    snapshot = response_snapshot(body, response_id="resp_x", created_at=0, model="m", status="completed", output=[])
+    out: Outputs = {"snapshot": snapshot.model_dump(mode="json")}
+    try:
+        conversation = request_to_conversation(body)
+        policy = tool_policy(body)
+    except RequestError as exc:
+        return {**out, "error": _error(exc)}
+    tokens = encoding.render_conversation_for_completion(conversation, Role.ASSISTANT)
+    return {**out, "tokens": tokens, "text": encoding.decode(tokens), "policy": [policy.mode, list(policy.allowed)]}
+
+
+def parse(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """The reference API's `parse_messages_from_completion_tokens`."""
+    try:
+        parsed = encoding.parse_messages_from_completion_tokens(
+            case["tokens"], _role(case["role"]), strict=case["strict"]
+        )
+    except HarmonyError as exc:
+        return {"error": str(exc)}
+    return {"messages": [m.to_dict() for m in parsed]}
+
+
+def event_dict(event: Event) -> dict[str, Any]:
+    """An event as `parse --events` prints it."""
+    out: dict[str, Any] = {"type": event.type}
+    for key in event.__dataclass_fields__:
+        value = getattr(event, key)
+        out[key] = value.to_dict() if isinstance(value, ParsedMessage) else value
+    jsonable: dict[str, Any] = _jsonable(out)
+    return jsonable
+
+
+def events(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    parser = HarmonyStreamParser(
+        encoding,
+        _role(case["role"]),
+        case["mode"],
+        case["tools"],
+        stop_after_tool_call=case["stop_after_tool_call"],
+        stop_at_turn_end=case["stop_at_turn_end"],
+        max_tool_calls=case["max_tool_calls"],
+    )
+    seen: list[Event] = []
+    try:
+        for chunk in case["chunks"]:
+            seen += parser.feed_text(chunk) if isinstance(chunk, str) else parser.feed_tokens(chunk)
+        seen += parser.close()
+    except HarmonyError as exc:
+        return {"events": [event_dict(e) for e in seen], "error": str(exc)}
+    return {"events": [event_dict(e) for e in seen]}
+
+
+def _fixed(case: dict[str, Any]) -> dict[str, Any]:
+    """The fixed clock and ids (conformance/README.md): counting ids, created_at 0, a clock at 0, 7 input tokens."""
+    out: dict[str, Any] = {"ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0, "strict": case["strict"]}
+    out["input_tokens"] = 7
+    if "role" in case:
+        out["role"] = _role(case["role"])
+    if "tools" in case:
+        out["tools"] = case["tools"]
+    return out
+
+
+def bridge(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """A completion → the SSE text the streamer writes, the response JSON, the Chat Completions object and chunks."""
+    body = parse_request(case["request"]) if case["request"] is not None else None
+    pieces = case["pieces"]
+    stopped = case["stopped"]
+    try:
+        streamer = SSEStreamer(encoding, body, reasoning_names=case["reasoning_names"], **_fixed(case))
+        sse = streamer.start()
+        for piece in pieces:
+            sse += streamer.feed_text(piece) if isinstance(piece, str) else streamer.feed(piece)
+        sse += streamer.finish(stopped)
+        response = build_response(pieces, encoding, body, **_fixed(case), stopped=stopped)
+        chunks = chat_completion_chunks(
+            stream_response(pieces, encoding, body, **_fixed(case), stopped=stopped), case["include_usage"]
+        )
+        return {
+            "sse": sse,
+            "response": response.model_dump(mode="json"),
+            "chat": _jsonable(to_chat_completion(response)),
+            "chunks": _jsonable(list(chunks)),
+        }
+    except HarmonyError as exc:
+        return {"error": str(exc)}
+
+
+def arguments(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """A strict tool's arguments checked against its schema: the `harmony:validation` report."""
+    del encoding
+    return {"validation": _jsonable(check_arguments(case["arguments"], case["schema"]).to_dict())}
+
+
+OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {
+    "render": render,
+    "request": request,
+    "parse": parse,
+    "events": events,
+    "bridge": bridge,
+    "arguments": arguments,
+}
+
+
+def run(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    return OPS[case["op"]](encoding, case)
+
+
+# -- the files of a case --------------------------------------------------------------------------------------
+
+
+def _has_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def dump_json(value: Any) -> str:
+    """JSON as the corpus writes it: UTF-8 (escaped ASCII where a lone surrogate makes UTF-8 impossible)."""
+    text = json.dumps(value, ensure_ascii=False, indent=1)
+    return json.dumps(value, indent=1) + "\n" if _has_surrogate(text) else text + "\n"
+
+
+def file_name(key: str, value: Any) -> str:
+    """Text as `.txt` (byte for byte), a list of objects as `.jsonl` (one a line), anything else as `.json`."""
+    if isinstance(value, str) and not _has_surrogate(value):
+        return f"{key}.txt"
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return f"{key}.jsonl"
+    return f"{key}.json"
+
+
+def _line(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return json.dumps(value) if _has_surrogate(text) else text
+
+
+def write_value(path: Path, value: Any) -> None:
+    if path.suffix == ".txt":
+        path.write_text(value, encoding="utf-8", newline="")
+    elif path.suffix == ".jsonl":
+        path.write_text("".join(_line(v) + "\n" for v in value), encoding="utf-8")
+    else:
+        path.write_text(dump_json(value), encoding="utf-8")
+
+
+def read_value(path: Path) -> Any:
+    text = path.read_bytes().decode("utf-8")  # byte for byte: no newline translation
+    if path.suffix == ".txt":
+        return text
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.split("\n") if line.strip()]
+    return json.loads(text)
+
+
+def expected(folder: Path) -> Outputs:
+    """A case's expected outputs, by key (every file but input.json)."""
+    return {p.name.rsplit(".", 1)[0]: read_value(p) for p in sorted(folder.iterdir()) if p.name != INPUT}
+
+
+def cases() -> list[Path]:
+    return sorted(p.parent for kind in KINDS for p in (CORPUS / kind).glob(f"*/{INPUT}"))
