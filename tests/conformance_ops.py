@@ -7,7 +7,12 @@ TypeScript runner (runtime/typescript/test/conformance.test.ts) implements the s
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +25,7 @@ from harmony_responses import (
     RenderConversationConfig,
     Role,
 )
+from harmony_responses import cli as py_cli
 from harmony_responses.bridge import (
     RequestError,
     SSEStreamer,
@@ -37,7 +43,7 @@ from harmony_responses.bridge.arguments import check_arguments
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance"
-KINDS = ("render", "prompt", "request_error", "parse", "events", "bridge", "arguments")
+KINDS = ("render", "prompt", "request_error", "parse", "events", "bridge", "arguments", "cli")
 INPUT = "input.json"
 Outputs = dict[str, Any]
 
@@ -174,6 +180,37 @@ def arguments(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     return {"validation": _jsonable(check_arguments(case["arguments"], case["schema"]).to_dict())}
 
 
+def cli(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """The command line: `files` (texts) and `binary_files` (base64) written into a fresh folder, `{dir}` in `argv`
+    replaced by its path, COLUMNS=80; the exit code and both streams, the folder's path written back as `{dir}`."""
+    del encoding
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in case.get("files", {}).items():
+            (Path(folder) / name).write_bytes(text.encode("utf-8"))
+        for name, data in case.get("binary_files", {}).items():
+            (Path(folder) / name).write_bytes(base64.b64decode(data))
+        argv = [arg.replace("{dir}", folder) for arg in case["argv"]]
+        out, err = io.StringIO(), io.StringIO()
+        columns = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "80"
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = py_cli.main(argv)
+                except SystemExit as exc:
+                    code = int(exc.code or 0)
+        finally:
+            if columns is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = columns
+        return {
+            "code": code,
+            "stdout": out.getvalue().replace(folder, "{dir}"),
+            "stderr": err.getvalue().replace(folder, "{dir}"),
+        }
+
+
 OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {
     "render": render,
     "request": request,
@@ -181,6 +218,7 @@ OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {
     "events": events,
     "bridge": bridge,
     "arguments": arguments,
+    "cli": cli,
 }
 
 

@@ -8,8 +8,10 @@ completions tests/test_typescript.py draws from, and the bad-request tables of t
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import conformance_ops as ops  # noqa: E402
+from test_typescript import BRIDGE_CASES, ISSUE8_REQUESTS, nested  # noqa: E402
 
 from harmony_responses import Conversation, RenderConversationConfig, load_harmony_encoding  # noqa: E402
 from harmony_responses._tables import spec  # noqa: E402
@@ -98,6 +101,325 @@ def drawn_render_cases() -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"render/drawn-{i:02d}", case
 
 
+# -- the command line's cases (tests/test_typescript.py ran them in both languages before the corpus) ----
+
+
+HEADERS = [
+    "<|channel|>analysis<|message|>think<|end|>The answer",  # read as the answer, a message with no channel
+    '<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>',
+    "<|channel|>analysis json<|message|>{}<|end|><|start|>assistant<|channel|>notes code<|message|>x<|return|>",
+]
+
+
+CONVERSATIONS = {
+    "ok": '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "channel": "final", "content": "Yo"}]}',  # noqa: E501
+    "tools": json.dumps(
+        {
+            "messages": [
+                {"role": "system", "content": [{"type": "system_content", "conversation_start_date": "2025-01-01"}]},
+                {
+                    "role": "developer",
+                    "content": [
+                        {
+                            "type": "developer_content",
+                            "instructions": "Be brief.",
+                            "tools": {
+                                "functions": {
+                                    "name": "functions",
+                                    "tools": [
+                                        {
+                                            "name": "f",
+                                            "description": "d",
+                                            "parameters": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "2": {"type": "number", "default": 1.0},
+                                                    "1": {"type": "integer", "default": 12345678901234567890},
+                                                },
+                                            },
+                                        }
+                                    ],
+                                }
+                            },
+                        }
+                    ],
+                },
+                {"role": "assistant", "channel": "analysis", "content": "think"},
+                {"role": "assistant", "channel": "final", "content": "done"},
+            ]
+        }
+    ),
+    "bad_json": '{"messages": [\n  {"role": "user", "content": "x"},\n]}',
+    "bad_json2": '{"messages": [{"role": "user" "content": "x"}]}',
+    "bad_json3": '{"messages": "\u00e9\x01"}',
+    "bad_json4": "",
+    "bad_json5": '{"a": 1} x',
+    "bad_json6": '{"a": "\\q"}',
+    "bad_json7": '{"a": "\\u12"}',
+    "bad_json8": '{"a" 1}',
+    "bad_json9": "{'a': 1}",
+    "bad_json10": "[1, 2",
+    "bad_json11": '"abc',
+    "bom": '\ufeff{"messages": []}',
+    "no_messages": '{"msgs": []}',
+    "bad_role": '{"messages": [{"role": "bot", "content": "x"}]}',
+    "bad_role2": '{"messages": [{"role": {"a": [1, 2.5, null, true]}, "content": "x"}]}',
+    "bad_content": '{"messages": [{"role": "user", "content": 5}]}',
+    "bad_item": '{"messages": [{"role": "user", "content": [{"type": "image"}]}]}',
+    "bad_text": '{"messages": [{"role": "user", "content": [{"type": "text"}]}]}',
+    "bad_sys": '{"messages": [{"role": "system", "content": [{"type": "system_content", "reasoning_effort": "low"}]}]}',
+    "bad_sys2": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a", 5], "channel_required": true}}]}]}',  # noqa: E501
+    "bad_sys3": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "maybe"}}]}]}',  # noqa: E501
+    "bad_sys4": '{"messages": [{"role": "system", "content": [{"type": "system_content", "tools": {"f": {"name": "f", "tools": [{"name": "a"}]}}}]}]}',  # noqa: E501
+    "bad_dev": '{"messages": [{"role": "developer", "content": [{"type": "developer_content", "tools": []}]}]}',
+    "bad_name": '{"messages": [{"role": "user", "name": 5, "content": "x"}]}',
+    "misplaced": '{"messages": [{"role": "user", "content": [{"type": "system_content"}]}]}',
+    "tool_no_name": '{"messages": [{"role": "tool", "content": "x"}]}',
+    "yes_bool": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "Yes"}}]}]}',  # noqa: E501
+}
+TOOLS = {
+    "list": '[{"type": "function", "function": {"name": "get_weather", "description": "Weather.\\nNow.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["a", "b"], "default": "a"}}, "required": ["city"]}}}]',  # noqa: E501
+    "namespace": '{"name": "ns", "description": "Tools\\r\\nhere", "tools": [{"name": "x"}]}',
+    "bad": '{"tools": 5}',
+    "bad_tool": "[5]",
+    "bad_name": '[{"function": {"name": 5}}]',
+    "bad_desc": '[{"name": "a", "description": 5}]',
+    "bad_params": '[{"name": "a", "parameters": []}]',
+}
+
+
+def _cases(tmp: Path) -> list[list[str]]:
+    argvs: list[list[str]] = [
+        [],
+        ["-h"],
+        ["--version"],
+        ["frob"],
+        ["render"],
+        ["render", "-h"],
+        ["tools", "--help"],
+        ["tools"],
+    ]
+    for name, body in CONVERSATIONS.items():
+        path = tmp / f"{name}.json"
+        path.write_text(body, encoding="utf-8")
+        argvs += [["render", str(path)], ["render", str(path), "--tokens", "--next-role", "assistant"]]
+    ok = str(tmp / "ok.json")
+    argvs += [
+        ["render", ok, "--training"],
+        ["render", ok, "--no-drop-analysis", "--next-role=user"],
+        ["render", ok, "--next-role", "bot"],
+        ["render", ok, "--next-role"],
+        ["render", ok, "--t"],
+        ["render", ok, "--tok"],
+        ["render", ok, "--training=yes"],
+        ["render", ok, "extra"],
+        ["render", ok, "--bogus"],
+        ["render", str(tmp / "missing.json")],
+        ["render", str(tmp)],
+        ["render", str(tmp / "tools.json"), "--no-drop"],
+    ]
+    for name, body in TOOLS.items():
+        path = tmp / f"tools_{name}.json"
+        path.write_text(body, encoding="utf-8")
+        argvs += [["tools", str(path)], ["tools", str(path), "--namespace", "x", "--description", "D"]]
+    return argvs + _prompt_cases(tmp)
+
+
+PROMPT_REQUESTS = {
+    "p_items": {
+        "instructions": "Be brief.",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+        "input": [
+            {"type": "message", "role": "user", "content": "Weather in Paris? é"},
+            {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Tool."}]},
+            {
+                "type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}",
+                "harmony:channel": "analysis", "harmony:content_type": None,
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+            {
+                "type": "harmony:python_call", "id": "hpc_1", "recipient": "python", "arguments": "1+1",
+                "channel": "analysis", "content_type": "code",
+            },
+            {"type": "harmony:tool_output", "call_id": "hpc_1", "output": "2"},
+            {"type": "message", "role": "assistant", "phase": "final_answer", "content": "Sunny."},
+            {"type": "message", "role": "user", "content": "Thanks"},
+        ],
+        "temperature": 0.5,
+        "max_output_tokens": 16,
+    },
+    "p_string": {"input": "hi", "reasoning": {"effort": "low"}},
+    "p_unknown_call": {"input": [{"type": "harmony:tool_output", "call_id": "x", "output": "y"}]},
+    "p_bad_item": {"input": [{"type": "harmony:browser_call", "recipient": 5, "arguments": ""}]},
+    "p_truncation": {"input": "hi", "truncation": "auto"},
+    "p_unknown_field": {"input": "hi", "users": "u"},
+    "p_list": [],
+}  # fmt: skip
+
+
+def _prompt_cases(tmp: Path) -> list[list[str]]:
+    argvs: list[list[str]] = [["prompt"], ["prompt", "-h"], ["prompt", "--request"]]
+    for name, raw in PROMPT_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        argvs += [["prompt", "--request", path], ["prompt", "--request", path, "--tokens"]]
+    argvs += [
+        ["prompt", "--request", str(tmp / "bad_json.json")],
+        ["prompt", "--request", str(tmp / "missing.json")],
+        ["prompt", "--request", str(tmp)],
+        ["prompt", "--req", str(tmp / "p_string.json"), "--tok"],
+        ["prompt", "--request", str(tmp / "p_string.json"), "extra"],
+    ]
+    return argvs
+
+
+COMPLETIONS = {
+    "good": "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hi é<|return|>",
+    "newline": "<|channel|>final<|message|>Hi<|return|>\n",
+    "crlf": "<|channel|>final<|message|>a\r\nb<|end|>",
+    "glitch": "hello<|start|>assistant assistant<|channel|>final<|channel|>x<|message|>ok<|end|>junk",
+    "call": "<|channel|>commentary to=get_weather <|constrain|>json<|message|>{}<|call|>",
+    "header_word": "<|channel|>final json extra<|message|>x<|end|>",
+    "stripped": "analysisThinking.assistantfinalAnswer.",
+    "plain": "Just text 🙂",
+    "empty": "",
+    "cut": "<|channel|>final<|message|>half",
+    # issue 8's classes
+    "junk_header": "Sure thing<|channel|>––final.<|message|>x<|end|>",
+    "glued_role": "<|channel|>analysis<|message|>a<|end|>"
+    "<|start|>assistantassistant<|channel|>final<|message|>b<|return|>",
+    "headerless": "The answer is 4.<|return|>",
+    "after_end": "<|channel|>analysis<|message|>a<|end|>\nThe answer.",
+    "stripped_call": 'analysisNeed it.assistantcommentary to=functions.get_weatherjson{"city":"Oslo"}',
+    "bom": "\ufeff<|channel|>final<|message|>hi<|return|>",
+    "two_calls": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"A"}<|call|>'
+    '<|start|>assistant<|channel|>commentary to=get_weather json<|message|>{"town":"B"}<|call|>',
+    "invented": "<|channel|>commentary to=functions.get_weather json<|message|>{}<|call|>"
+    "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>",
+    "json_spelling": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"<|end|>"}<|call|>',
+    "empty_args": "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|><|call|>",
+    "builtin": '<|channel|>analysis to=browser.search code<|message|>{"query":"x"}<|call|>',
+    "open_call": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"Ber',
+}
+TOKEN_FILES = {
+    "tokens": "[200005, 17196, 200008, 12194, 200007]",
+    "tokens_bad": "[1, true]",
+    "tokens_float": "[1.5]",
+    "tokens_obj": '{"a": 1}',
+    "tokens_invalid": "[200005, 17196, 200008, 999999999, 200007]",
+    "tokens_json": "[1, 2",
+    "tokens_nan": "[1, NaN]",
+    "tokens_deep": "[" * 70 + "]" * 70,
+    "tokens_bigint": "[200005, 17196, 200008, 123456789012345678901234567890]",
+}
+BAD_REQUESTS = {
+    "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
+    "req_tool": {"tools": [{"type": 5}]},
+    "req_effort": {"input": "hi", "reasoning": {"effort": "xhigh"}},
+    "req_image": {
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]
+    },
+    "req_list": [],
+    "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
+    "req_role": {"input": [{"type": "message", "role": [], "content": "x"}]},
+    "req_untyped": {"input": [{"role": "usr", "content": "x"}]},
+    "req_sampled": {"input": "hi", "temperature": 0.5},
+    "req_seed": {"input": "hi", "seed": 3},
+    "req_unknown": {"input": "hi", "users": "u"},
+    "req_surrogate": {"input": "a\ud800"},
+    "req_deep": {"input": "hi", "metadata": nested(70, lambda inner: {"k": inner}, {})},
+    "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},
+}
+GOOD_REQUESTS = {
+    "req_budget": {"input": "hi", "max_output_tokens": 16},
+    "req_stream": {"input": "hi", "stream": True},
+}
+ISSUE8_CLI_REQUESTS = {f"req_issue8_{i}": json.loads(text) for i, text in enumerate(ISSUE8_REQUESTS)}
+
+
+def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
+    argvs: list[list[str]] = [["parse"], ["parse", "-h"], ["respond"], ["respond", "-h"], ["respond", "--request", "x"]]
+    for name, body in COMPLETIONS.items():
+        path = str(tmp / f"{name}.txt")
+        Path(path).write_text(body, encoding="utf-8", newline="")
+        argvs += [
+            ["parse", path],
+            ["parse", path, "--mode", "lenient", "--events"],
+            ["parse", path, "--mode=lenient", "--role", "none", "--tool", "get_weather", "--tool", "f"],
+        ]
+    for name, body in TOKEN_FILES.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(body, encoding="utf-8")
+        argvs += [["parse", path, "--tokens"], ["parse", path, "--tokens", "--mode", "lenient", "--events"]]
+    argvs += [
+        ["parse", str(tmp / "missing.txt")],
+        ["parse", str(tmp)],
+        ["parse", str(tmp / "good.txt"), "--mode", "loose"],
+        ["parse", str(tmp / "good.txt"), "--role", "bot"],
+        ["parse", str(tmp / "good.txt"), "--tool"],
+    ]
+    cases = [*BRIDGE_CASES, ROOT / "examples" / "responses"]
+    for case in cases:
+        base = ["respond", "--request", str(case / "request.json"), "--completion", str(case / "completion.txt")]
+        argvs += [
+            [*base, "--fixed-ids"],
+            [*base, "--fixed-ids", "--stream"],
+            [*base, "--fixed-ids", "--stream", "--reasoning-events", "openai"],
+            [*base, "--fixed-ids", "--chat"],
+            [*base, "--fixed-ids", "--chat", "--stream"],
+        ]
+    request = str(ROOT / "examples" / "responses" / "request.json")
+    for name in COMPLETIONS:
+        argvs.append(["respond", "--request", request, "--completion", str(tmp / f"{name}.txt"), "--fixed-ids"])
+    for name in TOKEN_FILES:
+        argvs.append(
+            ["respond", "--request", request, "--completion", str(tmp / f"{name}.json"), "--tokens", "--fixed-ids"]
+        )
+    for name, raw in BAD_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        argvs.append(["respond", "--request", path, "--completion", str(tmp / "good.txt")])
+    long_text = (
+        "<|channel|>analysis<|message|>"
+        + "thinking hard " * 40
+        + "<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>"
+    )
+    Path(tmp / "long.txt").write_text(long_text, encoding="utf-8")
+    for name, raw in GOOD_REQUESTS.items():
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        for completion in ("good.txt", "long.txt", "cut.txt"):
+            base = ["respond", "--request", path, "--completion", str(tmp / completion), "--fixed-ids"]
+            argvs += [base, [*base, "--chat"]]
+    for name, raw in ISSUE8_CLI_REQUESTS.items():  # strict tool, one call only, at most two calls
+        path = str(tmp / f"{name}.json")
+        Path(path).write_text(json.dumps(raw), encoding="utf-8")
+        for completion in ("two_calls", "invented", "empty_args", "stripped_call", "open_call", "glued_role"):
+            base = ["respond", "--request", path, "--completion", str(tmp / f"{completion}.txt"), "--fixed-ids"]
+            argvs += [base, [*base, "--chat"], [*base, "--stream", "--finish", "length"], [*base, "--finish", "stop"]]
+    for finish in ("stop", "length", "eos"):
+        base = ["respond", "--request", request, "--completion", str(tmp / "open_call.txt"), "--fixed-ids"]
+        argvs += [[*base, "--finish", finish], [*base, "--chat", "--stream", f"--finish={finish}"]]
+    tokens = ["--completion", str(tmp / "tokens.json"), "--tokens", "--finish", "stop", "--fixed-ids"]
+    argvs.append(["respond", "--request", request, *tokens])
+    (tmp / "bad_utf8.txt").write_bytes(b"<|channel|>final<|message|>a\xe2\x28b<|end|>")
+    (tmp / "bad_utf8.json").write_bytes(b'\xff{"messages": []}')
+    argvs += [
+        ["parse", str(tmp / "bad_utf8.txt")],
+        ["render", str(tmp / "bad_utf8.json")],
+        ["respond", "--request", str(tmp / "bad_utf8.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "bad_utf8.txt")],
+        ["respond", "--request", "-", "--completion", "-"],
+        ["respond", "--request", str(tmp / "missing.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", str(tmp), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", str(tmp / "tokens_json.json"), "--completion", str(tmp / "good.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "missing.txt")],
+        ["respond", "--request", request, "--completion", str(tmp / "good.txt"), "--reasoning-events", "x"],
+        ["respond", "--req", request, "--comp", str(tmp / "good.txt"), "--fixed-ids", "--stream"],
+    ]
+    return argvs
+
+
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
@@ -126,7 +448,7 @@ def request_cases() -> Iterator[Case]:
     yield _request("example", example)
     for i, text in enumerate(t.ISSUE8_REQUESTS):
         yield _request(f"issue8-{i}", json.loads(text))
-    for name, raw in {**t.PROMPT_REQUESTS, **t.BAD_REQUESTS, **t.GOOD_REQUESTS}.items():
+    for name, raw in {**PROMPT_REQUESTS, **BAD_REQUESTS, **GOOD_REQUESTS}.items():
         yield _request(f"cli-{_slug(name)}", raw)
     user = {"type": "message", "role": "user", "content": "Hi"}
     for i, item in enumerate(t.ITEMS.elements):
@@ -204,7 +526,7 @@ def parse_cases() -> Iterator[Case]:
                 f"parse/reference-{i:02d}-{'strict' if strict else 'lenient'}",
                 {"op": "parse", "tokens": tokens, "role": None, "strict": strict},
             )  # noqa: E501
-    for name, text in _tables().COMPLETIONS.items():
+    for name, text in COMPLETIONS.items():
         tokens = encoding.encode(text, allowed_special="all")
         for strict in (True, False):
             yield (
@@ -238,23 +560,22 @@ def events_cases() -> Iterator[Case]:
         yield f"events/realworld-{_slug(c['id'])}", _events(chunks, c["role"], "lenient", c["tools"], **more)
         if "tokens" in c:
             yield f"events/realworld-{_slug(c['id'])}-tokens", _events([c["tokens"]], c["role"], "lenient", c["tools"])
-    t = _tables()
-    for name, text in t.COMPLETIONS.items():
+    for name, text in COMPLETIONS.items():
         for mode in ("strict", "lenient"):
             yield f"events/completion-{_slug(name)}-{mode}", _events([text], "assistant", mode, ["get_weather"])
-    for i, text in enumerate(t.HEADERS):
+    for i, text in enumerate(HEADERS):
         yield f"events/header-{i}", _events(_chunks(text, 1), "assistant", "lenient", None)
     yield (
         "events/stop-after-tool-call",
-        _events([t.COMPLETIONS["two_calls"]], "assistant", "lenient", ["get_weather"], stop_after_tool_call=True),
+        _events([COMPLETIONS["two_calls"]], "assistant", "lenient", ["get_weather"], stop_after_tool_call=True),
     )  # noqa: E501
     yield (
         "events/max-tool-calls-1",
-        _events([t.COMPLETIONS["two_calls"]], "assistant", "lenient", ["get_weather"], max_tool_calls=1),
+        _events([COMPLETIONS["two_calls"]], "assistant", "lenient", ["get_weather"], max_tool_calls=1),
     )  # noqa: E501
     yield (
         "events/stop-at-turn-end-false",
-        _events([t.COMPLETIONS["glitch"]], "assistant", "lenient", None, stop_at_turn_end=False),
+        _events([COMPLETIONS["glitch"]], "assistant", "lenient", None, stop_at_turn_end=False),
     )  # noqa: E501
 
 
@@ -293,7 +614,7 @@ def bridge_cases() -> Iterator[Case]:
         yield name, _bridge(request, [completion])
         yield f"{name}-chunked-openai", _bridge(request, _chunks(completion, 5), reasoning_names="openai")
         yield f"{name}-tokens-stop", _bridge(request, _tokens(completion), stopped=True, strict=True)
-    for name, text in t.COMPLETIONS.items():
+    for name, text in COMPLETIONS.items():
         yield f"bridge/completion-{_slug(name)}", _bridge(example, [text])
         yield (
             f"bridge/completion-{_slug(name)}-length",
@@ -303,7 +624,7 @@ def bridge_cases() -> Iterator[Case]:
         for name in ("two_calls", "invented", "empty_args", "stripped_call", "open_call", "glued_role"):
             yield (
                 f"bridge/issue8-{i}-{_slug(name)}",
-                _bridge(json.loads(request_text), [t.COMPLETIONS[name]], stopped=True),
+                _bridge(json.loads(request_text), [COMPLETIONS[name]], stopped=True),
             )  # noqa: E501
     for c in _jsonl(ROOT / "tests" / "peers" / "cases.jsonl"):
         tools = [{"type": "function", **tool} for tool in c.get("tool_defs", [])]
@@ -321,7 +642,7 @@ def bridge_cases() -> Iterator[Case]:
             f"bridge/realworld-{_slug(c['id'])}",
             _bridge(request, _chunks(c["completion"], 7), stopped=c["engine_stop"], role=c["role"], tools=c["tools"]),
         )  # noqa: E501
-    for i, text in enumerate(t.HEADERS):
+    for i, text in enumerate(HEADERS):
         yield f"bridge/header-{i}", _bridge({"model": "gpt-oss", "input": "Hi"}, [text], include_usage=False)
 
 
@@ -344,6 +665,69 @@ def arguments_cases() -> Iterator[Case]:
             yield f"arguments/schema{i}-{j:02d}", {"op": "arguments", "arguments": text, "schema": schema}
 
 
+def _cli_case(argv: list[str], tmp: Path) -> dict[str, Any] | None:
+    """`argv` with its files carried in the case: a path in `tmp` becomes `{dir}/name`, a repository file is
+    copied in under a name of its own; None for standard input, which a case cannot hold."""
+    case: dict[str, Any] = {"op": "cli", "argv": [], "files": {}, "binary_files": {}}
+    if "-" in argv:
+        return None
+    for arg in argv:
+        path = Path(arg)
+        if arg == str(tmp):
+            case["argv"].append("{dir}")
+            continue
+        if arg.startswith(str(tmp) + "/"):
+            name = arg[len(str(tmp)) + 1 :]
+        elif arg.startswith(str(ROOT) + "/"):
+            name = _slug(str(path.relative_to(ROOT).with_suffix(""))) + path.suffix
+        else:
+            case["argv"].append(arg)
+            continue
+        case["argv"].append("{dir}/" + name)
+        if path.is_file():
+            data = path.read_bytes()
+            try:
+                case["files"][name] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                case["binary_files"][name] = base64.b64encode(data).decode("ascii")
+    for key in ("files", "binary_files"):
+        if not case[key]:
+            del case[key]
+    return case
+
+
+def cli_cases() -> Iterator[Case]:
+    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        argvs = _cases(tmp) + _parse_and_respond_cases(tmp)
+        seen: set[str] = set()
+        for argv in argvs:
+            case = _cli_case(argv, tmp)
+            if case is None:
+                continue
+            try:
+                ops.run(encoding, case)
+            except Exception:  # noqa: BLE001 (the Python CLI crashes on these: a bug to fix, not a case to keep)
+                print(f"skipped, the Python CLI crashes: {case['argv']}", file=sys.stderr)
+                continue
+            name = _slug(" ".join(a.removeprefix("{dir}/") for a in case["argv"])) or "no-arguments"
+            while name in seen:
+                name += "-again"
+            seen.add(name)
+            yield f"cli/{name}", case
+
+
+def header_back_cases() -> Iterator[Case]:
+    """The items of a response whose headers lenient parsing keeps, sent back as input: the prompt they give."""
+    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    user = {"type": "message", "role": "user", "content": "Hi"}
+    for i, text in enumerate(HEADERS):
+        output = ops.run(encoding, _bridge({"model": "gpt-oss", "input": "Hi"}, [text]))["response"]["output"]
+        body = {"model": "gpt-oss", "input": [user, *output, {**user, "content": "More"}]}
+        yield _request(f"header-{i}-back", body)
+
+
 def all_cases() -> Iterator[Case]:
     yield from render_cases()
     yield from parse_cases()
@@ -351,8 +735,9 @@ def all_cases() -> Iterator[Case]:
     yield from rule_cases()
     yield from bridge_cases()
     yield from arguments_cases()
+    yield from cli_cases()
     encoding = load_harmony_encoding(spec.ENCODING_NAME)
-    for name, case in request_cases():
+    for name, case in [*request_cases(), *header_back_cases()]:
         kind = "request_error" if "error" in ops.run(encoding, case) else "prompt"
         yield f"{kind}/{name}", case
 

@@ -6,10 +6,12 @@
  */
 
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { main } from "../src/cli.js";
 import {
   Conversation,
   HarmonyError,
@@ -42,7 +44,7 @@ import { Role, spec } from "../src/tables.js";
 import { ROOT } from "./shared.js";
 
 const CORPUS = join(ROOT, "conformance");
-const KINDS = ["render", "prompt", "request_error", "parse", "events", "bridge", "arguments"];
+const KINDS = ["render", "prompt", "request_error", "parse", "events", "bridge", "arguments", "cli"];
 const INPUT = "input.json";
 const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
 
@@ -164,12 +166,30 @@ function bridge(c: Case): Outputs {
   }
 }
 
+/** The command line in a fresh folder holding the case's files (`{dir}` in argv and in the output), COLUMNS=80. */
+function cli(c: Case): Outputs {
+  const folder = mkdtempSync(join(tmpdir(), "conformance-"));
+  try {
+    for (const [name, text] of Object.entries((c["files"] ?? {}) as Record<string, string>)) writeFileSync(join(folder, name), text, "utf8");
+    for (const [name, data] of Object.entries((c["binary_files"] ?? {}) as Record<string, string>)) writeFileSync(join(folder, name), Buffer.from(data, "base64"));
+    const argv = (c["argv"] as string[]).map((arg) => arg.replaceAll("{dir}", folder));
+    let stdout = "";
+    let stderr = "";
+    process.env["COLUMNS"] = "80";
+    const code = main(argv, (t) => (stdout += t), (t) => (stderr += t));
+    return { code, stdout: stdout.replaceAll(folder, "{dir}"), stderr: stderr.replaceAll(folder, "{dir}") };
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
 const OPS: Record<string, (c: Case) => Outputs> = {
   render,
   request,
   parse,
   events,
   bridge,
+  cli,
   arguments: (c) => ({ validation: checkArguments(String(c["arguments"]), c["schema"] as JsonObject).toDict() }),
 };
 
