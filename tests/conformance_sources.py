@@ -634,7 +634,7 @@ def bridge_cases() -> Iterator[Case]:
             _bridge(request, [c["completion"]], stopped=c["engine_stop"], role=c["role"], tools=c["tools"]),
         )  # noqa: E501
     for i, c in enumerate(_jsonl(ROOT / "tests" / "realworld" / "completions.jsonl")):
-        if i % 6:
+        if i % 3:
             continue
         tools = [{"type": "function", **tool} for tool in c.get("tool_defs", [])]
         request = {"model": "gpt-oss", "tools": tools} if tools else {"model": "gpt-oss"}
