@@ -1,24 +1,24 @@
-"""The TypeScript package against the Python one: same tokens, messages, parser states, texts and CLI output.
+"""Property tests: the TypeScript package against the Python one on random inputs, for differences the corpus missed.
 
-One long-lived node process (runtime/typescript/test/server.ts, compiled by `make ts-build`) answers JSON
-lines; hypothesis draws conversations and completions and both languages must agree exactly. Under CI the
+The conformance corpus (conformance/, run in each language by its own runner, with no other language beside it)
+is where the two runtimes are held to one behaviour. What stays here is a search: one long-lived node process
+(runtime/typescript/test/server.ts, compiled by `make ts-build`) answers JSON lines while hypothesis draws
+conversations, completions, requests and texts, and both languages must agree exactly. Every difference this file
+finds becomes a corpus case (conformance/README.md, "Adding a case") in the commit that fixes it. Under CI the
 draws are derandomized (conftest); run longer locally with TS_EXAMPLES=N.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
 import unicodedata
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from output_items import Dialogue, dialogue, load_reference, play
 
@@ -35,7 +35,6 @@ from harmony_responses import (
     render_tool_namespace,
     unescape_control_tokens,
 )
-from harmony_responses import cli as py_cli
 from harmony_responses.bridge import (
     RequestError,
     SSEStreamer,
@@ -321,12 +320,23 @@ PIECES = [
 HARMONY_TEXT = st.lists(st.one_of(st.sampled_from(PIECES), assigned_text), max_size=25).map("".join)
 
 
+# Real gpt-oss completions (tests/realworld) and the peers' cases (tests/peers): the corpus holds each once in one
+# feeding; here they are drawn in random chunks and with random options.
+REAL_COMPLETIONS = [
+    json.loads(line)["completion"]
+    for name in ("realworld/completions.jsonl", "peers/cases.jsonl")
+    for line in (ROOT / "tests" / name).read_text(encoding="utf-8").split("\n")
+    if line.strip()
+]
+
+
 @st.composite
 def event_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any], dict[str, Any]]:
     """A completion as token ids or as text, in random chunks, with random parser options."""
-    kind = draw(st.sampled_from(["tokens", "text", "harmony_text"]))
-    if kind == "harmony_text":
-        pieces: list[Any] = _split(draw, draw(HARMONY_TEXT))
+    kind = draw(st.sampled_from(["tokens", "text", "harmony_text", "real"]))
+    if kind in ("harmony_text", "real"):
+        text = draw(HARMONY_TEXT) if kind == "harmony_text" else draw(st.sampled_from(REAL_COMPLETIONS))
+        pieces: list[Any] = _split(draw, text)
         role = draw(st.sampled_from([None, Role.ASSISTANT]))
     else:
         tokens, role = draw(completion(encoding))
@@ -381,23 +391,6 @@ ISSUE8_REQUESTS = [
 ]
 REQUESTS = [p / "request.json" for p in BRIDGE_CASES] + [ROOT / "examples" / "responses" / "request.json"]
 REQUEST_TEXTS = [p.read_text(encoding="utf-8") for p in REQUESTS]
-
-
-def test_every_model_reads_its_fields_as_pydantic_does(node: Node) -> None:
-    """Required or not, and the default: the TypeScript reading of the schemas against the generated models."""
-    theirs = node.ask(op="models")
-    checked = 0
-    for name, fields in theirs.items():
-        cls = getattr(_models, name, None)
-        if cls is None:  # an inline or aliased schema the Python models name differently
-            continue
-        ours = [
-            [info.alias or key, info.is_required(), None if info.is_required() else _jsonable(info.default)]
-            for key, info in cls.model_fields.items()
-        ]
-        assert fields == ours, name
-        checked += 1
-    assert checked > 60
 
 
 def _fixed(strict: bool) -> dict[str, Any]:
@@ -480,9 +473,13 @@ MODEL_TEXT = st.lists(
 
 @st.composite
 def bridge_input(draw: st.DrawFn, encoding: HarmonyEncoding) -> tuple[list[Any], dict[str, Any]]:
-    """A completion as a server sees it (token ids one at a time, or text in chunks), and how it ends."""
-    if draw(st.booleans()):
+    """A completion as a server sees it (token ids one at a time, or text in chunks), and how it ends: drawn, or
+    a real one (tests/realworld, tests/peers) in random chunks."""
+    source = draw(st.sampled_from(["drawn", "rendered", "real"]))
+    if source == "drawn":
         written = draw(MODEL_TEXT)
+    elif source == "real":
+        written = draw(st.sampled_from(REAL_COMPLETIONS))
     else:
         tokens, _ = draw(completion(encoding))
         written = encoding.decode([t for t in tokens if t < VOCABULARY_SIZE])
@@ -515,53 +512,6 @@ def test_bridge_sse_response_and_chat_agree(node: Node, encoding: HarmonyEncodin
     )
     theirs = node.ask(op="bridge", pieces=pieces, **options)
     assert theirs == ours
-
-
-# -- issue 8: real gpt-oss output, in both languages -------------------------------------------------------
-
-REALWORLD = [json.loads(line) for line in (ROOT / "tests" / "realworld" / "completions.jsonl").open(encoding="utf-8")]
-
-
-def _realworld_request(case: dict[str, Any]) -> str:
-    tools = [{"type": "function", **tool} for tool in case.get("tool_defs", [])]
-    return json.dumps({"model": "gpt-oss", "tools": tools} if tools else {"model": "gpt-oss"})
-
-
-@pytest.mark.parametrize("case", REALWORLD, ids=[c["id"] for c in REALWORLD])
-def test_realworld_completions_agree(node: Node, encoding: HarmonyEncoding, case: dict[str, Any]) -> None:
-    """Every real-world completion (tests/realworld): the same events (whole, in chunks of seven characters, as
-    token ids where the case gives them, with the bridge's reading and with the parser's defaults), and the same
-    SSE bytes, response, Chat Completions object and chunks, for the engine's finish reason and for an unknown one."""
-    text = case["completion"]
-    feedings: list[list[Any]] = [[text], [text[i : i + 7] for i in range(0, len(text), 7)] or [""]]
-    if "tokens" in case:
-        feedings.append([case["tokens"]])
-    role = Role(case["role"]) if case["role"] else None
-    for chunks in feedings:
-        for stop_at_turn_end in (True, None):
-            options = {"role": role, "mode": "lenient", "tools": case["tools"], "stop_after_tool_call": False,
-                       "stop_at_turn_end": stop_at_turn_end}  # fmt: skip
-            theirs = node.ask(op="events", chunks=chunks, **{**options, "role": case["role"]})
-            assert theirs == _py_events(encoding, chunks, options), (case["id"], chunks[:1])
-    request = _realworld_request(case)
-    reading = {"role": role, "tools": case["tools"]}
-    for pieces in ([text], [text[i : i + 7] for i in range(0, len(text), 7)], case.get("tokens")):
-        if pieces is None:
-            continue
-        for stopped in {case["engine_stop"], None}:
-            ours = _py_bridge(encoding, request, pieces, False, "spec", stopped, True, **reading)
-            theirs = node.ask(op="bridge", request=request, pieces=pieces, strict=False, reasoning_names="spec",
-                              stopped=stopped, include_usage=True, role=case["role"], tools=case["tools"])  # fmt: skip
-            assert theirs == ours, (case["id"], stopped)
-
-
-PEERS = [json.loads(line) for line in (ROOT / "tests" / "peers" / "cases.jsonl").open(encoding="utf-8")]
-
-
-@pytest.mark.parametrize("case", PEERS, ids=[c["id"] for c in PEERS])
-def test_peer_cases_agree(node: Node, encoding: HarmonyEncoding, case: dict[str, Any]) -> None:
-    """The peers' cases (tests/peers, issue 17's classes): the same events, SSE, response and Chat in both languages."""
-    test_realworld_completions_agree(node, encoding, case)
 
 
 def _recovery_module() -> Any:
@@ -849,26 +799,6 @@ def _py_request(encoding: HarmonyEncoding, text: str, seal: ReasoningSeal | None
 
 @SETTINGS
 @given(raw=request_text())
-# A json_schema format without a name is echoed with `name: ""` (TypeScript once echoed a text format).
-@example(raw=json.dumps({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}}))
-# What the agent clients send: easy input messages, labels, a namespace tool and a tool the server cannot run.
-@example(
-    raw=json.dumps(
-        {
-            "model": "m",
-            "input": [{"role": "developer", "content": "d"}, {"role": "user", "content": "hi"}],
-            "tools": [
-                WEATHER_TOOL,
-                {"type": "namespace", "name": "agents", "tools": [WEATHER_TOOL]},
-                {"type": "web_search"},
-            ],
-            "tool_choice": {"type": "function", "name": "agents.get_weather"},
-            "client_metadata": {"a": "b"},
-            "user": "u",
-            "prompt_cache_key": "k",
-        }
-    )
-)
 def test_requests_are_read_coerced_and_refused_alike(node: Node, encoding: HarmonyEncoding, raw: str) -> None:
     ours = _py_request(encoding, raw)
     theirs = node.ask(op="request", request=raw)
@@ -975,32 +905,6 @@ def test_output_as_input_renders_alike(
         assert node.ask(op="request", request=text) == _py_request(encoding, text)
 
 
-HEADERS = [
-    "<|channel|>analysis<|message|>think<|end|>The answer",  # read as the answer, a message with no channel
-    '<|channel|>final <|constrain|>json<|message|>{"a":1}<|return|>',
-    "<|channel|>analysis json<|message|>{}<|end|><|start|>assistant<|channel|>notes code<|message|>x<|return|>",
-]
-
-
-@pytest.mark.parametrize("text", HEADERS)
-def test_message_headers_come_back_alike(node: Node, encoding: HarmonyEncoding, text: str) -> None:
-    """An answer written with no channel (lenient parsing's reading of text after `<|end|>`), one on another channel
-    than its phase's, content types on a message and on reasoning: both languages keep the header on the items
-    alike, and read those items back as input to the same prompt, to the token."""
-    request = json.dumps({"model": "gpt-oss", "input": "Hi"})
-    ours = _py_bridge(encoding, request, [text], False, "spec", None)
-    theirs = node.ask(op="bridge", request=request, pieces=[text], strict=False, reasoning_names="spec", stopped=None,
-                      include_usage=False)  # fmt: skip
-    assert theirs == ours
-    output = json.loads(ours["response"])["output"]
-    assert any(key.startswith("harmony:") for item in output for key in item), output  # a header is kept
-    user = {"type": "message", "role": "user", "content": "Hi"}
-    after = json.dumps({"model": "gpt-oss", "input": [user, *output, {**user, "content": "More"}]})
-    ours_after = _py_request(encoding, after)
-    assert "prompt" in ours_after, ours_after
-    assert node.ask(op="request", request=after) == ours_after
-
-
 @SETTINGS
 @given(
     name=st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True),
@@ -1060,354 +964,3 @@ def test_safety_agrees(node: Node, value: str) -> None:
         "json": escape_control_tokens_json(value),
         "leaks": leaks,
     }
-
-
-# -- the CLI ------------------------------------------------------------------------------------------------
-
-
-def _py_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setenv("COLUMNS", "80")
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = py_cli.main(argv)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        except Exception:  # the Python CLI crashes on these: only the exit code is compared
-            return {"code": 1}
-    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-
-
-CONVERSATIONS = {
-    "ok": '{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "channel": "final", "content": "Yo"}]}',  # noqa: E501
-    "tools": json.dumps(
-        {
-            "messages": [
-                {"role": "system", "content": [{"type": "system_content", "conversation_start_date": "2025-01-01"}]},
-                {
-                    "role": "developer",
-                    "content": [
-                        {
-                            "type": "developer_content",
-                            "instructions": "Be brief.",
-                            "tools": {
-                                "functions": {
-                                    "name": "functions",
-                                    "tools": [
-                                        {
-                                            "name": "f",
-                                            "description": "d",
-                                            "parameters": {
-                                                "type": "object",
-                                                "properties": {
-                                                    "2": {"type": "number", "default": 1.0},
-                                                    "1": {"type": "integer", "default": 12345678901234567890},
-                                                },
-                                            },
-                                        }
-                                    ],
-                                }
-                            },
-                        }
-                    ],
-                },
-                {"role": "assistant", "channel": "analysis", "content": "think"},
-                {"role": "assistant", "channel": "final", "content": "done"},
-            ]
-        }
-    ),
-    "bad_json": '{"messages": [\n  {"role": "user", "content": "x"},\n]}',
-    "bad_json2": '{"messages": [{"role": "user" "content": "x"}]}',
-    "bad_json3": '{"messages": "\u00e9\x01"}',
-    "bad_json4": "",
-    "bad_json5": '{"a": 1} x',
-    "bad_json6": '{"a": "\\q"}',
-    "bad_json7": '{"a": "\\u12"}',
-    "bad_json8": '{"a" 1}',
-    "bad_json9": "{'a': 1}",
-    "bad_json10": "[1, 2",
-    "bad_json11": '"abc',
-    "bom": '\ufeff{"messages": []}',
-    "no_messages": '{"msgs": []}',
-    "bad_role": '{"messages": [{"role": "bot", "content": "x"}]}',
-    "bad_role2": '{"messages": [{"role": {"a": [1, 2.5, null, true]}, "content": "x"}]}',
-    "bad_content": '{"messages": [{"role": "user", "content": 5}]}',
-    "bad_item": '{"messages": [{"role": "user", "content": [{"type": "image"}]}]}',
-    "bad_text": '{"messages": [{"role": "user", "content": [{"type": "text"}]}]}',
-    "bad_sys": '{"messages": [{"role": "system", "content": [{"type": "system_content", "reasoning_effort": "low"}]}]}',
-    "bad_sys2": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a", 5], "channel_required": true}}]}]}',  # noqa: E501
-    "bad_sys3": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "maybe"}}]}]}',  # noqa: E501
-    "bad_sys4": '{"messages": [{"role": "system", "content": [{"type": "system_content", "tools": {"f": {"name": "f", "tools": [{"name": "a"}]}}}]}]}',  # noqa: E501
-    "bad_dev": '{"messages": [{"role": "developer", "content": [{"type": "developer_content", "tools": []}]}]}',
-    "bad_name": '{"messages": [{"role": "user", "name": 5, "content": "x"}]}',
-    "misplaced": '{"messages": [{"role": "user", "content": [{"type": "system_content"}]}]}',
-    "tool_no_name": '{"messages": [{"role": "tool", "content": "x"}]}',
-    "yes_bool": '{"messages": [{"role": "system", "content": [{"type": "system_content", "channel_config": {"valid_channels": ["a"], "channel_required": "Yes"}}]}]}',  # noqa: E501
-}
-TOOLS = {
-    "list": '[{"type": "function", "function": {"name": "get_weather", "description": "Weather.\\nNow.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["a", "b"], "default": "a"}}, "required": ["city"]}}}]',  # noqa: E501
-    "namespace": '{"name": "ns", "description": "Tools\\r\\nhere", "tools": [{"name": "x"}]}',
-    "bad": '{"tools": 5}',
-    "bad_tool": "[5]",
-    "bad_name": '[{"function": {"name": 5}}]',
-    "bad_desc": '[{"name": "a", "description": 5}]',
-    "bad_params": '[{"name": "a", "parameters": []}]',
-}
-
-
-def _cases(tmp: Path) -> list[list[str]]:
-    argvs: list[list[str]] = [
-        [],
-        ["-h"],
-        ["--version"],
-        ["frob"],
-        ["render"],
-        ["render", "-h"],
-        ["tools", "--help"],
-        ["tools"],
-    ]
-    for name, body in CONVERSATIONS.items():
-        path = tmp / f"{name}.json"
-        path.write_text(body, encoding="utf-8")
-        argvs += [["render", str(path)], ["render", str(path), "--tokens", "--next-role", "assistant"]]
-    ok = str(tmp / "ok.json")
-    argvs += [
-        ["render", ok, "--training"],
-        ["render", ok, "--no-drop-analysis", "--next-role=user"],
-        ["render", ok, "--next-role", "bot"],
-        ["render", ok, "--next-role"],
-        ["render", ok, "--t"],
-        ["render", ok, "--tok"],
-        ["render", ok, "--training=yes"],
-        ["render", ok, "extra"],
-        ["render", ok, "--bogus"],
-        ["render", str(tmp / "missing.json")],
-        ["render", str(tmp)],
-        ["render", str(tmp / "tools.json"), "--no-drop"],
-    ]
-    for name, body in TOOLS.items():
-        path = tmp / f"tools_{name}.json"
-        path.write_text(body, encoding="utf-8")
-        argvs += [["tools", str(path)], ["tools", str(path), "--namespace", "x", "--description", "D"]]
-    return argvs + _prompt_cases(tmp)
-
-
-PROMPT_REQUESTS = {
-    "p_items": {
-        "instructions": "Be brief.",
-        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
-        "input": [
-            {"type": "message", "role": "user", "content": "Weather in Paris? é"},
-            {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Tool."}]},
-            {
-                "type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}",
-                "harmony:channel": "analysis", "harmony:content_type": None,
-            },
-            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
-            {
-                "type": "harmony:python_call", "id": "hpc_1", "recipient": "python", "arguments": "1+1",
-                "channel": "analysis", "content_type": "code",
-            },
-            {"type": "harmony:tool_output", "call_id": "hpc_1", "output": "2"},
-            {"type": "message", "role": "assistant", "phase": "final_answer", "content": "Sunny."},
-            {"type": "message", "role": "user", "content": "Thanks"},
-        ],
-        "temperature": 0.5,
-        "max_output_tokens": 16,
-    },
-    "p_string": {"input": "hi", "reasoning": {"effort": "low"}},
-    "p_unknown_call": {"input": [{"type": "harmony:tool_output", "call_id": "x", "output": "y"}]},
-    "p_bad_item": {"input": [{"type": "harmony:browser_call", "recipient": 5, "arguments": ""}]},
-    "p_truncation": {"input": "hi", "truncation": "auto"},
-    "p_unknown_field": {"input": "hi", "users": "u"},
-    "p_list": [],
-}  # fmt: skip
-
-
-def _prompt_cases(tmp: Path) -> list[list[str]]:
-    argvs: list[list[str]] = [["prompt"], ["prompt", "-h"], ["prompt", "--request"]]
-    for name, raw in PROMPT_REQUESTS.items():
-        path = str(tmp / f"{name}.json")
-        Path(path).write_text(json.dumps(raw), encoding="utf-8")
-        argvs += [["prompt", "--request", path], ["prompt", "--request", path, "--tokens"]]
-    argvs += [
-        ["prompt", "--request", str(tmp / "bad_json.json")],
-        ["prompt", "--request", str(tmp / "missing.json")],
-        ["prompt", "--request", str(tmp)],
-        ["prompt", "--req", str(tmp / "p_string.json"), "--tok"],
-        ["prompt", "--request", str(tmp / "p_string.json"), "extra"],
-    ]
-    return argvs
-
-
-COMPLETIONS = {
-    "good": "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hi é<|return|>",
-    "newline": "<|channel|>final<|message|>Hi<|return|>\n",
-    "crlf": "<|channel|>final<|message|>a\r\nb<|end|>",
-    "glitch": "hello<|start|>assistant assistant<|channel|>final<|channel|>x<|message|>ok<|end|>junk",
-    "call": "<|channel|>commentary to=get_weather <|constrain|>json<|message|>{}<|call|>",
-    "header_word": "<|channel|>final json extra<|message|>x<|end|>",
-    "stripped": "analysisThinking.assistantfinalAnswer.",
-    "plain": "Just text 🙂",
-    "empty": "",
-    "cut": "<|channel|>final<|message|>half",
-    # issue 8's classes
-    "junk_header": "Sure thing<|channel|>––final.<|message|>x<|end|>",
-    "glued_role": "<|channel|>analysis<|message|>a<|end|>"
-    "<|start|>assistantassistant<|channel|>final<|message|>b<|return|>",
-    "headerless": "The answer is 4.<|return|>",
-    "after_end": "<|channel|>analysis<|message|>a<|end|>\nThe answer.",
-    "stripped_call": 'analysisNeed it.assistantcommentary to=functions.get_weatherjson{"city":"Oslo"}',
-    "bom": "\ufeff<|channel|>final<|message|>hi<|return|>",
-    "two_calls": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"A"}<|call|>'
-    '<|start|>assistant<|channel|>commentary to=get_weather json<|message|>{"town":"B"}<|call|>',
-    "invented": "<|channel|>commentary to=functions.get_weather json<|message|>{}<|call|>"
-    "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>",
-    "json_spelling": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"<|end|>"}<|call|>',
-    "empty_args": "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|><|call|>",
-    "builtin": '<|channel|>analysis to=browser.search code<|message|>{"query":"x"}<|call|>',
-    "open_call": '<|channel|>commentary to=functions.get_weather json<|message|>{"city":"Ber',
-}
-TOKEN_FILES = {
-    "tokens": "[200005, 17196, 200008, 12194, 200007]",
-    "tokens_bad": "[1, true]",
-    "tokens_float": "[1.5]",
-    "tokens_obj": '{"a": 1}',
-    "tokens_invalid": "[200005, 17196, 200008, 999999999, 200007]",
-    "tokens_json": "[1, 2",
-    "tokens_nan": "[1, NaN]",
-    "tokens_deep": "[" * 70 + "]" * 70,
-    "tokens_bigint": "[200005, 17196, 200008, 123456789012345678901234567890]",
-}
-BAD_REQUESTS = {
-    "req_ref": {"input": [{"type": "item_reference", "id": "msg_1"}]},
-    "req_tool": {"tools": [{"type": 5}]},
-    "req_effort": {"input": "hi", "reasoning": {"effort": "xhigh"}},
-    "req_image": {
-        "input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]
-    },
-    "req_list": [],
-    "req_union": {"input": [{"type": "message", "role": "user", "content": 5}]},
-    "req_role": {"input": [{"type": "message", "role": [], "content": "x"}]},
-    "req_untyped": {"input": [{"role": "usr", "content": "x"}]},
-    "req_sampled": {"input": "hi", "temperature": 0.5},
-    "req_seed": {"input": "hi", "seed": 3},
-    "req_unknown": {"input": "hi", "users": "u"},
-    "req_surrogate": {"input": "a\ud800"},
-    "req_deep": {"input": "hi", "metadata": nested(70, lambda inner: {"k": inner}, {})},
-    "req_schema": {"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": {"a": float("nan")}}]},
-}
-GOOD_REQUESTS = {
-    "req_budget": {"input": "hi", "max_output_tokens": 16},
-    "req_stream": {"input": "hi", "stream": True},
-}
-ISSUE8_CLI_REQUESTS = {f"req_issue8_{i}": json.loads(text) for i, text in enumerate(ISSUE8_REQUESTS)}
-
-
-def _parse_and_respond_cases(tmp: Path) -> list[list[str]]:
-    argvs: list[list[str]] = [["parse"], ["parse", "-h"], ["respond"], ["respond", "-h"], ["respond", "--request", "x"]]
-    for name, body in COMPLETIONS.items():
-        path = str(tmp / f"{name}.txt")
-        Path(path).write_text(body, encoding="utf-8", newline="")
-        argvs += [
-            ["parse", path],
-            ["parse", path, "--mode", "lenient", "--events"],
-            ["parse", path, "--mode=lenient", "--role", "none", "--tool", "get_weather", "--tool", "f"],
-        ]
-    for name, body in TOKEN_FILES.items():
-        path = str(tmp / f"{name}.json")
-        Path(path).write_text(body, encoding="utf-8")
-        argvs += [["parse", path, "--tokens"], ["parse", path, "--tokens", "--mode", "lenient", "--events"]]
-    argvs += [
-        ["parse", str(tmp / "missing.txt")],
-        ["parse", str(tmp)],
-        ["parse", str(tmp / "good.txt"), "--mode", "loose"],
-        ["parse", str(tmp / "good.txt"), "--role", "bot"],
-        ["parse", str(tmp / "good.txt"), "--tool"],
-    ]
-    cases = [*BRIDGE_CASES, ROOT / "examples" / "responses"]
-    for case in cases:
-        base = ["respond", "--request", str(case / "request.json"), "--completion", str(case / "completion.txt")]
-        argvs += [
-            [*base, "--fixed-ids"],
-            [*base, "--fixed-ids", "--stream"],
-            [*base, "--fixed-ids", "--stream", "--reasoning-events", "openai"],
-            [*base, "--fixed-ids", "--chat"],
-            [*base, "--fixed-ids", "--chat", "--stream"],
-        ]
-    request = str(ROOT / "examples" / "responses" / "request.json")
-    for name in COMPLETIONS:
-        argvs.append(["respond", "--request", request, "--completion", str(tmp / f"{name}.txt"), "--fixed-ids"])
-    for name in TOKEN_FILES:
-        argvs.append(
-            ["respond", "--request", request, "--completion", str(tmp / f"{name}.json"), "--tokens", "--fixed-ids"]
-        )
-    for name, raw in BAD_REQUESTS.items():
-        path = str(tmp / f"{name}.json")
-        Path(path).write_text(json.dumps(raw), encoding="utf-8")
-        argvs.append(["respond", "--request", path, "--completion", str(tmp / "good.txt")])
-    long_text = (
-        "<|channel|>analysis<|message|>"
-        + "thinking hard " * 40
-        + "<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>"
-    )
-    Path(tmp / "long.txt").write_text(long_text, encoding="utf-8")
-    for name, raw in GOOD_REQUESTS.items():
-        path = str(tmp / f"{name}.json")
-        Path(path).write_text(json.dumps(raw), encoding="utf-8")
-        for completion in ("good.txt", "long.txt", "cut.txt"):
-            base = ["respond", "--request", path, "--completion", str(tmp / completion), "--fixed-ids"]
-            argvs += [base, [*base, "--chat"]]
-    for name, raw in ISSUE8_CLI_REQUESTS.items():  # strict tool, one call only, at most two calls
-        path = str(tmp / f"{name}.json")
-        Path(path).write_text(json.dumps(raw), encoding="utf-8")
-        for completion in ("two_calls", "invented", "empty_args", "stripped_call", "open_call", "glued_role"):
-            base = ["respond", "--request", path, "--completion", str(tmp / f"{completion}.txt"), "--fixed-ids"]
-            argvs += [base, [*base, "--chat"], [*base, "--stream", "--finish", "length"], [*base, "--finish", "stop"]]
-    for finish in ("stop", "length", "eos"):
-        base = ["respond", "--request", request, "--completion", str(tmp / "open_call.txt"), "--fixed-ids"]
-        argvs += [[*base, "--finish", finish], [*base, "--chat", "--stream", f"--finish={finish}"]]
-    tokens = ["--completion", str(tmp / "tokens.json"), "--tokens", "--finish", "stop", "--fixed-ids"]
-    argvs.append(["respond", "--request", request, *tokens])
-    (tmp / "bad_utf8.txt").write_bytes(b"<|channel|>final<|message|>a\xe2\x28b<|end|>")
-    (tmp / "bad_utf8.json").write_bytes(b'\xff{"messages": []}')
-    argvs += [
-        ["parse", str(tmp / "bad_utf8.txt")],
-        ["render", str(tmp / "bad_utf8.json")],
-        ["respond", "--request", str(tmp / "bad_utf8.json"), "--completion", str(tmp / "good.txt")],
-        ["respond", "--request", request, "--completion", str(tmp / "bad_utf8.txt")],
-        ["respond", "--request", "-", "--completion", "-"],
-        ["respond", "--request", str(tmp / "missing.json"), "--completion", str(tmp / "good.txt")],
-        ["respond", "--request", str(tmp), "--completion", str(tmp / "good.txt")],
-        ["respond", "--request", str(tmp / "tokens_json.json"), "--completion", str(tmp / "good.txt")],
-        ["respond", "--request", request, "--completion", str(tmp / "missing.txt")],
-        ["respond", "--request", request, "--completion", str(tmp / "good.txt"), "--reasoning-events", "x"],
-        ["respond", "--req", request, "--comp", str(tmp / "good.txt"), "--fixed-ids", "--stream"],
-    ]
-    return argvs
-
-
-def test_cli_parse_and_respond_agree(node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    argvs = _parse_and_respond_cases(tmp_path)
-    crashes = 0
-    for argv in argvs:
-        ours = _py_cli(argv, monkeypatch)
-        theirs = node.ask(op="cli", argv=argv)
-        if ours == {"code": 1}:
-            assert theirs["code"] == 1, (argv, theirs)
-            crashes += 1
-            continue
-        assert theirs == ours, argv
-    assert len(argvs) >= 100 and crashes < 5
-
-
-def test_cli_render_and_tools_agree(node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    argvs = _cases(tmp_path)
-    for argv in argvs:
-        ours = _py_cli(argv, monkeypatch)
-        theirs = node.ask(op="cli", argv=argv)
-        if ours == {"code": 1}:
-            assert theirs["code"] == 1, argv
-            continue
-        assert theirs == ours, argv
-    assert len(argvs) > 100
