@@ -679,7 +679,7 @@ def _cli_case(argv: list[str], tmp: Path) -> dict[str, Any] | None:
         if arg.startswith(str(tmp) + "/"):
             name = arg[len(str(tmp)) + 1 :]
         elif arg.startswith(str(ROOT) + "/"):
-            name = _slug(str(path.relative_to(ROOT).with_suffix(""))) + path.suffix
+            name = f"{path.parent.name}-{path.name}"  # tests/bridge/tools/request.json: tools-request.json
         else:
             case["argv"].append(arg)
             continue
@@ -711,9 +711,12 @@ def cli_cases() -> Iterator[Case]:
             except Exception:  # noqa: BLE001 (the Python CLI crashes on these: a bug to fix, not a case to keep)
                 print(f"skipped, the Python CLI crashes: {case['argv']}", file=sys.stderr)
                 continue
-            name = _slug(" ".join(a.removeprefix("{dir}/") for a in case["argv"])) or "no-arguments"
+            words = [a.removeprefix("{dir}/") for a in case["argv"] if a not in ("--request", "--completion")]
+            stem = _slug(" ".join(words))[:56].strip("-") or "no-arguments"
+            name, count = stem, 1
             while name in seen:
-                name += "-again"
+                count += 1
+                name = f"{stem}-{count}"
             seen.add(name)
             yield f"cli/{name}", case
 
