@@ -393,6 +393,26 @@ REQUESTS = [p / "request.json" for p in BRIDGE_CASES] + [ROOT / "examples" / "re
 REQUEST_TEXTS = [p.read_text(encoding="utf-8") for p in REQUESTS]
 
 
+def test_every_model_reads_its_fields_as_pydantic_does(node: Node) -> None:
+    """Required or not, and the default: the TypeScript reading of the schemas against the generated models.
+
+    Not a property test: it checks bridge/schema.ts's imitation of pydantic, and goes with it (issue 19, item 4).
+    """
+    theirs = node.ask(op="models")
+    checked = 0
+    for name, fields in theirs.items():
+        cls = getattr(_models, name, None)
+        if cls is None:  # an inline or aliased schema the Python models name differently
+            continue
+        ours = [
+            [info.alias or key, info.is_required(), None if info.is_required() else _jsonable(info.default)]
+            for key, info in cls.model_fields.items()
+        ]
+        assert fields == ours, name
+        checked += 1
+    assert checked > 60
+
+
 def _fixed(strict: bool) -> dict[str, Any]:
     return {"ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0, "strict": strict, "input_tokens": 7}
 
