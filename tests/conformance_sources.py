@@ -563,6 +563,8 @@ def events_cases() -> Iterator[Case]:
     for name, text in COMPLETIONS.items():
         for mode in ("strict", "lenient"):
             yield f"events/completion-{_slug(name)}-{mode}", _events([text], "assistant", mode, ["get_weather"])
+        tokens = [[token] for token in _tokens(text)]  # token ids, one a chunk
+        yield f"events/completion-{_slug(name)}-tokens", _events(tokens, "assistant", "lenient", ["get_weather"])
     for i, text in enumerate(HEADERS):
         yield f"events/header-{i}", _events(_chunks(text, 1), "assistant", "lenient", None)
     yield (
@@ -619,7 +621,8 @@ def bridge_cases() -> Iterator[Case]:
         yield (
             f"bridge/completion-{_slug(name)}-length",
             _bridge(example, _chunks(text, 4), stopped=False, include_usage=False),
-        )  # noqa: E501
+        )
+        yield f"bridge/completion-{_slug(name)}-tokens", _bridge(example, _tokens(text), stopped=True, strict=True)
     for i, request_text in enumerate(t.ISSUE8_REQUESTS):
         for name in ("two_calls", "invented", "empty_args", "stripped_call", "open_call", "glued_role"):
             yield (
