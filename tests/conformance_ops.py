@@ -24,6 +24,7 @@ from harmony_responses import (
     Message,
     RenderConversationConfig,
     Role,
+    StreamableParser,
 )
 from harmony_responses import cli as py_cli
 from harmony_responses.bridge import (
@@ -43,7 +44,7 @@ from harmony_responses.bridge.arguments import check_arguments
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance"
-KINDS = ("render", "prompt", "request_error", "parse", "events", "bridge", "arguments", "cli")
+KINDS = ("render", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "cli")
 INPUT = "input.json"
 Outputs = dict[str, Any]
 
@@ -106,6 +107,35 @@ def parse(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     except HarmonyError as exc:
         return {"error": str(exc)}
     return {"messages": [m.to_dict() for m in parsed]}
+
+
+def stream(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """The reference API's `StreamableParser`, fed one token at a time: its observable state after each."""
+    parser = StreamableParser(encoding, _role(case["role"]), strict=case["strict"])
+    steps: list[dict[str, Any]] = []
+    for token in case["tokens"]:
+        try:
+            parser.process(token)
+        except HarmonyError as exc:
+            return {"steps": steps, "error": str(exc)}
+        role = parser.current_role
+        steps.append(
+            {
+                "state": parser.state.value,
+                "current_role": role.value if role is not None else None,
+                "current_channel": parser.current_channel,
+                "current_recipient": parser.current_recipient,
+                "current_content_type": parser.current_content_type,
+                "last_content_delta": parser.last_content_delta,
+                "current_content": parser.current_content,
+                "messages": len(parser.messages),
+            }
+        )
+    try:
+        parser.process_eos()
+    except HarmonyError as exc:
+        return {"steps": steps, "eos_error": str(exc)}
+    return {"steps": steps, "messages": [m.to_dict() for m in parser.messages]}
 
 
 def event_dict(event: Event) -> dict[str, Any]:
@@ -215,6 +245,7 @@ OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {
     "render": render,
     "request": request,
     "parse": parse,
+    "stream": stream,
     "events": events,
     "bridge": bridge,
     "arguments": arguments,

@@ -546,6 +546,13 @@ def parse_cases() -> Iterator[Case]:
         yield f"parse/{name.split('/')[1]}-cut", {"op": "parse", "tokens": cut, "role": "assistant", "strict": False}
 
 
+def stream_cases() -> Iterator[Case]:
+    """The reference API's streaming parser, token by token, on the CLI's completions (strict and not)."""
+    for name, case in parse_cases():
+        if name.startswith("parse/completion-"):
+            yield name.replace("parse/", "stream/", 1), {**case, "op": "stream"}
+
+
 def events_cases() -> Iterator[Case]:
     for c in _corpus_cases():
         args = c.parse_args()
@@ -737,6 +744,7 @@ def header_back_cases() -> Iterator[Case]:
 def all_cases() -> Iterator[Case]:
     yield from render_cases()
     yield from parse_cases()
+    yield from stream_cases()
     yield from events_cases()
     yield from rule_cases()
     yield from bridge_cases()

@@ -19,6 +19,7 @@ import {
   Message,
   parseRole,
   RenderConversationConfig,
+  StreamableParser,
 } from "../src/index.js";
 import type { StreamingEvent } from "#types";
 import { type JsonObject, readJson } from "../src/json.js";
@@ -44,7 +45,7 @@ import { Role, spec } from "../src/tables.js";
 import { ROOT } from "./shared.js";
 
 const CORPUS = join(ROOT, "conformance");
-const KINDS = ["render", "prompt", "request_error", "parse", "events", "bridge", "arguments", "cli"];
+const KINDS = ["render", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "cli"];
 const INPUT = "input.json";
 const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
 
@@ -114,6 +115,35 @@ function parse(c: Case): Outputs {
   } catch (e) {
     return { error: failure(e) };
   }
+}
+
+/** The reference API's `StreamableParser`, fed one token at a time: its observable state after each. */
+function stream(c: Case): Outputs {
+  const parser = new StreamableParser(encoding, role(c["role"]), c["strict"] === true);
+  const steps: unknown[] = [];
+  for (const token of c["tokens"] as number[]) {
+    try {
+      parser.process(token);
+    } catch (e) {
+      return { steps, error: failure(e) };
+    }
+    steps.push({
+      state: parser.state,
+      current_role: parser.currentRole,
+      current_channel: parser.currentChannel,
+      current_recipient: parser.currentRecipient,
+      current_content_type: parser.currentContentType,
+      last_content_delta: parser.lastContentDelta,
+      current_content: parser.currentContent,
+      messages: parser.messages.length,
+    });
+  }
+  try {
+    parser.processEos();
+  } catch (e) {
+    return { steps, eos_error: failure(e) };
+  }
+  return { steps, messages: parser.messages.map((m) => m.toDict()) };
 }
 
 function events(c: Case): Outputs {
@@ -187,6 +217,7 @@ const OPS: Record<string, (c: Case) => Outputs> = {
   render,
   request,
   parse,
+  stream,
   events,
   bridge,
   cli,
