@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import io
 import json
 import os
@@ -20,11 +21,13 @@ from typing import Any
 from harmony_responses import (
     Conversation,
     HarmonyEncoding,
+    HarmonyEncodingName,
     HarmonyError,
     Message,
     RenderConversationConfig,
     Role,
     StreamableParser,
+    load_harmony_encoding,
 )
 from harmony_responses import cli as py_cli
 from harmony_responses.bridge import (
@@ -47,6 +50,12 @@ CORPUS = Path(__file__).resolve().parent.parent / "conformance"
 KINDS = ("render", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "cli")
 INPUT = "input.json"
 Outputs = dict[str, Any]
+
+
+@functools.cache
+def load_encoding() -> HarmonyEncoding:
+    """The encoding every case runs on (conformance/README.md)."""
+    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
 
 
 def _jsonable(value: Any) -> Any:

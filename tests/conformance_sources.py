@@ -22,8 +22,7 @@ sys.path.insert(0, str(HERE))
 import conformance_ops as ops  # noqa: E402
 from test_typescript import BRIDGE_CASES, ISSUE8_REQUESTS, nested  # noqa: E402
 
-from harmony_responses import Conversation, RenderConversationConfig, load_harmony_encoding  # noqa: E402
-from harmony_responses._tables import spec  # noqa: E402
+from harmony_responses import Conversation, RenderConversationConfig  # noqa: E402
 
 ROOT = HERE.parent
 Case = tuple[str, dict[str, Any]]
@@ -514,7 +513,7 @@ def _corpus_cases() -> list[Any]:
 
 def parse_cases() -> Iterator[Case]:
     """The reference API's parser on rendered conversations (strict and not) and on the bridge's completions."""
-    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    encoding = ops.load_encoding()
     shared = ROOT.parent / "shared" / "fixtures" / "harmony"
     reference = json.loads(_text(shared / "reference" / "cases.json"))
     for i, c in enumerate(reference):
@@ -657,7 +656,7 @@ def bridge_cases() -> Iterator[Case]:
 
 
 def _tokens(text: str) -> list[int]:
-    tokens: list[int] = load_harmony_encoding(spec.ENCODING_NAME).encode(text, allowed_special="all")
+    tokens: list[int] = ops.load_encoding().encode(text, allowed_special="all")
     return tokens
 
 
@@ -707,7 +706,7 @@ def _cli_case(argv: list[str], tmp: Path) -> dict[str, Any] | None:
 
 
 def cli_cases() -> Iterator[Case]:
-    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    encoding = ops.load_encoding()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         argvs = _cases(tmp) + _parse_and_respond_cases(tmp)
@@ -733,7 +732,7 @@ def cli_cases() -> Iterator[Case]:
 
 def header_back_cases() -> Iterator[Case]:
     """The items of a response whose headers lenient parsing keeps, sent back as input: the prompt they give."""
-    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    encoding = ops.load_encoding()
     user = {"type": "message", "role": "user", "content": "Hi"}
     for i, text in enumerate(HEADERS):
         output = ops.run(encoding, _bridge({"model": "gpt-oss", "input": "Hi"}, [text]))["response"]["output"]
@@ -750,7 +749,7 @@ def all_cases() -> Iterator[Case]:
     yield from bridge_cases()
     yield from arguments_cases()
     yield from cli_cases()
-    encoding = load_harmony_encoding(spec.ENCODING_NAME)
+    encoding = ops.load_encoding()
     for name, case in [*request_cases(), *header_back_cases()]:
         kind = "request_error" if "error" in ops.run(encoding, case) else "prompt"
         yield f"{kind}/{name}", case

@@ -9,7 +9,8 @@ Run by a person, never by the tests (the runners only compare):
 `import` collected the inputs once from tests/corpus, tests/peers, tests/realworld, tests/bridge, examples/,
 the reference's render fixtures (../shared) and the bad-request tables; the inputs are data from then on (a case
 is added by writing its input.json and running `bootstrap` on it). `import` refuses to overwrite a case folder
-unless given --force. Every lenient recovery rule must be some case's `recovered` event: both commands say
+unless given --force (on an empty corpus it writes the same inputs again, but for the conversations
+hypothesis draws, which may differ from one import to the next). Every lenient recovery rule must be some case's `recovered` event: both commands say
 which rules no case reaches.
 """
 
@@ -29,14 +30,14 @@ os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(SHARED / "vocab"))
 
 import conformance_ops as ops  # noqa: E402
 
-from harmony_responses import HarmonyEncoding, load_harmony_encoding  # noqa: E402
-from harmony_responses._tables import spec  # noqa: E402
+from harmony_responses import HarmonyEncoding  # noqa: E402
+from harmony_responses.stream import RECOVERY_RULES  # noqa: E402
 
 ROOT = HERE.parent
 
 
 def _encoding() -> HarmonyEncoding:
-    return load_harmony_encoding(spec.ENCODING_NAME)
+    return ops.load_encoding()
 
 
 # -- bootstrap ----------------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def unreached_rules() -> list[str]:
         for name in ("events.jsonl", "response.json"):
             if (folder / name).is_file():
                 reached |= set(_rules(ops.read_value(folder / name)))
-    return sorted(set(spec.RECOVERY_RULES) - reached)
+    return sorted(set(RECOVERY_RULES) - reached)
 
 
 def main(argv: list[str]) -> int:
