@@ -3,15 +3,16 @@
 Run by a person, never by the tests (the runners only compare):
 
     .venv/bin/python tests/conformance_tool.py bootstrap   # rewrite every case's expected files; review `git diff`
-    .venv/bin/python tests/conformance_tool.py bootstrap events/corpus-lenient-03   # only these cases
+    .venv/bin/python tests/conformance_tool.py bootstrap events/rule-extra-stop-lenient   # only these
     .venv/bin/python tests/conformance_tool.py import      # (re)write the inputs from the repository's sources
 
 `import` collected the inputs once from tests/corpus, tests/peers, tests/realworld, tests/bridge, examples/,
-the reference's render fixtures (../shared) and the bad-request tables; the inputs are data from then on (a case
-is added by writing its input.json and running `bootstrap` on it). `import` refuses to overwrite a case folder
-unless given --force (on an empty corpus it writes the same inputs again, but for the conversations
-hypothesis draws, which may differ from one import to the next). Every lenient recovery rule must be some case's `recovered` event: both commands say
-which rules no case reaches.
+the reference's render fixtures (../shared), the CLI and bad-request tables (tests/conformance_sources.py); the
+inputs are data from then on (a case is added by writing its input.json and running `bootstrap` on it). `import`
+never overwrites a case folder unless given --force; on an empty corpus it writes the same inputs again, but for
+the conversations hypothesis draws, which may differ from one import to the next. Every lenient recovery rule
+must be the rule of some case's `recovered` event or response repair: both commands name the rules no case
+reaches, and fail.
 """
 
 from __future__ import annotations
