@@ -44,6 +44,7 @@ from harmony_responses.bridge import (
     tool_policy,
 )
 from harmony_responses.bridge.arguments import check_arguments
+from harmony_responses.bridge.encrypted import ReasoningSeal
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance"
@@ -91,15 +92,19 @@ def render(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
 
 
 def request(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
-    """A request body (JSON text) → the prompt it renders to, its tool policy and the echoing snapshot; or the 400."""
+    """A request body (JSON text) → the prompt it renders to, its tool policy and the echoing snapshot; or the 400.
+
+    With `reasoning_key` (hex), reasoning items' `encrypted_content` is opened with that key."""
     try:
         body = parse_request(json.loads(case["body"]))
     except RequestError as exc:
         return {"error": _error(exc)}
     snapshot = response_snapshot(body, response_id="resp_x", created_at=0, model="m", status="completed", output=[])
     out: Outputs = {"snapshot": snapshot.model_dump(mode="json")}
+    key = case.get("reasoning_key")
+    reader = ReasoningSeal(bytes.fromhex(key)).reader() if key is not None else None
     try:
-        conversation = request_to_conversation(body)
+        conversation = request_to_conversation(body, reasoning=reader)
         policy = tool_policy(body)
     except RequestError as exc:
         return {**out, "error": _error(exc)}

@@ -730,6 +730,40 @@ def cli_cases() -> Iterator[Case]:
             yield f"cli/{name}", case
 
 
+SEAL_KEY = bytes(range(1, 33))
+
+
+def sealed_cases() -> Iterator[Case]:
+    """Reasoning sealed once (the nonce is random, so the blobs are data), opened with the key, changed or not."""
+    from harmony_responses.bridge.encrypted import ReasoningSeal  # noqa: PLC0415
+
+    seal = ReasoningSeal(SEAL_KEY)
+    user = {"type": "message", "role": "user", "content": "Hi"}
+    blob = seal.seal("Need the weather. é🙂", "analysis", None)
+    coded = seal.seal('{"q": 1}', "analysis", "json")
+    body = blob.split(".", 1)[1]
+    flipped = f"{blob.split('.', 1)[0]}.{body[:9]}{'A' if body[9] != 'A' else 'B'}{body[10:]}"
+    blobs = {
+        "plain": (blob, None),
+        "content-type": (coded, None),
+        "same-content": (blob, "Need the weather. é🙂"),
+        "differs": (blob, "Something else."),
+        "flipped": (flipped, None),
+        "foreign": (ReasoningSeal(bytes(32)).seal("x", "analysis", None), None),
+        "cut": (blob[:-2], None),
+        "not-a-blob": ("hello", None),
+    }
+    for name, (sealed, said) in blobs.items():
+        item: dict[str, Any] = {"type": "reasoning", "summary": [], "encrypted_content": sealed}
+        if said is not None:
+            item["content"] = [{"type": "reasoning_text", "text": said}]
+        raw = {"model": "m", "input": [user, item, {**user, "content": "More"}]}
+        name_, case = _request(f"sealed-{name}", raw)
+        yield name_, {**case, "reasoning_key": SEAL_KEY.hex()}
+        if name == "plain":
+            yield _request("sealed-no-key", raw)
+
+
 def header_back_cases() -> Iterator[Case]:
     """The items of a response whose headers lenient parsing keeps, sent back as input: the prompt they give."""
     encoding = ops.load_encoding()
@@ -750,7 +784,7 @@ def all_cases() -> Iterator[Case]:
     yield from arguments_cases()
     yield from cli_cases()
     encoding = ops.load_encoding()
-    for name, case in [*request_cases(), *header_back_cases()]:
+    for name, case in [*request_cases(), *header_back_cases(), *sealed_cases()]:
         kind = "request_error" if "error" in ops.run(encoding, case) else "prompt"
         yield f"{kind}/{name}", case
 

@@ -41,6 +41,7 @@ import {
   toChatCompletion,
   toolPolicy,
 } from "../src/bridge/index.js";
+import { ReasoningSeal } from "../src/bridge/encrypted.js";
 import { Role, spec } from "../src/tables.js";
 import { ROOT } from "./shared.js";
 
@@ -98,8 +99,10 @@ function request(c: Case): Outputs {
   }
   const options = { responseId: "resp_x", createdAt: 0, model: "m", status: "completed", output: [] } as const;
   const out: Outputs = { snapshot: dumpAs("ResponseResource", responseSnapshot(body, options)) };
+  const key = c["reasoning_key"];
+  const reader = typeof key === "string" ? new ReasoningSeal(Buffer.from(key, "hex")).reader() : null;
   try {
-    const conversation = requestToConversation(body);
+    const conversation = requestToConversation(body, null, reader);
     const policy = toolPolicy(body);
     const tokens = encoding.renderConversationForCompletion(conversation, Role.Assistant);
     return { ...out, tokens, text: encoding.decode(tokens), policy: [policy.mode, [...policy.allowed]] };
