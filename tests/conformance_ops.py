@@ -271,6 +271,23 @@ def run(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     return OPS[case["op"]](encoding, case)
 
 
+def unportable(value: Any, path: str = "") -> list[str]:
+    """Where a document inside input.json says more than every JSON reader keeps (conformance/README.md): a float
+    written with `.0`, an integer no double holds, integer-like keys a JavaScript object would reorder."""
+    if isinstance(value, float) and value.is_integer():
+        return [f"{path}: {value!r} reads as an integer in JavaScript"]
+    if isinstance(value, int) and not isinstance(value, bool) and float(value) != value:
+        return [f"{path}: {value} is not a double"]
+    if isinstance(value, list):
+        return [problem for i, inner in enumerate(value) for problem in unportable(inner, f"{path}[{i}]")]
+    if not isinstance(value, dict):
+        return []
+    keys = list(value)
+    numeric = [k for k in keys if k.isdigit() and (k == "0" or not k.startswith("0")) and int(k) < 2**32 - 1]
+    problems = [] if sorted(numeric, key=int) + [k for k in keys if k not in numeric] == keys else [f"{path}: keys"]
+    return problems + [problem for k, inner in value.items() for problem in unportable(inner, f"{path}.{k}")]
+
+
 # -- the files of a case --------------------------------------------------------------------------------------
 
 

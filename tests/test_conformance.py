@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance_ops import CORPUS, INPUT, KINDS, cases, expected, run
+from conformance_ops import CORPUS, INPUT, KINDS, cases, expected, run, unportable
 from conformance_tool import unreached_rules
 
 from harmony_responses import HarmonyEncoding
@@ -28,6 +28,17 @@ def test_the_corpus_is_large_and_covers_every_kind_and_rule() -> None:
     for kind in KINDS:
         assert any(folder.parent.name == kind for folder in CASES), kind
     assert unreached_rules() == []
+
+
+def test_every_input_reads_alike_in_every_json_reader() -> None:
+    """A document inside input.json is read by each runner's own JSON reader; what readers disagree on goes in as
+    JSON text (a request's `body`, the CLI's files)."""
+    problems = [
+        f"{_id(folder)}: {problem}"
+        for folder in CASES
+        for problem in unportable(json.loads((folder / INPUT).read_text(encoding="utf-8")))
+    ]
+    assert problems == []
 
 
 @pytest.mark.parametrize("folder", CASES, ids=_id)
