@@ -27,7 +27,12 @@ from harmony_responses import (
     RenderConversationConfig,
     Role,
     StreamableParser,
+    detect_leak,
+    escape_control_tokens,
+    escape_control_tokens_json,
     load_harmony_encoding,
+    render_tool_namespace,
+    unescape_control_tokens,
 )
 from harmony_responses import cli as py_cli
 from harmony_responses.bridge import (
@@ -48,7 +53,19 @@ from harmony_responses.bridge.encrypted import ReasoningSeal
 from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance"
-KINDS = ("render", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "cli")
+KINDS = (
+    "render",
+    "namespace",
+    "prompt",
+    "request_error",
+    "parse",
+    "stream",
+    "events",
+    "bridge",
+    "arguments",
+    "safety",
+    "cli",
+)
 INPUT = "input.json"
 Outputs = dict[str, Any]
 
@@ -224,6 +241,26 @@ def arguments(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     return {"validation": _jsonable(check_arguments(case["arguments"], case["schema"]).to_dict())}
 
 
+def namespace(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """A tool namespace block from `tools` (JSON text: a list of tool objects), `name` and `description`."""
+    del encoding
+    tools = json.loads(case["tools"])
+    return {"text": render_tool_namespace(case["name"], tools, description=case["description"])}
+
+
+def safety(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
+    """The safety helpers on `text`; a leak's `start` and `end` count code points."""
+    del encoding
+    text = case["text"]
+    leaks = [{"kind": k.kind, "start": k.start, "end": k.end, "text": k.text} for k in detect_leak(text)]
+    return {
+        "escaped": escape_control_tokens(text),
+        "unescaped": unescape_control_tokens(text),
+        "json": escape_control_tokens_json(text),
+        "leaks": leaks,
+    }
+
+
 def cli(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     """The command line: `files` (texts) and `binary_files` (base64) written into a fresh folder, `{dir}` in `argv`
     replaced by its path, COLUMNS=80; the exit code and both streams, the folder's path written back as `{dir}`."""
@@ -263,6 +300,8 @@ OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {
     "events": events,
     "bridge": bridge,
     "arguments": arguments,
+    "namespace": namespace,
+    "safety": safety,
     "cli": cli,
 }
 

@@ -774,6 +774,58 @@ def header_back_cases() -> Iterator[Case]:
         yield _request(f"header-{i}-back", body)
 
 
+SAFETY_TEXTS = {
+    "plain": "Just text, nothing to see.",
+    "control": "before <|start|>assistant<|channel|>final<|message|>after",
+    "reserved": "a <|reserved_200018|> b",
+    "half": "<| and |> apart",
+    "glued": "assistantfinal The answer.",
+    "recipient": "call to=functions.get_x now",
+    "code-span": "`<|end|>` inside code, <|end|> outside",
+    "fence": "```\n<|call|>\n```\nthen <|call|>",
+    "word-joiner": "<\u2060|end|\u2060>",
+    "escaped": "<\u2060|start|\u2060>assistant",
+    "header-words": "assistant commentary json analysis",
+    "newlines": "<|return|>\n<|return|>\n",
+    "braces": '{"a": "<|message|>"}',
+    "astral": "🙂 <|end|> é",
+    "astral-glued": "🙂🙂 assistantcommentary to=functions.f json",
+    "empty": "",
+}
+NAMESPACE_TOOLS = {
+    "chat-list": (
+        "functions",
+        '[{"type": "function", "function": {"name": "get_weather", "description": "Weather.\\nNow.", '
+        '"parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["a", "b"], '
+        '"default": "a"}}, "required": ["city"]}}}]',
+        None,
+    ),
+    "flat": ("functions", '[{"type": "function", "name": "f", "description": "d", "parameters": {}}]', "Tools."),
+    "floats": (
+        "ns",
+        '[{"name": "f", "parameters": {"type": "object", "properties": {"2": {"type": "number", "default": 1.0}, '
+        '"1": {"type": "integer", "default": 12345678901234567890}}}}]',
+        "Tools\r\nhere",
+    ),
+    "no-params": ("browser", '[{"name": "search"}, {"name": "open", "description": "Open a page."}]', None),
+    "empty": ("empty", "[]", "Nothing here."),
+    "nested": (
+        "functions",
+        '[{"name": "g", "parameters": {"type": "object", "properties": {"o": {"type": "object", "properties": '
+        '{"x": {"type": "array", "items": {"type": "string"}}}}, "u": {"anyOf": [{"type": "string"}, '
+        '{"type": "null"}]}}, "required": ["o"]}}]',
+        None,
+    ),
+}
+
+
+def small_op_cases() -> Iterator[Case]:
+    for name, text in SAFETY_TEXTS.items():
+        yield f"safety/{name}", {"op": "safety", "text": json.loads(f'"{text}"') if "\\u" in text else text}
+    for name, (space, tools, description) in NAMESPACE_TOOLS.items():
+        yield f"namespace/{name}", {"op": "namespace", "name": space, "tools": tools, "description": description}
+
+
 def all_cases() -> Iterator[Case]:
     yield from render_cases()
     yield from parse_cases()
@@ -783,6 +835,7 @@ def all_cases() -> Iterator[Case]:
     yield from bridge_cases()
     yield from arguments_cases()
     yield from cli_cases()
+    yield from small_op_cases()
     encoding = ops.load_encoding()
     for name, case in [*request_cases(), *header_back_cases(), *sealed_cases()]:
         kind = "request_error" if "error" in ops.run(encoding, case) else "prompt"

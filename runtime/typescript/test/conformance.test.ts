@@ -19,10 +19,15 @@ import {
   Message,
   parseRole,
   RenderConversationConfig,
+  detectLeak,
+  escapeControlTokens,
+  escapeControlTokensJson,
+  renderToolNamespace,
   StreamableParser,
+  unescapeControlTokens,
 } from "../src/index.js";
 import type { StreamingEvent } from "#types";
-import { type JsonObject, readJson } from "../src/json.js";
+import { isJsonObject, type JsonObject, readJson } from "../src/json.js";
 import { eventDict, type Event, HarmonyStreamParser, type Mode } from "../src/stream/index.js";
 import {
   type BuilderOptions,
@@ -46,7 +51,7 @@ import { Role, spec } from "../src/tables.js";
 import { ROOT } from "./shared.js";
 
 const CORPUS = join(ROOT, "conformance");
-const KINDS = ["render", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "cli"];
+const KINDS = ["render", "namespace", "prompt", "request_error", "parse", "stream", "events", "bridge", "arguments", "safety", "cli"];
 const INPUT = "input.json";
 const encoding = loadHarmonyEncoding(spec.ENCODING_NAME);
 
@@ -216,6 +221,24 @@ function cli(c: Case): Outputs {
   }
 }
 
+/** A UTF-16 offset into `text` as a count of code points (the corpus's unit). */
+function codePoints(text: string, index: number): number {
+  return [...text.slice(0, index)].length;
+}
+
+function safety(c: Case): Outputs {
+  const text = String(c["text"]);
+  const leaks = detectLeak(text).map((l) => ({ kind: l.kind, start: codePoints(text, l.start), end: codePoints(text, l.end), text: l.text }));
+  return { escaped: escapeControlTokens(text), unescaped: unescapeControlTokens(text), json: escapeControlTokensJson(text), leaks };
+}
+
+function namespace(c: Case): Outputs {
+  const tools = readJson(String(c["tools"]));
+  const list = Array.isArray(tools) ? tools.filter(isJsonObject) : [];
+  const description = c["description"];
+  return { text: renderToolNamespace(String(c["name"]), list, typeof description === "string" ? description : null) };
+}
+
 const OPS: Record<string, (c: Case) => Outputs> = {
   render,
   request,
@@ -224,6 +247,8 @@ const OPS: Record<string, (c: Case) => Outputs> = {
   events,
   bridge,
   cli,
+  safety,
+  namespace,
   arguments: (c) => ({ validation: checkArguments(String(c["arguments"]), c["schema"] as JsonObject).toDict() }),
 };
 
