@@ -247,15 +247,15 @@ export const PARSE_DETAIL_CHANNEL_OUTSIDE: string = "{token} outside a message: 
 
 export const PARSE_DETAIL_CONTROL_OUTSIDE: string = "{token} outside a message";
 
-export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word!r} repeated";
+export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word:json} repeated";
 
 export const PARSE_DETAIL_EMPTY_CHANNEL: string = "no word after the channel marker";
 
-export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "earlier recipient {word!r} replaced";
+export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "earlier recipient {word:json} replaced";
 
-export const PARSE_DETAIL_STRAY_WORD: string = "{word!r} has no place in the header";
+export const PARSE_DETAIL_STRAY_WORD: string = "{word:json} has no place in the header";
 
-export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "channel {word!r} replaced by {channel!r}";
+export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "channel {word:json} replaced by {channel:json}";
 
 export const PARSE_DETAIL_STOP_IN_HEADER: string = "{token} inside a header";
 
@@ -269,11 +269,11 @@ export const PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE: string = "{token} without a co
 
 export const PARSE_DETAIL_HEADER_ABANDONED: string = "header abandoned: {reason}";
 
-export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipient!r} is a declared tool";
+export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipient:json} is a declared tool";
 
-export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient!r} split";
+export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient:json} split";
 
-export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered in the tool's name (after the call to {recipient})";
+export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered in the tool's name (after the call to {recipient:json})";
 
 export const PARSE_DETAIL_NO_AUTHOR: string = "{detail} with no author: dropped";
 
@@ -285,7 +285,7 @@ export const PARSE_DETAIL_TEXT_BEFORE_START: string = "text before the first mes
 
 export const PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: string = "text between messages";
 
-export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: header {header!r} read from the text";
+export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: header {header:json} read from the text";
 
 export const PARSE_DETAIL_UNSTRUCTURED_TEXT: string = "no control tokens: the text is the message body";
 
@@ -293,23 +293,23 @@ export const PARSE_DETAIL_AFTER_TURN_END: string = "input after the model's turn
 
 export const PARSE_DETAIL_BYTE_ORDER_MARK: string = "a byte order mark before the completion";
 
-export const PARSE_DETAIL_CHANNEL_PUNCTUATION: string = "channel word {word!r} read as {channel!r}";
+export const PARSE_DETAIL_CHANNEL_PUNCTUATION: string = "channel word {word:json} read as {channel:json}";
 
-export const PARSE_DETAIL_MISSING_CHANNEL_MARKER: string = "{word!r} read as a channel: its {token} was lost";
+export const PARSE_DETAIL_MISSING_CHANNEL_MARKER: string = "{word:json} read as a channel: its {token} was lost";
 
-export const PARSE_DETAIL_GLUED_ROLE: string = "{word!r} read as the role {role!r}";
+export const PARSE_DETAIL_GLUED_ROLE: string = "{word:json} read as the role {role:json}";
 
-export const PARSE_DETAIL_UNKNOWN_AUTHOR: string = "{word!r} is no role and no tool: a {role} message";
+export const PARSE_DETAIL_UNKNOWN_AUTHOR: string = "{word:json} is no role and no tool: a {role} message";
 
-export const PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: string = "recipient {word!r} after the content type";
+export const PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: string = "recipient {word:json} after the content type";
 
-export const PARSE_DETAIL_NAME_WITH_SPACE: string = "declared function {name!r} read whole";
+export const PARSE_DETAIL_NAME_WITH_SPACE: string = "declared function {name:json} read whole";
 
-export const PARSE_DETAIL_RECIPIENT_TO_SELF: string = "recipient {recipient!r} is the author itself";
+export const PARSE_DETAIL_RECIPIENT_TO_SELF: string = "recipient {recipient:json} is the author itself";
 
-export const PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: string = "{word!r} read as the recipient";
+export const PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: string = "{word:json} read as the recipient";
 
-export const PARSE_DETAIL_HEADERLESS_MESSAGE: string = "prose ended by {token}: a message on channel {channel!r} without its header";
+export const PARSE_DETAIL_HEADERLESS_MESSAGE: string = "prose ended by {token}: a message on channel {channel:json} without its header";
 
 export const PARSE_DETAIL_HEADER_WITHOUT_START: string = "header words outside a message: a {role} message whose {token}ROLE was lost";
 
@@ -319,29 +319,29 @@ export const PARSE_DETAIL_TEXT_AFTER_CALL: string = "text after a tool call";
 
 export const PARSE_DETAIL_JSON_STRING_CONTROL: string = "{token} inside a JSON string of the arguments";
 
-export const PARSE_DETAIL_EMPTY_ARGUMENTS: string = "empty arguments of {name!r} read as {{}}";
+export const PARSE_DETAIL_EMPTY_ARGUMENTS: string = "empty arguments of {name:json} read as {{}}";
 
-export const PARSE_DETAIL_ARGUMENTS_INVALID: string = "arguments of {name!r} ({item}) break its schema: {error}";
+export const PARSE_DETAIL_ARGUMENTS_INVALID: string = "arguments of {name:json} ({item}) break its schema: {error}";
 
-export const PARSE_DETAIL_RECIPIENT_PUNCTUATION: string = "recipient {recipient!r} read as the declared {name!r}";
+export const PARSE_DETAIL_RECIPIENT_PUNCTUATION: string = "recipient {recipient:json} read as the declared {name:json}";
 
-export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient!r} read as the declared {name!r}";
+export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient:json} read as the declared {name:json}";
 
 export const PARSE_DETAIL_OTHER_AUTHOR: string = "a {author} message inside the {role}'s turn";
 
-export const PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: string = "no {token} after the header: its body begins at {word!r}";
+export const PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: string = "no {token} after the header: its body begins at {word:json}";
 
-export const PARSE_DETAIL_CONTROL_SPELLING: string = "{word!r} read as {token}";
+export const PARSE_DETAIL_CONTROL_SPELLING: string = "{word:json} read as {token}";
 
-export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word!r} after a second {token} is the content type; the channel stays {channel!r}";
+export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word:json} after a second {token} is the content type; the channel stays {channel:json}";
 
-export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word!r} dropped from the content type";
+export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word:json} dropped from the content type";
 
-export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word!r} is unknown: hidden, as reasoning";
+export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word:json} is unknown: hidden, as reasoning";
 
 export const PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE: string = "{token}{word} after the content type is the channel";
 
-export const PARSE_DETAIL_CALL_CUT_BY_BUDGET: string = "the call to {name!r} was cut by the token budget";
+export const PARSE_DETAIL_CALL_CUT_BY_BUDGET: string = "the call to {name:json} was cut by the token budget";
 
 /** Lenient repairs: rule id → what it does. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = {
@@ -497,11 +497,11 @@ export const PARSE_ERR_INVALID_TOKEN: string = "invalid token {token}";
 
 export const PARSE_ERR_EOF_IN_HEADER: string = "the stream ended inside a message header";
 
-export const PARSE_ERR_TEXT_OUTSIDE: string = "text outside a message: {text!r}, expected {start}";
+export const PARSE_ERR_TEXT_OUTSIDE: string = "text outside a message: {text:json}, expected {start}";
 
 export const PARSE_ERR_UNEXPECTED_CONTROL: string = "unexpected {token}, expected {start}";
 
-export const PARSE_ERR_HEADER_WORD: string = "header word {word!r}: {reason}";
+export const PARSE_ERR_HEADER_WORD: string = "header word {word:json}: {reason}";
 
 export const PARSE_ERR_STOP_IN_HEADER: string = "{token} inside a message header";
 

@@ -10,6 +10,7 @@ from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..errors import HarmonyError
 from ..models import Author, Message, TextContent
+from .fill import fill
 
 Mode = Literal["strict", "lenient"]
 RECOVERY_RULES: dict[str, str] = dict(_spec.RECOVERY_RULES)
@@ -25,7 +26,7 @@ class HarmonyParseError(HarmonyError):
     def __init__(self, message: str, position: int, unit: str) -> None:
         self.position = position
         self.unit = unit
-        super().__init__(_spec.PARSE_ERR_AT.format(message=message, unit=unit, position=position))
+        super().__init__(fill(_spec.PARSE_ERR_AT, {"message": message, "unit": unit, "position": position}))
 
 
 @dataclass(frozen=True, slots=True)

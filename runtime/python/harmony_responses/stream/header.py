@@ -43,6 +43,7 @@ from .._tables import Role
 from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..lalr import GrammarError, IncrementalParser
+from .fill import fill
 from .lexer import CONTROL_TERMINALS, SPELLINGS
 
 Report = Callable[[str, str, str, int], None]  # rule, detail, text set aside, position
@@ -387,7 +388,10 @@ class HeaderReader:
             self._lalr.feed_token(terminal)
         except GrammarError as exc:
             if not self._lenient:
-                self._fail(_spec.PARSE_ERR_CONTROL_IN_HEADER.format(token=SPELLINGS[terminal], reason=exc), position)
+                self._fail(
+                    fill(_spec.PARSE_ERR_CONTROL_IN_HEADER, {"token": SPELLINGS[terminal], "reason": str(exc)}),
+                    position,
+                )
             self._repair_control(terminal, position)
             return
         self._terms.append(terminal)
@@ -400,7 +404,7 @@ class HeaderReader:
             lalr.feed_token(T_MESSAGE)
         except GrammarError as exc:
             if not self._lenient:
-                self._fail(_spec.PARSE_ERR_INCOMPLETE_HEADER.format(reason=exc), position)
+                self._fail(fill(_spec.PARSE_ERR_INCOMPLETE_HEADER, {"reason": str(exc)}), position)
             expected = lalr.expected()
             if T_ROLE in expected:
                 self._add_missing_role(position)
@@ -409,12 +413,12 @@ class HeaderReader:
                 if self._terms[-1:] == [T_CHANNEL]:
                     self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
                 else:
-                    detail = _spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE.format(token=SPELLINGS[T_CONSTRAIN])
+                    detail = fill(_spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, {"token": SPELLINGS[T_CONSTRAIN]})
                     self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
                 lalr.feed_token(T_WORD, (T_WORD, ""))
                 lalr.feed_token(T_MESSAGE)
             else:  # cannot happen with this grammar; keeps the promise never to raise
-                detail = _spec.PARSE_DETAIL_HEADER_ABANDONED.format(reason=exc)
+                detail = fill(_spec.PARSE_DETAIL_HEADER_ABANDONED, {"reason": str(exc)})
                 self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, " ".join(self._words), position)
                 self.abandon()
                 return None
@@ -458,7 +462,7 @@ class HeaderReader:
         try:
             self._lalr.feed_token(terminal, (terminal, word))
         except GrammarError as exc:
-            self._fail(_spec.PARSE_ERR_HEADER_WORD.format(word=word, reason=exc), position)
+            self._fail(fill(_spec.PARSE_ERR_HEADER_WORD, {"word": word, "reason": str(exc)}), position)
         self._words.append(word)
         self._terms.append(terminal)
 
@@ -485,8 +489,9 @@ class HeaderReader:
             content_type = CONTENT_TYPES.get(word.lower())
             if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
                 channel = self._channel if self._channel is not None else self._fed_channel
-                detail = _spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL.format(
-                    word=word, token=SPELLINGS[T_CHANNEL], channel=channel or ""
+                detail = fill(
+                    _spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL,
+                    {"word": word, "token": SPELLINGS[T_CHANNEL], "channel": channel or ""},
                 )
                 self._later(_spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position)
                 self._feed(T_WORD, word)
@@ -496,7 +501,7 @@ class HeaderReader:
         if self._late_channel:
             self._late_channel = False
             channel, _ = channel_of(word)
-            detail = _spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE.format(token=SPELLINGS[T_CHANNEL], word=word)
+            detail = fill(_spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE, {"token": SPELLINGS[T_CHANNEL], "word": word})
             self._later(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position)
             self._channel = channel
             return False
@@ -504,26 +509,28 @@ class HeaderReader:
         if last == T_CHANNEL:
             channel, trimmed = channel_of(word)
             if trimmed:
-                detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
+                detail = fill(_spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, {"word": word, "channel": channel})
                 self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
             self._feed(T_WORD, channel)
             self._fed_channel = channel
             return False
         if last == T_CONSTRAIN:
             if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
-                detail = _spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE.format(word=word)
+                detail = fill(_spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE, {"word": word})
                 self._later(_spec.RECOVERY_SPLICED_CONTENT_TYPE, detail, word, position)
                 return False
             return not self._feed(T_WORD, word)
         if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
-            self._later(_spec.RECOVERY_DOUBLED_ROLE, _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word), word, position)
+            self._later(
+                _spec.RECOVERY_DOUBLED_ROLE, fill(_spec.PARSE_DETAIL_DOUBLED_ROLE, {"word": word}), word, position
+            )
             return False
         if before != T_CHANNEL and T_CHANNEL not in self._terms and self._channel is None:
             channel, _ = channel_of(word)
             if channel in CHANNELS and self._lalr.accepts(T_CHANNEL):  # the channel marker was lost
                 self._lalr.feed_token(T_CHANNEL)
                 self._terms.append(T_CHANNEL)
-                detail = _spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER.format(word=word, token=SPELLINGS[T_CHANNEL])
+                detail = fill(_spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER, {"word": word, "token": SPELLINGS[T_CHANNEL]})
                 self._later(_spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position)
                 self._feed(T_WORD, channel)
                 self._fed_channel = channel
@@ -539,7 +546,7 @@ class HeaderReader:
             role, channel, recipient = glued
             self._feed(T_ROLE, role.value)
             if word != role.value:
-                detail = _spec.PARSE_DETAIL_GLUED_ROLE.format(word=word, role=role.value)
+                detail = fill(_spec.PARSE_DETAIL_GLUED_ROLE, {"word": word, "role": role.value})
                 self._later(_spec.RECOVERY_GLUED_ROLE, detail, "", position)
             if channel is not None and self._lalr.accepts(T_CHANNEL):
                 self._lalr.feed_token(T_CHANNEL)
@@ -557,7 +564,7 @@ class HeaderReader:
             self._feed(T_WORD, word)
             return False
         role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_UNKNOWN_AUTHOR.format(word=word, role=role.value)
+        detail = fill(_spec.PARSE_DETAIL_UNKNOWN_AUTHOR, {"word": word, "role": role.value})
         self._later(_spec.RECOVERY_UNKNOWN_AUTHOR, detail, word, position)
         self._feed(T_ROLE, role.value)
         return False
@@ -568,20 +575,20 @@ class HeaderReader:
             self._fed_recipient = word[len(_TO) :]
             return
         if earlier is not None:
-            detail = _spec.PARSE_DETAIL_DOUBLED_RECIPIENT.format(word=_TO + earlier)
+            detail = fill(_spec.PARSE_DETAIL_DOUBLED_RECIPIENT, {"word": _TO + earlier})
             self._later(_spec.RECOVERY_DOUBLED_RECIPIENT, detail, _TO + earlier, position)
         else:
-            detail = _spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE.format(word=word)
+            detail = fill(_spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE, {"word": word})
             self._later(_spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, detail, "", position)
         self._recipient = word[len(_TO) :]
 
     def _replace_channel(self, word: str, position: int) -> None:
         channel, trimmed = channel_of(word)
         earlier = self._channel if self._channel is not None else self._fed_channel
-        detail = _spec.PARSE_DETAIL_DOUBLED_CHANNEL.format(word=earlier or "", channel=channel)
+        detail = fill(_spec.PARSE_DETAIL_DOUBLED_CHANNEL, {"word": earlier or "", "channel": channel})
         self._later(_spec.RECOVERY_DOUBLED_CHANNEL, detail, earlier or "", position)
         if trimmed:
-            detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
+            detail = fill(_spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, {"word": word, "channel": channel})
             self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
         self._channel = channel
 
@@ -598,7 +605,7 @@ class HeaderReader:
                     for j in range(len(spans) - 1, i, -1):
                         candidate = " ".join([name, *(joined[s:e] for s, e in spans[i + 1 : j + 1])])
                         if candidate in self._spaced_tools:
-                            detail = _spec.PARSE_DETAIL_NAME_WITH_SPACE.format(name=self._spaced_tools[candidate])
+                            detail = fill(_spec.PARSE_DETAIL_NAME_WITH_SPACE, {"name": self._spaced_tools[candidate]})
                             self._later(_spec.RECOVERY_NAME_WITH_SPACE, detail, "", start)
                             end = spans[j][1]
                             i = j
@@ -615,7 +622,9 @@ class HeaderReader:
 
     def _set_text_aside(self, text: str, position: int) -> None:
         self._set_aside = True
-        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, _spec.PARSE_DETAIL_STRAY_WORD.format(word=text), text, position)
+        self._later(
+            _spec.RECOVERY_STRAY_HEADER_WORD, fill(_spec.PARSE_DETAIL_STRAY_WORD, {"word": text}), text, position
+        )
 
     def _settle(self, header: Header, position: int) -> None:
         """Lenient: apply what the grammar could not hold, then report the header's repairs."""
@@ -624,7 +633,7 @@ class HeaderReader:
         if self._channel is not None:
             header.channel = self._channel
         if header.recipient == Role.ASSISTANT.value and header.is_role and header.author == Role.ASSISTANT.value:
-            detail = _spec.PARSE_DETAIL_RECIPIENT_TO_SELF.format(recipient=header.recipient)
+            detail = fill(_spec.PARSE_DETAIL_RECIPIENT_TO_SELF, {"recipient": header.recipient})
             self._later(_spec.RECOVERY_RECIPIENT_TO_SELF, detail, "", position)
             header.recipient = None
             if header.channel != _spec.CHANNEL_ANSWER:  # a note to itself, not its answer: never shown
@@ -637,13 +646,13 @@ class HeaderReader:
             and header.is_role
             and header.author == Role.ASSISTANT.value
         ):
-            detail = _spec.PARSE_DETAIL_UNKNOWN_CHANNEL.format(word=channel)
+            detail = fill(_spec.PARSE_DETAIL_UNKNOWN_CHANNEL, {"word": channel})
             self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, "", position)  # the bridge makes it reasoning
         content_type = header.content_type or ""
         if header.recipient is None and content_type.startswith(_CONSTRAIN):
             name = content_type[len(_CONSTRAIN) :]
             if name.startswith(FUNCTIONS_PREFIX) or name in self._tools:
-                detail = _spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE.format(word=content_type)
+                detail = fill(_spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE, {"word": content_type})
                 self._later(_spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, detail, "", position)
                 header.recipient = name if name.startswith(FUNCTIONS_PREFIX) else FUNCTIONS_PREFIX + name
                 header.content_type = None
@@ -653,7 +662,7 @@ class HeaderReader:
 
     def _add_missing_role(self, position: int) -> None:
         role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_MISSING_ROLE.format(role=role.value)
+        detail = fill(_spec.PARSE_DETAIL_MISSING_ROLE, {"role": role.value})
         self._report(_spec.RECOVERY_MISSING_ROLE, detail, "", position)
         self._lalr.feed_token(T_ROLE, (T_ROLE, role.value))
         self._words.append(role.value)
@@ -689,7 +698,7 @@ class HeaderReader:
         if terminal == T_CHANNEL and self._channel is None:  # after the content type: still the channel
             self._late_channel = True
             return
-        detail = _spec.PARSE_DETAIL_STRAY_CONTROL.format(token=SPELLINGS[terminal])
+        detail = fill(_spec.PARSE_DETAIL_STRAY_CONTROL, {"token": SPELLINGS[terminal]})
         self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
 
 
@@ -701,7 +710,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     if not declared or not recipient:
         return
     if recipient in declared:
-        detail = _spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX.format(recipient=recipient)
+        detail = fill(_spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, {"recipient": recipient})
         report(_spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, detail, "", position)
         header.recipient = FUNCTIONS_PREFIX + recipient
         return
@@ -711,7 +720,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     match = _EDGE_PUNCTUATION_RE.match(name)
     core = match.group(1) if match else name
     if core in declared:  # `to=functions.get_weather,`
-        detail = _spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION.format(recipient=recipient, name=core)
+        detail = fill(_spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION, {"recipient": recipient, "name": core})
         at = name.index(core)
         report(_spec.RECOVERY_RECIPIENT_PUNCTUATION, detail, name[:at] + name[at + len(core) :], position)
         header.recipient = FUNCTIONS_PREFIX + core
@@ -720,7 +729,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     for i in range(1, len(parts)):  # `to=function.get_weather`, `to=functions.functions.get_weather`
         rest = _SEPARATOR.join(parts[i:])
         if rest in declared and parts[0] not in BUILTIN_NAMESPACES and parts[0] not in _BUILTIN_ITEM_NAMESPACES:
-            detail = _spec.PARSE_DETAIL_WRONG_NAMESPACE.format(recipient=recipient, name=rest)
+            detail = fill(_spec.PARSE_DETAIL_WRONG_NAMESPACE, {"recipient": recipient, "name": rest})
             report(_spec.RECOVERY_WRONG_NAMESPACE, detail, _SEPARATOR.join(parts[:i]), position)
             header.recipient = FUNCTIONS_PREFIX + rest
             return
@@ -729,7 +738,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     for tool in sorted(declared, key=len, reverse=True):
         rest = name[len(tool) :]
         if name.startswith(tool) and rest.lower() in CONTENT_TYPES:
-            detail = _spec.PARSE_DETAIL_GLUED_CONTENT_TYPE.format(recipient=recipient)
+            detail = fill(_spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, {"recipient": recipient})
             report(_spec.RECOVERY_GLUED_CONTENT_TYPE, detail, rest, position)
             header.recipient = FUNCTIONS_PREFIX + tool
             if header.content_type is None:

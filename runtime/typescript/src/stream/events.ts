@@ -3,7 +3,7 @@
 import { HarmonyError } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import { Author, Message, TextContent } from "../models.js";
-import { pyFormat } from "../pyformat.js";
+import { fill } from "./fill.js";
 import { grammar, type Role, spec, type Terminator } from "../tables.js";
 
 export type Mode = "strict" | "lenient";
@@ -21,7 +21,7 @@ export class HarmonyParseError extends HarmonyError {
     readonly position: number,
     readonly unit: string,
   ) {
-    super(pyFormat(spec.PARSE_ERR_AT, { message, unit, position }));
+    super(fill(spec.PARSE_ERR_AT, { message, unit, position }));
   }
 }
 

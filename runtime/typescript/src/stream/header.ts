@@ -30,7 +30,7 @@
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { pyFormat } from "../pyformat.js";
+import { fill } from "./fill.js";
 import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { CONTROL_TERMINALS, SPELLINGS, spellingOf } from "./lexer.js";
@@ -452,7 +452,7 @@ export class HeaderReader {
       this.lalr.feedToken(terminal);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
       this.repairControl(terminal, position);
       return;
     }
@@ -467,7 +467,7 @@ export class HeaderReader {
       lalr.feedToken(T_MESSAGE);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
       const expected = lalr.expected();
       if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
@@ -477,14 +477,14 @@ export class HeaderReader {
         if (this.terms[this.terms.length - 1] === T_CHANNEL) {
           this.report(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
         } else {
-          const detail = pyFormat(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
+          const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
           this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         }
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
       } else {
         // cannot happen with this grammar; keeps the promise never to throw
-        const detail = pyFormat(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
+        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
         this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
         this.abandon();
         return null;
@@ -528,7 +528,7 @@ export class HeaderReader {
       this.lalr.feedToken(terminal, [terminal, word] as Word);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      this.fail(pyFormat(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
+      this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
     }
     this.words.push(word);
     this.terms.push(terminal);
@@ -565,7 +565,7 @@ export class HeaderReader {
       this.replacingChannel = false;
       if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && this.lalr.accepts(T_WORD)) {
         const channel = this.channel ?? this.fedChannel ?? "";
-        const detail = pyFormat(spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL, { word, token: spellingOf(T_CHANNEL), channel });
+        const detail = fill(spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL, { word, token: spellingOf(T_CHANNEL), channel });
         this.later(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position);
         this.feed(T_WORD, word);
         return false;
@@ -576,7 +576,7 @@ export class HeaderReader {
     if (this.lateChannel) {
       this.lateChannel = false;
       const [channel] = channelOf(word);
-      const detail = pyFormat(spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE, { token: spellingOf(T_CHANNEL), word });
+      const detail = fill(spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE, { token: spellingOf(T_CHANNEL), word });
       this.later(spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position);
       this.channel = channel;
       return false;
@@ -584,7 +584,7 @@ export class HeaderReader {
     const last = this.terms.length > 0 ? this.terms[this.terms.length - 1] : null;
     if (last === T_CHANNEL) {
       const [channel, trimmed] = channelOf(word);
-      if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+      if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, fill(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
       this.feed(T_WORD, channel);
       this.fedChannel = channel;
       return false;
@@ -592,13 +592,13 @@ export class HeaderReader {
     if (last === T_CONSTRAIN) {
       if (!CONTENT_TYPES.has(word.toLowerCase()) && CHANNELS.has(channelOf(word)[0])) {
         // `<|constrain|>analysis code`
-        this.later(spec.RECOVERY_SPLICED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE, { word }), word, position);
+        this.later(spec.RECOVERY_SPLICED_CONTENT_TYPE, fill(spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE, { word }), word, position);
         return false;
       }
       return !this.feed(T_WORD, word);
     }
     if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1 && this.terms[0] === T_ROLE) {
-      this.later(spec.RECOVERY_DOUBLED_ROLE, pyFormat(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
+      this.later(spec.RECOVERY_DOUBLED_ROLE, fill(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
       return false;
     }
     if (before !== T_CHANNEL && !this.terms.includes(T_CHANNEL) && this.channel === null) {
@@ -607,7 +607,7 @@ export class HeaderReader {
         // the channel marker was lost
         this.lalr.feedToken(T_CHANNEL);
         this.terms.push(T_CHANNEL);
-        const detail = pyFormat(spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER, { word, token: spellingOf(T_CHANNEL) });
+        const detail = fill(spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER, { word, token: spellingOf(T_CHANNEL) });
         this.later(spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position);
         this.feed(T_WORD, channel);
         this.fedChannel = channel;
@@ -624,7 +624,7 @@ export class HeaderReader {
     if (glued !== null) {
       const [role, channel, recipient] = glued;
       this.feed(T_ROLE, role);
-      if (word !== role) this.later(spec.RECOVERY_GLUED_ROLE, pyFormat(spec.PARSE_DETAIL_GLUED_ROLE, { word, role }), "", position);
+      if (word !== role) this.later(spec.RECOVERY_GLUED_ROLE, fill(spec.PARSE_DETAIL_GLUED_ROLE, { word, role }), "", position);
       if (channel !== null && this.lalr.accepts(T_CHANNEL)) this.feedChannel(channel);
       if (recipient !== null) this.setRecipient(recipient, position);
       return false;
@@ -640,7 +640,7 @@ export class HeaderReader {
       return false;
     }
     const role = this.role ?? Roles.Assistant;
-    this.later(spec.RECOVERY_UNKNOWN_AUTHOR, pyFormat(spec.PARSE_DETAIL_UNKNOWN_AUTHOR, { word, role }), word, position);
+    this.later(spec.RECOVERY_UNKNOWN_AUTHOR, fill(spec.PARSE_DETAIL_UNKNOWN_AUTHOR, { word, role }), word, position);
     this.feed(T_ROLE, role);
     return false;
   }
@@ -652,10 +652,10 @@ export class HeaderReader {
       return;
     }
     if (earlier !== null) {
-      const detail = pyFormat(spec.PARSE_DETAIL_DOUBLED_RECIPIENT, { word: TO + earlier });
+      const detail = fill(spec.PARSE_DETAIL_DOUBLED_RECIPIENT, { word: TO + earlier });
       this.later(spec.RECOVERY_DOUBLED_RECIPIENT, detail, TO + earlier, position);
     } else {
-      this.later(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE, { word }), "", position);
+      this.later(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, fill(spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE, { word }), "", position);
     }
     this.recipient = word.slice(TO.length);
   }
@@ -663,8 +663,8 @@ export class HeaderReader {
   private replaceChannel(word: string, position: number): void {
     const [channel, trimmed] = channelOf(word);
     const earlier = this.channel !== null ? this.channel : this.fedChannel;
-    this.later(spec.RECOVERY_DOUBLED_CHANNEL, pyFormat(spec.PARSE_DETAIL_DOUBLED_CHANNEL, { word: earlier || "", channel }), earlier || "", position);
-    if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+    this.later(spec.RECOVERY_DOUBLED_CHANNEL, fill(spec.PARSE_DETAIL_DOUBLED_CHANNEL, { word: earlier || "", channel }), earlier || "", position);
+    if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, fill(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
     this.channel = channel;
   }
 
@@ -685,7 +685,7 @@ export class HeaderReader {
             const tool = this.spacedTools.get(candidate);
             if (tool !== undefined) {
               // the position is where the name starts in the header's text, in characters (as Python reports it)
-              this.later(spec.RECOVERY_NAME_WITH_SPACE, pyFormat(spec.PARSE_DETAIL_NAME_WITH_SPACE, { name: tool }), "", cpLength(joined.slice(0, start)));
+              this.later(spec.RECOVERY_NAME_WITH_SPACE, fill(spec.PARSE_DETAIL_NAME_WITH_SPACE, { name: tool }), "", cpLength(joined.slice(0, start)));
               end = (spans[j] as [number, number])[1];
               i = j;
               break;
@@ -708,7 +708,7 @@ export class HeaderReader {
 
   private setTextAside(text: string, position: number): void {
     this.setAside = true;
-    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_WORD, { word: text }), text, position);
+    this.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_WORD, { word: text }), text, position);
   }
 
   /** Lenient: apply what the grammar could not hold, then report the header's repairs. */
@@ -716,19 +716,19 @@ export class HeaderReader {
     if (this.recipient !== null) header.recipient = this.recipient;
     if (this.channel !== null) header.channel = this.channel;
     if (header.recipient === Roles.Assistant && header.isRole && header.author === Roles.Assistant) {
-      this.later(spec.RECOVERY_RECIPIENT_TO_SELF, pyFormat(spec.PARSE_DETAIL_RECIPIENT_TO_SELF, { recipient: header.recipient }), "", position);
+      this.later(spec.RECOVERY_RECIPIENT_TO_SELF, fill(spec.PARSE_DETAIL_RECIPIENT_TO_SELF, { recipient: header.recipient }), "", position);
       header.recipient = null;
       if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, not its answer: never shown
     }
     const channel = header.channel;
     if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && header.isRole && header.author === Roles.Assistant) {
-      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, pyFormat(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), "", position); // the bridge makes it reasoning
+      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, fill(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), "", position); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
       const name = contentType.slice(CONSTRAIN.length);
       if (name.startsWith(FUNCTIONS_PREFIX) || this.tools.has(name)) {
-        this.later(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE, { word: contentType }), "", position);
+        this.later(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, fill(spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE, { word: contentType }), "", position);
         header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
         header.contentType = null;
       }
@@ -739,7 +739,7 @@ export class HeaderReader {
 
   private addMissingRole(position: number): void {
     const role = this.role ?? Roles.Assistant;
-    this.report(spec.RECOVERY_MISSING_ROLE, pyFormat(spec.PARSE_DETAIL_MISSING_ROLE, { role }), "", position);
+    this.report(spec.RECOVERY_MISSING_ROLE, fill(spec.PARSE_DETAIL_MISSING_ROLE, { role }), "", position);
     this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
     this.words.push(role);
     this.terms.push(T_ROLE);
@@ -784,7 +784,7 @@ export class HeaderReader {
       this.lateChannel = true;
       return;
     }
-    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
+    this.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
   }
 }
 
@@ -795,7 +795,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
   const recipient = header.recipient;
   if (declared.size === 0 || !recipient) return;
   if (declared.has(recipient)) {
-    report(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, pyFormat(spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, { recipient }), "", position);
+    report(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, fill(spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, { recipient }), "", position);
     header.recipient = FUNCTIONS_PREFIX + recipient;
     return;
   }
@@ -805,7 +805,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
   if (declared.has(core)) {
     // `to=functions.get_weather,`
     const at = name.indexOf(core);
-    report(spec.RECOVERY_RECIPIENT_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION, { recipient, name: core }), name.slice(0, at) + name.slice(at + core.length), position);
+    report(spec.RECOVERY_RECIPIENT_PUNCTUATION, fill(spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION, { recipient, name: core }), name.slice(0, at) + name.slice(at + core.length), position);
     header.recipient = FUNCTIONS_PREFIX + core;
     return;
   }
@@ -815,7 +815,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
     const rest = parts.slice(i).join(SEPARATOR);
     const head = parts[0] as string;
     if (declared.has(rest) && !BUILTIN_NAMESPACES.has(head) && !BUILTIN_ITEM_NAMESPACES.has(head)) {
-      report(spec.RECOVERY_WRONG_NAMESPACE, pyFormat(spec.PARSE_DETAIL_WRONG_NAMESPACE, { recipient, name: rest }), parts.slice(0, i).join(SEPARATOR), position);
+      report(spec.RECOVERY_WRONG_NAMESPACE, fill(spec.PARSE_DETAIL_WRONG_NAMESPACE, { recipient, name: rest }), parts.slice(0, i).join(SEPARATOR), position);
       header.recipient = FUNCTIONS_PREFIX + rest;
       return;
     }
@@ -825,7 +825,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
     const rest = name.slice(tool.length);
     const contentType = CONTENT_TYPES.get(rest.toLowerCase());
     if (name.startsWith(tool) && contentType !== undefined) {
-      report(spec.RECOVERY_GLUED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, { recipient }), rest, position);
+      report(spec.RECOVERY_GLUED_CONTENT_TYPE, fill(spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, { recipient }), rest, position);
       header.recipient = FUNCTIONS_PREFIX + tool;
       if (header.contentType === null) header.contentType = contentType;
       return;
