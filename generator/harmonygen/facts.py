@@ -116,6 +116,15 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("parse_unit", p.units.items())
     out += _group("parse_detail", p.details.items())
     out.append(Fact("RECOVERY_RULES", p.recovery_rules, "Lenient repairs: rule id → what it does."))
+    repair = ("record", (("detail", "str"), ("sets_aside", ("opt", "str"))))
+    out.append(
+        Fact(
+            "REPAIRS",
+            {rule: {"detail": r.detail, "sets_aside": r.sets_aside} for rule, r in p.repairs.items()},
+            "Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`.",
+            ("map", "str", repair),
+        )
+    )
     out += [Fact(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
     out += _mapping_facts(ir)

@@ -399,6 +399,65 @@ RECOVERY_RULES: dict[str, str] = {
 }
 """Lenient repairs: rule id → what it does."""
 
+REPAIRS: dict[str, dict[str, Any]] = {
+    "text_before_start": {"detail": "text before the first message", "sets_aside": None},
+    "junk_between_messages": {"detail": "text between messages", "sets_aside": None},
+    "extra_stop": {"detail": "{token} outside a message", "sets_aside": None},
+    "stray_control": {"detail": "{token} outside a message", "sets_aside": None},
+    "repeated_start": {"detail": "a header restarted", "sets_aside": None},
+    "doubled_role": {"detail": "role {word:json} repeated", "sets_aside": "word"},
+    "missing_role": {"detail": "a header without an author: {role}", "sets_aside": None},
+    "empty_channel": {"detail": "no word after the channel marker", "sets_aside": None},
+    "doubled_channel": {"detail": "channel {word:json} replaced by {channel:json}", "sets_aside": "word"},
+    "doubled_recipient": {"detail": "earlier recipient {word:json} replaced", "sets_aside": "word"},
+    "stray_header_word": {"detail": "{word:json} has no place in the header", "sets_aside": "word"},
+    "missing_functions_prefix": {"detail": "recipient {recipient:json} is a declared tool", "sets_aside": None},
+    "glued_content_type": {"detail": "{recipient:json} split", "sets_aside": None},
+    "header_cut_by_stop": {"detail": "{token} inside a header", "sets_aside": None},
+    "eof_in_header": {"detail": "the stream ended inside a header", "sets_aside": None},
+    "stripped_special_tokens": {"detail": "no control tokens: header {header:json} read from the text", "sets_aside": None},
+    "unstructured_text": {"detail": "no control tokens: the text is the message body", "sets_aside": None},
+    "after_tool_call": {"detail": "input after the first tool call", "sets_aside": None},
+    "after_turn_end": {"detail": "input after the model's turn ended", "sets_aside": None},
+    "invented_tool_result": {
+        "detail": "{author} answered in the tool's name (after the call to {recipient:json})",
+        "sets_aside": None,
+    },
+    "invalid_token": {"detail": "token {token} is not in the vocabulary", "sets_aside": None},
+    "byte_order_mark": {"detail": "a byte order mark before the completion", "sets_aside": None},
+    "channel_punctuation": {"detail": "channel word {word:json} read as {channel:json}", "sets_aside": "word"},
+    "missing_channel_marker": {"detail": "{word:json} read as a channel: its {token} was lost", "sets_aside": None},
+    "glued_role": {"detail": "{word:json} read as the role {role:json}", "sets_aside": None},
+    "unknown_author": {"detail": "{word:json} is no role and no tool: a {role} message", "sets_aside": "word"},
+    "recipient_out_of_place": {"detail": "recipient {word:json} after the content type", "sets_aside": None},
+    "name_with_space": {"detail": "declared function {name:json} read whole", "sets_aside": None},
+    "recipient_to_self": {"detail": "recipient {recipient:json} is the author itself", "sets_aside": None},
+    "recipient_as_content_type": {"detail": "{word:json} read as the recipient", "sets_aside": None},
+    "headerless_message": {
+        "detail": "prose ended by {token}: a message on channel {channel:json} without its header",
+        "sets_aside": None,
+    },
+    "text_after_end": {"detail": "text after the last message: the answer", "sets_aside": None},
+    "text_after_call": {"detail": "text after a tool call", "sets_aside": None},
+    "json_string_control": {"detail": "{token} inside a JSON string of the arguments", "sets_aside": None},
+    "empty_arguments": {"detail": "empty arguments of {name:json} read as {{}}", "sets_aside": None},
+    "arguments_invalid": {"detail": "arguments of {name:json} ({item}) break its schema: {error}", "sets_aside": None},
+    "recipient_punctuation": {"detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": None},
+    "wrong_namespace": {"detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": None},
+    "other_author": {"detail": "a {author} message inside the {role}'s turn", "sets_aside": None},
+    "header_without_message": {"detail": "no {token} after the header: its body begins at {word:json}", "sets_aside": None},
+    "control_spelling": {"detail": "{word:json} read as {token}", "sets_aside": None},
+    "content_type_after_channel": {
+        "detail": "{word:json} after a second {token} is the content type; the channel stays {channel:json}",
+        "sets_aside": None,
+    },
+    "spliced_content_type": {"detail": "{word:json} dropped from the content type", "sets_aside": "word"},
+    "unknown_channel": {"detail": "channel {word:json} is unknown: hidden, as reasoning", "sets_aside": None},
+    "channel_after_content_type": {"detail": "{token}{word} after the content type is the channel", "sets_aside": None},
+    "call_cut_by_budget": {"detail": "the call to {name:json} was cut by the token budget", "sets_aside": None},
+}
+"""Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`."""
+
 RECOVERY_TEXT_BEFORE_START: str = "text_before_start"
 
 RECOVERY_JUNK_BETWEEN_MESSAGES: str = "junk_between_messages"

@@ -395,6 +395,65 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "call_cut_by_budget": "a function call the token budget cut (the engine's finish reason `length`) is `incomplete`, as the response is: Chat gives it no `tool_calls` to run and `finish_reason` `length`, and keeps it in `harmony:partial_tool_calls` (the bridge)",
 };
 
+/** Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`. */
+export const REPAIRS: Readonly<Record<string, { readonly detail: string; readonly sets_aside: string | null }>> = {
+  "text_before_start": { "detail": "text before the first message", "sets_aside": null },
+  "junk_between_messages": { "detail": "text between messages", "sets_aside": null },
+  "extra_stop": { "detail": "{token} outside a message", "sets_aside": null },
+  "stray_control": { "detail": "{token} outside a message", "sets_aside": null },
+  "repeated_start": { "detail": "a header restarted", "sets_aside": null },
+  "doubled_role": { "detail": "role {word:json} repeated", "sets_aside": "word" },
+  "missing_role": { "detail": "a header without an author: {role}", "sets_aside": null },
+  "empty_channel": { "detail": "no word after the channel marker", "sets_aside": null },
+  "doubled_channel": { "detail": "channel {word:json} replaced by {channel:json}", "sets_aside": "word" },
+  "doubled_recipient": { "detail": "earlier recipient {word:json} replaced", "sets_aside": "word" },
+  "stray_header_word": { "detail": "{word:json} has no place in the header", "sets_aside": "word" },
+  "missing_functions_prefix": { "detail": "recipient {recipient:json} is a declared tool", "sets_aside": null },
+  "glued_content_type": { "detail": "{recipient:json} split", "sets_aside": null },
+  "header_cut_by_stop": { "detail": "{token} inside a header", "sets_aside": null },
+  "eof_in_header": { "detail": "the stream ended inside a header", "sets_aside": null },
+  "stripped_special_tokens": { "detail": "no control tokens: header {header:json} read from the text", "sets_aside": null },
+  "unstructured_text": { "detail": "no control tokens: the text is the message body", "sets_aside": null },
+  "after_tool_call": { "detail": "input after the first tool call", "sets_aside": null },
+  "after_turn_end": { "detail": "input after the model's turn ended", "sets_aside": null },
+  "invented_tool_result": {
+    "detail": "{author} answered in the tool's name (after the call to {recipient:json})",
+    "sets_aside": null,
+  },
+  "invalid_token": { "detail": "token {token} is not in the vocabulary", "sets_aside": null },
+  "byte_order_mark": { "detail": "a byte order mark before the completion", "sets_aside": null },
+  "channel_punctuation": { "detail": "channel word {word:json} read as {channel:json}", "sets_aside": "word" },
+  "missing_channel_marker": { "detail": "{word:json} read as a channel: its {token} was lost", "sets_aside": null },
+  "glued_role": { "detail": "{word:json} read as the role {role:json}", "sets_aside": null },
+  "unknown_author": { "detail": "{word:json} is no role and no tool: a {role} message", "sets_aside": "word" },
+  "recipient_out_of_place": { "detail": "recipient {word:json} after the content type", "sets_aside": null },
+  "name_with_space": { "detail": "declared function {name:json} read whole", "sets_aside": null },
+  "recipient_to_self": { "detail": "recipient {recipient:json} is the author itself", "sets_aside": null },
+  "recipient_as_content_type": { "detail": "{word:json} read as the recipient", "sets_aside": null },
+  "headerless_message": {
+    "detail": "prose ended by {token}: a message on channel {channel:json} without its header",
+    "sets_aside": null,
+  },
+  "text_after_end": { "detail": "text after the last message: the answer", "sets_aside": null },
+  "text_after_call": { "detail": "text after a tool call", "sets_aside": null },
+  "json_string_control": { "detail": "{token} inside a JSON string of the arguments", "sets_aside": null },
+  "empty_arguments": { "detail": "empty arguments of {name:json} read as {{}}", "sets_aside": null },
+  "arguments_invalid": { "detail": "arguments of {name:json} ({item}) break its schema: {error}", "sets_aside": null },
+  "recipient_punctuation": { "detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": null },
+  "wrong_namespace": { "detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": null },
+  "other_author": { "detail": "a {author} message inside the {role}'s turn", "sets_aside": null },
+  "header_without_message": { "detail": "no {token} after the header: its body begins at {word:json}", "sets_aside": null },
+  "control_spelling": { "detail": "{word:json} read as {token}", "sets_aside": null },
+  "content_type_after_channel": {
+    "detail": "{word:json} after a second {token} is the content type; the channel stays {channel:json}",
+    "sets_aside": null,
+  },
+  "spliced_content_type": { "detail": "{word:json} dropped from the content type", "sets_aside": "word" },
+  "unknown_channel": { "detail": "channel {word:json} is unknown: hidden, as reasoning", "sets_aside": null },
+  "channel_after_content_type": { "detail": "{token}{word} after the content type is the channel", "sets_aside": null },
+  "call_cut_by_budget": { "detail": "the call to {name:json} was cut by the token budget", "sets_aside": null },
+};
+
 export const RECOVERY_TEXT_BEFORE_START: string = "text_before_start";
 
 export const RECOVERY_JUNK_BETWEEN_MESSAGES: string = "junk_between_messages";

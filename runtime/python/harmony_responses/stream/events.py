@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +16,16 @@ from .fill import fill
 Mode = Literal["strict", "lenient"]
 RECOVERY_RULES: dict[str, str] = dict(_spec.RECOVERY_RULES)
 """Every repair lenient mode makes, by the `rule` its `Recovered` event carries."""
+
+
+def described(rule: str, values: Mapping[str, object], text: str | None = None) -> tuple[str, str]:
+    """A repair's detail and the text it sets aside, as the spec's `REPAIRS` table says for `rule`: its detail text
+    filled with `values`, and `text`, or else the value the rule sets aside (none: "")."""
+    row = _spec.REPAIRS[rule]
+    if text is None:
+        aside = row["sets_aside"]
+        text = str(values[aside]) if aside is not None else ""
+    return fill(row["detail"], values), text
 
 
 class HarmonyParseError(HarmonyError):

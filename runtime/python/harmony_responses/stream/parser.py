@@ -44,6 +44,7 @@ from .events import (
     Mode,
     ParsedMessage,
     Recovered,
+    described,
     messages_of,
 )
 from .fill import fill
@@ -314,7 +315,7 @@ class HarmonyStreamParser:
         if self._fresh:
             self._fresh = False
             if self._lenient and text.startswith(_BOM):
-                self._report(_spec.RECOVERY_BYTE_ORDER_MARK, _spec.PARSE_DETAIL_BYTE_ORDER_MARK, _BOM, position)
+                self._repair(_spec.RECOVERY_BYTE_ORDER_MARK, position, text=_BOM)
                 text = text[len(_BOM) :]
                 position += len(_BOM) if self._unit == _spec.PARSE_UNIT_TEXT else 0
                 if not text:
@@ -356,8 +357,7 @@ class HarmonyStreamParser:
         if region is Region.BODY:
             if terminal in self._lalr.expected():  # a terminator
                 if self._unit == _spec.PARSE_UNIT_TEXT and self._lenient and self._inside_json_string():
-                    detail = fill(_spec.PARSE_DETAIL_JSON_STRING_CONTROL, {"token": SPELLINGS[terminal]})
-                    self._recover(_spec.RECOVERY_JSON_STRING_CONTROL, detail)
+                    self._repair(_spec.RECOVERY_JSON_STRING_CONTROL, token=SPELLINGS[terminal])
                     self.on_text(SPELLINGS[terminal], position)
                     return
                 self._lalr.feed_token(terminal)
@@ -397,7 +397,7 @@ class HarmonyStreamParser:
         token = SPELLINGS[terminal]
         if terminal in _TERMINATOR_OF:
             self._last_stop = _TERMINATOR_OF[terminal]
-            self._recover(_spec.RECOVERY_EXTRA_STOP, fill(_spec.PARSE_DETAIL_STOP_OUTSIDE, {"token": token}))
+            self._repair(_spec.RECOVERY_EXTRA_STOP, token=token)
         elif terminal == _T_CHANNEL:
             role = self._role or Role.ASSISTANT
             detail = fill(_spec.PARSE_DETAIL_CHANNEL_OUTSIDE, {"token": token, "role": role.value})
@@ -407,7 +407,7 @@ class HarmonyStreamParser:
             self._region = Region.HEADER
             self._header_control(terminal, position)
         else:
-            self._recover(_spec.RECOVERY_STRAY_CONTROL, fill(_spec.PARSE_DETAIL_CONTROL_OUTSIDE, {"token": token}))
+            self._repair(_spec.RECOVERY_STRAY_CONTROL, token=token)
 
     def on_invalid_token(self, token: int, position: int) -> None:
         if not self._lenient:
@@ -433,8 +433,7 @@ class HarmonyStreamParser:
             rest, at = header.split_piece(index, cut, by_character)
             after, after_at = rest[len(spelling) :], at + (len(spelling) if by_character else 0)
             terminal = NEAR_MISS_IN_HEADER[spelling]
-            detail = fill(_spec.PARSE_DETAIL_CONTROL_SPELLING, {"word": spelling, "token": SPELLINGS[terminal]})
-            self._recover(_spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at)
+            self._repair(_spec.RECOVERY_CONTROL_SPELLING, at, text=spelling, word=spelling, token=SPELLINGS[terminal])
             self.on_control(terminal, at)
             if not after:
                 break
@@ -521,8 +520,7 @@ class HarmonyStreamParser:
             self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, fill(_spec.PARSE_DETAIL_NO_AUTHOR, {"detail": detail}))
         elif cut is Cut.HEADERLESS and terminator is not _CALL:
             channel = _spec.CHANNEL_REASONING if terminator is _END else None
-            detail = fill(_spec.PARSE_DETAIL_HEADERLESS_MESSAGE, {"token": token, "channel": channel})
-            self._recover(_spec.RECOVERY_HEADERLESS_MESSAGE, detail, "", self._header_pos)
+            self._repair(_spec.RECOVERY_HEADERLESS_MESSAGE, self._header_pos, token=token, channel=channel)
             role = self._role or Role.ASSISTANT
             self._emit_whole(ParsedMessage(role, None, channel, None, None, text, terminator))
         else:
@@ -674,7 +672,7 @@ class HarmonyStreamParser:
         self._pos = at
         lead = text[: len(text) - len(body)]
         if lead:  # white space before the first header word
-            self._recover(_spec.RECOVERY_TEXT_BEFORE_START, _spec.PARSE_DETAIL_TEXT_BEFORE_START, lead, at)
+            self._repair(_spec.RECOVERY_TEXT_BEFORE_START, at, text=lead)
         self._stripped_at = at + (len(lead) if self._unit == _spec.PARSE_UNIT_TEXT else 0)
         self._stripped_pieces(self._splitter.feed(body))
         return True
@@ -688,8 +686,7 @@ class HarmonyStreamParser:
             if self._current is not None:
                 self._end_stripped_message(_END)
             at = self._stripped_at + (piece.offset if self._unit == _spec.PARSE_UNIT_TEXT else 0)
-            detail = fill(_spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS, {"header": piece.text})
-            self._recover(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, detail, "", at)
+            self._repair(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, at, header=piece.text)
             header = Header(None, True, piece.recipient, piece.channel, piece.content_type)
             apply_declared_tools(header, self._tools, self._report, at)
             role = piece.role or self._role or Role.ASSISTANT
@@ -732,13 +729,13 @@ class HarmonyStreamParser:
         body = text.lstrip()
         if self._last_stop is _END and body:
             lead = text[: len(text) - len(body)]
-            self._recover(_spec.RECOVERY_TEXT_AFTER_END, _spec.PARSE_DETAIL_TEXT_AFTER_END, lead, at)
+            self._repair(_spec.RECOVERY_TEXT_AFTER_END, at, text=lead)
             role = self._role or Role.ASSISTANT
             self._emit_whole(ParsedMessage(role, None, None, None, None, body, _EOS))
         elif self._last_stop is _CALL:
-            self._recover(_spec.RECOVERY_TEXT_AFTER_CALL, _spec.PARSE_DETAIL_TEXT_AFTER_CALL, text, at)
+            self._repair(_spec.RECOVERY_TEXT_AFTER_CALL, at, text=text)
         else:
-            self._recover(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, _spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, at)
+            self._repair(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, at, text=text)
 
     def _emit_whole(self, message: ParsedMessage) -> None:
         """Start, content and end events of a message found whole (by a fallback)."""
@@ -754,6 +751,10 @@ class HarmonyStreamParser:
 
     def _recover(self, rule: str, detail: str, text: str = "", position: int | None = None) -> None:
         self._out.append(Recovered(rule, detail, self._pos if position is None else position, text))
+
+    def _repair(self, rule: str, position: int | None = None, text: str | None = None, **values: object) -> None:
+        """A repair, reported with the detail and the text set aside that the spec's table gives `rule`."""
+        self._recover(rule, *described(rule, values, text), self._pos if position is None else position)
 
     def _report(self, rule: str, detail: str, text: str, position: int) -> None:
         self._out.append(Recovered(rule, detail, position, text))

@@ -5,7 +5,7 @@
  * literal braces. (A stand-in for the runtime-wide helper of the spec's text rule.)
  */
 
-export type FillValue = string | number | boolean | null;
+export type FillValue = string | number | bigint | boolean | null;
 
 const FIELD = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(:json)?\}/g;
 
@@ -15,6 +15,7 @@ export function fill(template: string, values: Readonly<Record<string, FillValue
     if (name === undefined) return whole.charAt(0);
     if (!(name in values)) throw new Error(`text placeholder ${whole} has no value`);
     const value = values[name] ?? null;
+    if (typeof value === "bigint") return String(value); // a token id past 2**53 (JSON has no bigint of its own)
     return json === undefined && typeof value === "string" ? value : JSON.stringify(value);
   });
 }
