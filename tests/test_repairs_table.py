@@ -83,3 +83,17 @@ def test_the_generator_refuses_a_table_row_that_names_nothing(
     _with_repair(spec_copy, rule, row)
     with pytest.raises(SpecError, match=message):
         load_project(load_config(spec_copy))
+
+
+def test_near_miss_spellings_are_the_generators(spec_copy: Path) -> None:
+    """The spelling map both parsers read is generated from the spec's `near_miss_spellings` rule."""
+    from harmony_responses._tables import grammar
+
+    assert grammar.NEAR_MISS_SPELLINGS["<message|>"] == grammar.NEAR_MISS_SPELLINGS["<message>"]
+    assert len(grammar.NEAR_MISS_SPELLINGS) == 3 * len(grammar.CONTROL_TERMINALS)
+    path = spec_copy / "spec/harmony/parsing.json"
+    data = json.loads(path.read_text())
+    data["near_miss_spellings"]["bars_left_out"] = ["open", "open"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=r"\['bars_left_out'\]\[1\] should be one of"):
+        load_project(load_config(spec_copy))

@@ -274,6 +274,20 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
     return out
 
 
+def _near_misses(ir: ProjectIR) -> dict[str, str]:
+    """Each control token's spellings with the bars `parsing.near_miss_bars` says left out → its terminal."""
+    tok = ir.tokens
+    lt, bar = tok.spelling_open[:1], tok.spelling_open[1:]
+    gt = tok.spelling_close[len(bar) :]
+    spelling = {t.id: t.spelling for t in tok.named}
+    out: dict[str, str] = {}
+    for tid, terminal in ir.grammar.control_terminals:
+        name = spelling[tid][len(tok.spelling_open) : len(spelling[tid]) - len(tok.spelling_close)]
+        forms = {"open": lt + name + bar + gt, "close": lt + bar + name + gt, "both": lt + name + gt}
+        out.update({forms[b]: terminal for b in ir.parsing.near_miss_bars})
+    return out
+
+
 def grammar_facts(ir: ProjectIR) -> list[Fact]:
     """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
     g = ir.grammar
@@ -286,6 +300,12 @@ def grammar_facts(ir: ProjectIR) -> list[Fact]:
             "CONTROL_TERMINALS",
             dict(g.control_terminals),
             "Token id → terminal, for the control tokens the grammar names.",
+        ),
+        Fact(
+            "NEAR_MISS_SPELLINGS",
+            _near_misses(ir),
+            "A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header.",
+            ("map", "str", "str"),
         ),
     ]
     out += [

@@ -154,6 +154,7 @@ class ParsingIR:
     units: dict[str, str]  # input kind (tokens, text) → what a position counts
     recovery_rules: dict[str, str]  # rule id → what the repair does
     repairs: dict[str, RepairIR]  # rule id → what it reports (every rule with a detail text)
+    near_miss_bars: tuple[str, ...]  # which bars a near-miss spelling of a control token leaves out (open, close, both)
     details: dict[str, str]  # what a repair reports, by situation
     errors: dict[str, str]
     peer_decisions: dict[str, str]  # a case of tests/peers/ → why this project reads it otherwise than the peer

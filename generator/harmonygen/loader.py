@@ -287,6 +287,17 @@ def _repairs(par: _Doc, rules: dict[str, str], details: dict[str, str]) -> dict[
     return out
 
 
+_BARS = ("open", "close", "both")
+
+
+def _near_miss_bars(par: _Doc) -> tuple[str, ...]:
+    bars = par.get("near_miss_spellings", "bars_left_out", kind=list)
+    for i, bar in enumerate(bars):
+        if bar not in _BARS or bars.index(bar) != i:
+            raise par.fail(("near_miss_spellings", "bars_left_out", i), f"should be one of {list(_BARS)}, once each")
+    return tuple(bars)
+
+
 def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
     rules = _sentences(par, "recovery_rules", facts)
     details = _sentences(par, "details", facts)
@@ -296,6 +307,7 @@ def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
         units=par.strings("units"),
         recovery_rules=rules,
         repairs=_repairs(par, rules, details),
+        near_miss_bars=_near_miss_bars(par),
         details=details,
         errors=_sentences(par, "errors", facts),
         peer_decisions=_sentences(par, "peer_decisions", facts),

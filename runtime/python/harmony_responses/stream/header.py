@@ -79,29 +79,9 @@ _GLUED_ROLE_RE = re.compile(
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
 # Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 _BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")
-_LT, _BAR, _GT = _spec.SPELLING_OPEN[:1], _spec.SPELLING_OPEN[1:], _spec.SPELLING_CLOSE[len(_spec.SPELLING_OPEN) - 1 :]
-
-
-def _near_misses(terminals: Iterable[str], bare: bool) -> dict[str, str]:
-    """A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
-    `<message>`) → its terminal."""
-    out: dict[str, str] = {}
-    for terminal in terminals:
-        spelling = SPELLINGS[terminal]
-        name = spelling[len(_spec.SPELLING_OPEN) : len(spelling) - len(_spec.SPELLING_CLOSE)]
-        out[_LT + name + _BAR + _GT] = out[_LT + _BAR + name + _GT] = terminal
-        if bare:
-            out[_LT + name + _GT] = terminal
-    return out
-
-
-def _spelling_re(spellings: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True)))
-
-
-NEAR_MISS_IN_HEADER = _near_misses(SPELLINGS, bare=True)
-"""Near-miss spellings read as their control token inside a header."""
-NEAR_MISS_IN_HEADER_RE = _spelling_re(NEAR_MISS_IN_HEADER)
+NEAR_MISS_IN_HEADER: dict[str, str] = dict(_grammar.NEAR_MISS_SPELLINGS)
+"""Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`)."""
+NEAR_MISS_IN_HEADER_RE = re.compile("|".join(re.escape(s) for s in sorted(NEAR_MISS_IN_HEADER, key=len, reverse=True)))
 _NEAR_MISS_LONGEST = max(len(s) for s in NEAR_MISS_IN_HEADER)
 
 

@@ -34,7 +34,7 @@ import { fill } from "./fill.js";
 import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
-import { CONTROL_TERMINALS, SPELLINGS, spellingOf } from "./lexer.js";
+import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
 
 export type Report = (rule: string, detail: string, text: string, position: number) => void;
 export type Fail = (message: string, position: number) => never;
@@ -74,26 +74,8 @@ const GLUED_ROLE_RE = new RegExp(
 );
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${PY_WHITESPACE}]))[{\\["]`, "u");
-const LT = spec.SPELLING_OPEN.slice(0, 1);
-const BAR = spec.SPELLING_OPEN.slice(1);
-const GT = spec.SPELLING_CLOSE.slice(spec.SPELLING_OPEN.length - 1);
-
-/** A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
- * `<message>`) → its terminal. */
-function nearMisses(terminals: Iterable<string>, bare: boolean): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const terminal of terminals) {
-    const spelling = spellingOf(terminal);
-    const name = spelling.slice(spec.SPELLING_OPEN.length, spelling.length - spec.SPELLING_CLOSE.length);
-    out.set(LT + name + BAR + GT, terminal);
-    out.set(LT + BAR + name + GT, terminal);
-    if (bare) out.set(LT + name + GT, terminal);
-  }
-  return out;
-}
-
-/** Near-miss spellings read as their control token inside a header. */
-export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = nearMisses(SPELLINGS.keys(), true);
+/** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
+export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
 const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
 const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
 
