@@ -116,6 +116,15 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("parse_unit", p.units.items())
     out += _group("parse_detail", p.details.items())
     out.append(Fact("RECOVERY_RULES", p.recovery_rules, "Lenient repairs: rule id → what it does."))
+    repair = ("record", (("detail", "str"), ("sets_aside", ("opt", "str"))))
+    out.append(
+        Fact(
+            "REPAIRS",
+            {rule: {"detail": r.detail, "sets_aside": r.sets_aside} for rule, r in p.repairs.items()},
+            "Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`.",
+            ("map", "str", repair),
+        )
+    )
     out += [Fact(symbol("recovery", rule), rule) for rule in p.recovery_rules]
     out += _group("parse_err", p.errors.items())
     out += _mapping_facts(ir)
@@ -265,6 +274,20 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
     return out
 
 
+def _near_misses(ir: ProjectIR) -> dict[str, str]:
+    """Each control token's spellings with the bars `parsing.near_miss_bars` says left out → its terminal."""
+    tok = ir.tokens
+    lt, bar = tok.spelling_open[:1], tok.spelling_open[1:]
+    gt = tok.spelling_close[len(bar) :]
+    spelling = {t.id: t.spelling for t in tok.named}
+    out: dict[str, str] = {}
+    for tid, terminal in ir.grammar.control_terminals:
+        name = spelling[tid][len(tok.spelling_open) : len(spelling[tid]) - len(tok.spelling_close)]
+        forms = {"open": lt + name + bar + gt, "close": lt + bar + name + gt, "both": lt + name + gt}
+        out.update({forms[b]: terminal for b in ir.parsing.near_miss_bars})
+    return out
+
+
 def grammar_facts(ir: ProjectIR) -> list[Fact]:
     """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
     g = ir.grammar
@@ -277,6 +300,12 @@ def grammar_facts(ir: ProjectIR) -> list[Fact]:
             "CONTROL_TERMINALS",
             dict(g.control_terminals),
             "Token id → terminal, for the control tokens the grammar names.",
+        ),
+        Fact(
+            "NEAR_MISS_SPELLINGS",
+            _near_misses(ir),
+            "A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header.",
+            ("map", "str", "str"),
         ),
     ]
     out += [

@@ -142,11 +142,19 @@ class GrammarIR:
 
 
 @dataclass(frozen=True)
+class RepairIR:
+    detail: str  # the detail text it reports (its placeholders filled where the repair is made)
+    sets_aside: str | None  # the placeholder whose value goes into the event's `text`, or None
+
+
+@dataclass(frozen=True)
 class ParsingIR:
     eos_terminator: str
     events: dict[str, str]  # start, delta, end, recovered → the event's type
     units: dict[str, str]  # input kind (tokens, text) → what a position counts
     recovery_rules: dict[str, str]  # rule id → what the repair does
+    repairs: dict[str, RepairIR]  # rule id → what it reports (every rule with a detail text)
+    near_miss_bars: tuple[str, ...]  # which bars a near-miss spelling of a control token leaves out (open, close, both)
     details: dict[str, str]  # what a repair reports, by situation
     errors: dict[str, str]
     peer_decisions: dict[str, str]  # a case of tests/peers/ → why this project reads it otherwise than the peer

@@ -24,6 +24,7 @@ from .ir import (
     NamespaceIR,
     ParsingIR,
     ProjectIR,
+    RepairIR,
     RequestErrorIR,
     RequestsIR,
     RoleIR,
@@ -265,13 +266,49 @@ def _sentences(doc: _Doc, path: str, facts: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _repairs(par: _Doc, rules: dict[str, str], details: dict[str, str]) -> dict[str, RepairIR]:
+    """Each rule with a detail text → that text and the placeholder it sets aside (`repairs` names the exceptions)."""
+    given = par.table("repairs")
+    for rule in given:
+        if rule not in rules:
+            raise par.fail(("repairs", rule), f"is not a rule of recovery_rules; known: {sorted(rules)}")
+    out = {}
+    for rule in rules:
+        row = given.get(rule, {})
+        key = par.get("repairs", rule, "detail", kind=str) if "detail" in row else rule
+        if key not in details:
+            if "detail" in row:
+                raise par.fail(("repairs", rule, "detail"), f"names {key!r}, which is not a key of details")
+            continue
+        aside = par.get("repairs", rule, "sets_aside", kind=str) if "sets_aside" in row else None
+        if aside is not None and "{" + aside not in details[key]:
+            raise par.fail(("repairs", rule, "sets_aside"), f"names {aside!r}, which is no placeholder of its detail")
+        out[rule] = RepairIR(details[key], aside)
+    return out
+
+
+_BARS = ("open", "close", "both")
+
+
+def _near_miss_bars(par: _Doc) -> tuple[str, ...]:
+    bars = par.get("near_miss_spellings", "bars_left_out", kind=list)
+    for i, bar in enumerate(bars):
+        if bar not in _BARS or bars.index(bar) != i:
+            raise par.fail(("near_miss_spellings", "bars_left_out", i), f"should be one of {list(_BARS)}, once each")
+    return tuple(bars)
+
+
 def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
+    rules = _sentences(par, "recovery_rules", facts)
+    details = _sentences(par, "details", facts)
     return ParsingIR(
         eos_terminator=par.get("eos_terminator", kind=str),
         events=par.strings("events"),
         units=par.strings("units"),
-        recovery_rules=_sentences(par, "recovery_rules", facts),
-        details=_sentences(par, "details", facts),
+        recovery_rules=rules,
+        repairs=_repairs(par, rules, details),
+        near_miss_bars=_near_miss_bars(par),
+        details=details,
         errors=_sentences(par, "errors", facts),
         peer_decisions=_sentences(par, "peer_decisions", facts),
     )

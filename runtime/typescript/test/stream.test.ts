@@ -138,7 +138,7 @@ test("positions count code points: a character outside the BMP is one", () => {
   assert.equal(aside?.text, "😀😀");
   assert.equal(aside?.position, 0);
   const header = `${spec.SPELLING_CHANNEL}final 😀 extra${spec.SPELLING_MESSAGE}x${spec.SPELLING_END}`;
-  assert.throws(() => parseText(encoding, header), /'extra': .* at character 19$/); // 20 UTF-16 units
+  assert.throws(() => parseText(encoding, header), /"extra": .* at character 19$/); // 20 UTF-16 units
 });
 
 test("a character split across tokens is whole in its delta", () => {

@@ -35,6 +35,31 @@ CONTROL_TERMINALS: dict[int, str] = {
 }
 """Token id → terminal, for the control tokens the grammar names."""
 
+NEAR_MISS_SPELLINGS: dict[str, str] = {
+    "<return|>": "END_DONE_SAMPLING",
+    "<|return>": "END_DONE_SAMPLING",
+    "<return>": "END_DONE_SAMPLING",
+    "<constrain|>": "CONSTRAIN",
+    "<|constrain>": "CONSTRAIN",
+    "<constrain>": "CONSTRAIN",
+    "<channel|>": "CHANNEL",
+    "<|channel>": "CHANNEL",
+    "<channel>": "CHANNEL",
+    "<start|>": "START",
+    "<|start>": "START",
+    "<start>": "START",
+    "<end|>": "END",
+    "<|end>": "END",
+    "<end>": "END",
+    "<message|>": "MESSAGE",
+    "<|message>": "MESSAGE",
+    "<message>": "MESSAGE",
+    "<call|>": "CALL",
+    "<|call>": "CALL",
+    "<call>": "CALL",
+}
+"""A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header."""
+
 LEXER_TERMINAL_ROLE: str = "ROLE"
 """The terminal the lexer makes of a role."""
 

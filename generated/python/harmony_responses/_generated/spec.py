@@ -251,15 +251,15 @@ PARSE_DETAIL_CHANNEL_OUTSIDE: str = "{token} outside a message: a {role} message
 
 PARSE_DETAIL_CONTROL_OUTSIDE: str = "{token} outside a message"
 
-PARSE_DETAIL_DOUBLED_ROLE: str = "role {word!r} repeated"
+PARSE_DETAIL_DOUBLED_ROLE: str = "role {word:json} repeated"
 
 PARSE_DETAIL_EMPTY_CHANNEL: str = "no word after the channel marker"
 
-PARSE_DETAIL_DOUBLED_RECIPIENT: str = "earlier recipient {word!r} replaced"
+PARSE_DETAIL_DOUBLED_RECIPIENT: str = "earlier recipient {word:json} replaced"
 
-PARSE_DETAIL_STRAY_WORD: str = "{word!r} has no place in the header"
+PARSE_DETAIL_STRAY_WORD: str = "{word:json} has no place in the header"
 
-PARSE_DETAIL_DOUBLED_CHANNEL: str = "channel {word!r} replaced by {channel!r}"
+PARSE_DETAIL_DOUBLED_CHANNEL: str = "channel {word:json} replaced by {channel:json}"
 
 PARSE_DETAIL_STOP_IN_HEADER: str = "{token} inside a header"
 
@@ -273,11 +273,11 @@ PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE: str = "{token} without a content type"
 
 PARSE_DETAIL_HEADER_ABANDONED: str = "header abandoned: {reason}"
 
-PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: str = "recipient {recipient!r} is a declared tool"
+PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: str = "recipient {recipient:json} is a declared tool"
 
-PARSE_DETAIL_GLUED_CONTENT_TYPE: str = "{recipient!r} split"
+PARSE_DETAIL_GLUED_CONTENT_TYPE: str = "{recipient:json} split"
 
-PARSE_DETAIL_INVENTED_TOOL_RESULT: str = "{author} answered in the tool's name (after the call to {recipient})"
+PARSE_DETAIL_INVENTED_TOOL_RESULT: str = "{author} answered in the tool's name (after the call to {recipient:json})"
 
 PARSE_DETAIL_NO_AUTHOR: str = "{detail} with no author: dropped"
 
@@ -289,7 +289,7 @@ PARSE_DETAIL_TEXT_BEFORE_START: str = "text before the first message"
 
 PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: str = "text between messages"
 
-PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: str = "no control tokens: header {header!r} read from the text"
+PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: str = "no control tokens: header {header:json} read from the text"
 
 PARSE_DETAIL_UNSTRUCTURED_TEXT: str = "no control tokens: the text is the message body"
 
@@ -297,23 +297,23 @@ PARSE_DETAIL_AFTER_TURN_END: str = "input after the model's turn ended"
 
 PARSE_DETAIL_BYTE_ORDER_MARK: str = "a byte order mark before the completion"
 
-PARSE_DETAIL_CHANNEL_PUNCTUATION: str = "channel word {word!r} read as {channel!r}"
+PARSE_DETAIL_CHANNEL_PUNCTUATION: str = "channel word {word:json} read as {channel:json}"
 
-PARSE_DETAIL_MISSING_CHANNEL_MARKER: str = "{word!r} read as a channel: its {token} was lost"
+PARSE_DETAIL_MISSING_CHANNEL_MARKER: str = "{word:json} read as a channel: its {token} was lost"
 
-PARSE_DETAIL_GLUED_ROLE: str = "{word!r} read as the role {role!r}"
+PARSE_DETAIL_GLUED_ROLE: str = "{word:json} read as the role {role:json}"
 
-PARSE_DETAIL_UNKNOWN_AUTHOR: str = "{word!r} is no role and no tool: a {role} message"
+PARSE_DETAIL_UNKNOWN_AUTHOR: str = "{word:json} is no role and no tool: a {role} message"
 
-PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: str = "recipient {word!r} after the content type"
+PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: str = "recipient {word:json} after the content type"
 
-PARSE_DETAIL_NAME_WITH_SPACE: str = "declared function {name!r} read whole"
+PARSE_DETAIL_NAME_WITH_SPACE: str = "declared function {name:json} read whole"
 
-PARSE_DETAIL_RECIPIENT_TO_SELF: str = "recipient {recipient!r} is the author itself"
+PARSE_DETAIL_RECIPIENT_TO_SELF: str = "recipient {recipient:json} is the author itself"
 
-PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: str = "{word!r} read as the recipient"
+PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: str = "{word:json} read as the recipient"
 
-PARSE_DETAIL_HEADERLESS_MESSAGE: str = "prose ended by {token}: a message on channel {channel!r} without its header"
+PARSE_DETAIL_HEADERLESS_MESSAGE: str = "prose ended by {token}: a message on channel {channel:json} without its header"
 
 PARSE_DETAIL_HEADER_WITHOUT_START: str = "header words outside a message: a {role} message whose {token}ROLE was lost"
 
@@ -323,29 +323,29 @@ PARSE_DETAIL_TEXT_AFTER_CALL: str = "text after a tool call"
 
 PARSE_DETAIL_JSON_STRING_CONTROL: str = "{token} inside a JSON string of the arguments"
 
-PARSE_DETAIL_EMPTY_ARGUMENTS: str = "empty arguments of {name!r} read as {{}}"
+PARSE_DETAIL_EMPTY_ARGUMENTS: str = "empty arguments of {name:json} read as {{}}"
 
-PARSE_DETAIL_ARGUMENTS_INVALID: str = "arguments of {name!r} ({item}) break its schema: {error}"
+PARSE_DETAIL_ARGUMENTS_INVALID: str = "arguments of {name:json} ({item}) break its schema: {error}"
 
-PARSE_DETAIL_RECIPIENT_PUNCTUATION: str = "recipient {recipient!r} read as the declared {name!r}"
+PARSE_DETAIL_RECIPIENT_PUNCTUATION: str = "recipient {recipient:json} read as the declared {name:json}"
 
-PARSE_DETAIL_WRONG_NAMESPACE: str = "recipient {recipient!r} read as the declared {name!r}"
+PARSE_DETAIL_WRONG_NAMESPACE: str = "recipient {recipient:json} read as the declared {name:json}"
 
 PARSE_DETAIL_OTHER_AUTHOR: str = "a {author} message inside the {role}'s turn"
 
-PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: str = "no {token} after the header: its body begins at {word!r}"
+PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: str = "no {token} after the header: its body begins at {word:json}"
 
-PARSE_DETAIL_CONTROL_SPELLING: str = "{word!r} read as {token}"
+PARSE_DETAIL_CONTROL_SPELLING: str = "{word:json} read as {token}"
 
-PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: str = "{word!r} after a second {token} is the content type; the channel stays {channel!r}"
+PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: str = "{word:json} after a second {token} is the content type; the channel stays {channel:json}"
 
-PARSE_DETAIL_SPLICED_CONTENT_TYPE: str = "{word!r} dropped from the content type"
+PARSE_DETAIL_SPLICED_CONTENT_TYPE: str = "{word:json} dropped from the content type"
 
-PARSE_DETAIL_UNKNOWN_CHANNEL: str = "channel {word!r} is unknown: hidden, as reasoning"
+PARSE_DETAIL_UNKNOWN_CHANNEL: str = "channel {word:json} is unknown: hidden, as reasoning"
 
 PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE: str = "{token}{word} after the content type is the channel"
 
-PARSE_DETAIL_CALL_CUT_BY_BUDGET: str = "the call to {name!r} was cut by the token budget"
+PARSE_DETAIL_CALL_CUT_BY_BUDGET: str = "the call to {name:json} was cut by the token budget"
 
 RECOVERY_RULES: dict[str, str] = {
     "text_before_start": "text before the first message is set aside; it is in `text`",
@@ -398,6 +398,65 @@ RECOVERY_RULES: dict[str, str] = {
     "call_cut_by_budget": "a function call the token budget cut (the engine's finish reason `length`) is `incomplete`, as the response is: Chat gives it no `tool_calls` to run and `finish_reason` `length`, and keeps it in `harmony:partial_tool_calls` (the bridge)",
 }
 """Lenient repairs: rule id → what it does."""
+
+REPAIRS: dict[str, dict[str, Any]] = {
+    "text_before_start": {"detail": "text before the first message", "sets_aside": None},
+    "junk_between_messages": {"detail": "text between messages", "sets_aside": None},
+    "extra_stop": {"detail": "{token} outside a message", "sets_aside": None},
+    "stray_control": {"detail": "{token} outside a message", "sets_aside": None},
+    "repeated_start": {"detail": "a header restarted", "sets_aside": None},
+    "doubled_role": {"detail": "role {word:json} repeated", "sets_aside": "word"},
+    "missing_role": {"detail": "a header without an author: {role}", "sets_aside": None},
+    "empty_channel": {"detail": "no word after the channel marker", "sets_aside": None},
+    "doubled_channel": {"detail": "channel {word:json} replaced by {channel:json}", "sets_aside": "word"},
+    "doubled_recipient": {"detail": "earlier recipient {word:json} replaced", "sets_aside": "word"},
+    "stray_header_word": {"detail": "{word:json} has no place in the header", "sets_aside": "word"},
+    "missing_functions_prefix": {"detail": "recipient {recipient:json} is a declared tool", "sets_aside": None},
+    "glued_content_type": {"detail": "{recipient:json} split", "sets_aside": None},
+    "header_cut_by_stop": {"detail": "{token} inside a header", "sets_aside": None},
+    "eof_in_header": {"detail": "the stream ended inside a header", "sets_aside": None},
+    "stripped_special_tokens": {"detail": "no control tokens: header {header:json} read from the text", "sets_aside": None},
+    "unstructured_text": {"detail": "no control tokens: the text is the message body", "sets_aside": None},
+    "after_tool_call": {"detail": "input after the first tool call", "sets_aside": None},
+    "after_turn_end": {"detail": "input after the model's turn ended", "sets_aside": None},
+    "invented_tool_result": {
+        "detail": "{author} answered in the tool's name (after the call to {recipient:json})",
+        "sets_aside": None,
+    },
+    "invalid_token": {"detail": "token {token} is not in the vocabulary", "sets_aside": None},
+    "byte_order_mark": {"detail": "a byte order mark before the completion", "sets_aside": None},
+    "channel_punctuation": {"detail": "channel word {word:json} read as {channel:json}", "sets_aside": "word"},
+    "missing_channel_marker": {"detail": "{word:json} read as a channel: its {token} was lost", "sets_aside": None},
+    "glued_role": {"detail": "{word:json} read as the role {role:json}", "sets_aside": None},
+    "unknown_author": {"detail": "{word:json} is no role and no tool: a {role} message", "sets_aside": "word"},
+    "recipient_out_of_place": {"detail": "recipient {word:json} after the content type", "sets_aside": None},
+    "name_with_space": {"detail": "declared function {name:json} read whole", "sets_aside": None},
+    "recipient_to_self": {"detail": "recipient {recipient:json} is the author itself", "sets_aside": None},
+    "recipient_as_content_type": {"detail": "{word:json} read as the recipient", "sets_aside": None},
+    "headerless_message": {
+        "detail": "prose ended by {token}: a message on channel {channel:json} without its header",
+        "sets_aside": None,
+    },
+    "text_after_end": {"detail": "text after the last message: the answer", "sets_aside": None},
+    "text_after_call": {"detail": "text after a tool call", "sets_aside": None},
+    "json_string_control": {"detail": "{token} inside a JSON string of the arguments", "sets_aside": None},
+    "empty_arguments": {"detail": "empty arguments of {name:json} read as {{}}", "sets_aside": None},
+    "arguments_invalid": {"detail": "arguments of {name:json} ({item}) break its schema: {error}", "sets_aside": None},
+    "recipient_punctuation": {"detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": None},
+    "wrong_namespace": {"detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": None},
+    "other_author": {"detail": "a {author} message inside the {role}'s turn", "sets_aside": None},
+    "header_without_message": {"detail": "no {token} after the header: its body begins at {word:json}", "sets_aside": None},
+    "control_spelling": {"detail": "{word:json} read as {token}", "sets_aside": None},
+    "content_type_after_channel": {
+        "detail": "{word:json} after a second {token} is the content type; the channel stays {channel:json}",
+        "sets_aside": None,
+    },
+    "spliced_content_type": {"detail": "{word:json} dropped from the content type", "sets_aside": "word"},
+    "unknown_channel": {"detail": "channel {word:json} is unknown: hidden, as reasoning", "sets_aside": None},
+    "channel_after_content_type": {"detail": "{token}{word} after the content type is the channel", "sets_aside": None},
+    "call_cut_by_budget": {"detail": "the call to {name:json} was cut by the token budget", "sets_aside": None},
+}
+"""Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`."""
 
 RECOVERY_TEXT_BEFORE_START: str = "text_before_start"
 
@@ -501,11 +560,11 @@ PARSE_ERR_INVALID_TOKEN: str = "invalid token {token}"
 
 PARSE_ERR_EOF_IN_HEADER: str = "the stream ended inside a message header"
 
-PARSE_ERR_TEXT_OUTSIDE: str = "text outside a message: {text!r}, expected {start}"
+PARSE_ERR_TEXT_OUTSIDE: str = "text outside a message: {text:json}, expected {start}"
 
 PARSE_ERR_UNEXPECTED_CONTROL: str = "unexpected {token}, expected {start}"
 
-PARSE_ERR_HEADER_WORD: str = "header word {word!r}: {reason}"
+PARSE_ERR_HEADER_WORD: str = "header word {word:json}: {reason}"
 
 PARSE_ERR_STOP_IN_HEADER: str = "{token} inside a message header"
 

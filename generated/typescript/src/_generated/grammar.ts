@@ -21,6 +21,31 @@ export const CONTROL_TERMINALS: Readonly<Record<number, string>> = {
   "200012": "CALL",
 };
 
+/** A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header. */
+export const NEAR_MISS_SPELLINGS: Readonly<Record<string, string>> = {
+  "<return|>": "END_DONE_SAMPLING",
+  "<|return>": "END_DONE_SAMPLING",
+  "<return>": "END_DONE_SAMPLING",
+  "<constrain|>": "CONSTRAIN",
+  "<|constrain>": "CONSTRAIN",
+  "<constrain>": "CONSTRAIN",
+  "<channel|>": "CHANNEL",
+  "<|channel>": "CHANNEL",
+  "<channel>": "CHANNEL",
+  "<start|>": "START",
+  "<|start>": "START",
+  "<start>": "START",
+  "<end|>": "END",
+  "<|end>": "END",
+  "<end>": "END",
+  "<message|>": "MESSAGE",
+  "<|message>": "MESSAGE",
+  "<message>": "MESSAGE",
+  "<call|>": "CALL",
+  "<|call>": "CALL",
+  "<call>": "CALL",
+};
+
 /** The terminal the lexer makes of a role. */
 export const LEXER_TERMINAL_ROLE: string = "ROLE";
 

@@ -247,15 +247,15 @@ export const PARSE_DETAIL_CHANNEL_OUTSIDE: string = "{token} outside a message: 
 
 export const PARSE_DETAIL_CONTROL_OUTSIDE: string = "{token} outside a message";
 
-export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word!r} repeated";
+export const PARSE_DETAIL_DOUBLED_ROLE: string = "role {word:json} repeated";
 
 export const PARSE_DETAIL_EMPTY_CHANNEL: string = "no word after the channel marker";
 
-export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "earlier recipient {word!r} replaced";
+export const PARSE_DETAIL_DOUBLED_RECIPIENT: string = "earlier recipient {word:json} replaced";
 
-export const PARSE_DETAIL_STRAY_WORD: string = "{word!r} has no place in the header";
+export const PARSE_DETAIL_STRAY_WORD: string = "{word:json} has no place in the header";
 
-export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "channel {word!r} replaced by {channel!r}";
+export const PARSE_DETAIL_DOUBLED_CHANNEL: string = "channel {word:json} replaced by {channel:json}";
 
 export const PARSE_DETAIL_STOP_IN_HEADER: string = "{token} inside a header";
 
@@ -269,11 +269,11 @@ export const PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE: string = "{token} without a co
 
 export const PARSE_DETAIL_HEADER_ABANDONED: string = "header abandoned: {reason}";
 
-export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipient!r} is a declared tool";
+export const PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX: string = "recipient {recipient:json} is a declared tool";
 
-export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient!r} split";
+export const PARSE_DETAIL_GLUED_CONTENT_TYPE: string = "{recipient:json} split";
 
-export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered in the tool's name (after the call to {recipient})";
+export const PARSE_DETAIL_INVENTED_TOOL_RESULT: string = "{author} answered in the tool's name (after the call to {recipient:json})";
 
 export const PARSE_DETAIL_NO_AUTHOR: string = "{detail} with no author: dropped";
 
@@ -285,7 +285,7 @@ export const PARSE_DETAIL_TEXT_BEFORE_START: string = "text before the first mes
 
 export const PARSE_DETAIL_JUNK_BETWEEN_MESSAGES: string = "text between messages";
 
-export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: header {header!r} read from the text";
+export const PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS: string = "no control tokens: header {header:json} read from the text";
 
 export const PARSE_DETAIL_UNSTRUCTURED_TEXT: string = "no control tokens: the text is the message body";
 
@@ -293,23 +293,23 @@ export const PARSE_DETAIL_AFTER_TURN_END: string = "input after the model's turn
 
 export const PARSE_DETAIL_BYTE_ORDER_MARK: string = "a byte order mark before the completion";
 
-export const PARSE_DETAIL_CHANNEL_PUNCTUATION: string = "channel word {word!r} read as {channel!r}";
+export const PARSE_DETAIL_CHANNEL_PUNCTUATION: string = "channel word {word:json} read as {channel:json}";
 
-export const PARSE_DETAIL_MISSING_CHANNEL_MARKER: string = "{word!r} read as a channel: its {token} was lost";
+export const PARSE_DETAIL_MISSING_CHANNEL_MARKER: string = "{word:json} read as a channel: its {token} was lost";
 
-export const PARSE_DETAIL_GLUED_ROLE: string = "{word!r} read as the role {role!r}";
+export const PARSE_DETAIL_GLUED_ROLE: string = "{word:json} read as the role {role:json}";
 
-export const PARSE_DETAIL_UNKNOWN_AUTHOR: string = "{word!r} is no role and no tool: a {role} message";
+export const PARSE_DETAIL_UNKNOWN_AUTHOR: string = "{word:json} is no role and no tool: a {role} message";
 
-export const PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: string = "recipient {word!r} after the content type";
+export const PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE: string = "recipient {word:json} after the content type";
 
-export const PARSE_DETAIL_NAME_WITH_SPACE: string = "declared function {name!r} read whole";
+export const PARSE_DETAIL_NAME_WITH_SPACE: string = "declared function {name:json} read whole";
 
-export const PARSE_DETAIL_RECIPIENT_TO_SELF: string = "recipient {recipient!r} is the author itself";
+export const PARSE_DETAIL_RECIPIENT_TO_SELF: string = "recipient {recipient:json} is the author itself";
 
-export const PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: string = "{word!r} read as the recipient";
+export const PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE: string = "{word:json} read as the recipient";
 
-export const PARSE_DETAIL_HEADERLESS_MESSAGE: string = "prose ended by {token}: a message on channel {channel!r} without its header";
+export const PARSE_DETAIL_HEADERLESS_MESSAGE: string = "prose ended by {token}: a message on channel {channel:json} without its header";
 
 export const PARSE_DETAIL_HEADER_WITHOUT_START: string = "header words outside a message: a {role} message whose {token}ROLE was lost";
 
@@ -319,29 +319,29 @@ export const PARSE_DETAIL_TEXT_AFTER_CALL: string = "text after a tool call";
 
 export const PARSE_DETAIL_JSON_STRING_CONTROL: string = "{token} inside a JSON string of the arguments";
 
-export const PARSE_DETAIL_EMPTY_ARGUMENTS: string = "empty arguments of {name!r} read as {{}}";
+export const PARSE_DETAIL_EMPTY_ARGUMENTS: string = "empty arguments of {name:json} read as {{}}";
 
-export const PARSE_DETAIL_ARGUMENTS_INVALID: string = "arguments of {name!r} ({item}) break its schema: {error}";
+export const PARSE_DETAIL_ARGUMENTS_INVALID: string = "arguments of {name:json} ({item}) break its schema: {error}";
 
-export const PARSE_DETAIL_RECIPIENT_PUNCTUATION: string = "recipient {recipient!r} read as the declared {name!r}";
+export const PARSE_DETAIL_RECIPIENT_PUNCTUATION: string = "recipient {recipient:json} read as the declared {name:json}";
 
-export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient!r} read as the declared {name!r}";
+export const PARSE_DETAIL_WRONG_NAMESPACE: string = "recipient {recipient:json} read as the declared {name:json}";
 
 export const PARSE_DETAIL_OTHER_AUTHOR: string = "a {author} message inside the {role}'s turn";
 
-export const PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: string = "no {token} after the header: its body begins at {word!r}";
+export const PARSE_DETAIL_HEADER_WITHOUT_MESSAGE: string = "no {token} after the header: its body begins at {word:json}";
 
-export const PARSE_DETAIL_CONTROL_SPELLING: string = "{word!r} read as {token}";
+export const PARSE_DETAIL_CONTROL_SPELLING: string = "{word:json} read as {token}";
 
-export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word!r} after a second {token} is the content type; the channel stays {channel!r}";
+export const PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL: string = "{word:json} after a second {token} is the content type; the channel stays {channel:json}";
 
-export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word!r} dropped from the content type";
+export const PARSE_DETAIL_SPLICED_CONTENT_TYPE: string = "{word:json} dropped from the content type";
 
-export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word!r} is unknown: hidden, as reasoning";
+export const PARSE_DETAIL_UNKNOWN_CHANNEL: string = "channel {word:json} is unknown: hidden, as reasoning";
 
 export const PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE: string = "{token}{word} after the content type is the channel";
 
-export const PARSE_DETAIL_CALL_CUT_BY_BUDGET: string = "the call to {name!r} was cut by the token budget";
+export const PARSE_DETAIL_CALL_CUT_BY_BUDGET: string = "the call to {name:json} was cut by the token budget";
 
 /** Lenient repairs: rule id → what it does. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = {
@@ -393,6 +393,65 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
   "unknown_channel": "a message (not a call) on a channel the format does not know (`thinking`) is hidden text: the parser keeps the channel as written and reports it, the bridge makes it a `reasoning` item, never shown",
   "channel_after_content_type": "a <|channel|> after the content type (`to=functions.f <|constrain|>json<|channel|>commentary`) still names the message's channel, as the reference reads it",
   "call_cut_by_budget": "a function call the token budget cut (the engine's finish reason `length`) is `incomplete`, as the response is: Chat gives it no `tool_calls` to run and `finish_reason` `length`, and keeps it in `harmony:partial_tool_calls` (the bridge)",
+};
+
+/** Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`. */
+export const REPAIRS: Readonly<Record<string, { readonly detail: string; readonly sets_aside: string | null }>> = {
+  "text_before_start": { "detail": "text before the first message", "sets_aside": null },
+  "junk_between_messages": { "detail": "text between messages", "sets_aside": null },
+  "extra_stop": { "detail": "{token} outside a message", "sets_aside": null },
+  "stray_control": { "detail": "{token} outside a message", "sets_aside": null },
+  "repeated_start": { "detail": "a header restarted", "sets_aside": null },
+  "doubled_role": { "detail": "role {word:json} repeated", "sets_aside": "word" },
+  "missing_role": { "detail": "a header without an author: {role}", "sets_aside": null },
+  "empty_channel": { "detail": "no word after the channel marker", "sets_aside": null },
+  "doubled_channel": { "detail": "channel {word:json} replaced by {channel:json}", "sets_aside": "word" },
+  "doubled_recipient": { "detail": "earlier recipient {word:json} replaced", "sets_aside": "word" },
+  "stray_header_word": { "detail": "{word:json} has no place in the header", "sets_aside": "word" },
+  "missing_functions_prefix": { "detail": "recipient {recipient:json} is a declared tool", "sets_aside": null },
+  "glued_content_type": { "detail": "{recipient:json} split", "sets_aside": null },
+  "header_cut_by_stop": { "detail": "{token} inside a header", "sets_aside": null },
+  "eof_in_header": { "detail": "the stream ended inside a header", "sets_aside": null },
+  "stripped_special_tokens": { "detail": "no control tokens: header {header:json} read from the text", "sets_aside": null },
+  "unstructured_text": { "detail": "no control tokens: the text is the message body", "sets_aside": null },
+  "after_tool_call": { "detail": "input after the first tool call", "sets_aside": null },
+  "after_turn_end": { "detail": "input after the model's turn ended", "sets_aside": null },
+  "invented_tool_result": {
+    "detail": "{author} answered in the tool's name (after the call to {recipient:json})",
+    "sets_aside": null,
+  },
+  "invalid_token": { "detail": "token {token} is not in the vocabulary", "sets_aside": null },
+  "byte_order_mark": { "detail": "a byte order mark before the completion", "sets_aside": null },
+  "channel_punctuation": { "detail": "channel word {word:json} read as {channel:json}", "sets_aside": "word" },
+  "missing_channel_marker": { "detail": "{word:json} read as a channel: its {token} was lost", "sets_aside": null },
+  "glued_role": { "detail": "{word:json} read as the role {role:json}", "sets_aside": null },
+  "unknown_author": { "detail": "{word:json} is no role and no tool: a {role} message", "sets_aside": "word" },
+  "recipient_out_of_place": { "detail": "recipient {word:json} after the content type", "sets_aside": null },
+  "name_with_space": { "detail": "declared function {name:json} read whole", "sets_aside": null },
+  "recipient_to_self": { "detail": "recipient {recipient:json} is the author itself", "sets_aside": null },
+  "recipient_as_content_type": { "detail": "{word:json} read as the recipient", "sets_aside": null },
+  "headerless_message": {
+    "detail": "prose ended by {token}: a message on channel {channel:json} without its header",
+    "sets_aside": null,
+  },
+  "text_after_end": { "detail": "text after the last message: the answer", "sets_aside": null },
+  "text_after_call": { "detail": "text after a tool call", "sets_aside": null },
+  "json_string_control": { "detail": "{token} inside a JSON string of the arguments", "sets_aside": null },
+  "empty_arguments": { "detail": "empty arguments of {name:json} read as {{}}", "sets_aside": null },
+  "arguments_invalid": { "detail": "arguments of {name:json} ({item}) break its schema: {error}", "sets_aside": null },
+  "recipient_punctuation": { "detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": null },
+  "wrong_namespace": { "detail": "recipient {recipient:json} read as the declared {name:json}", "sets_aside": null },
+  "other_author": { "detail": "a {author} message inside the {role}'s turn", "sets_aside": null },
+  "header_without_message": { "detail": "no {token} after the header: its body begins at {word:json}", "sets_aside": null },
+  "control_spelling": { "detail": "{word:json} read as {token}", "sets_aside": null },
+  "content_type_after_channel": {
+    "detail": "{word:json} after a second {token} is the content type; the channel stays {channel:json}",
+    "sets_aside": null,
+  },
+  "spliced_content_type": { "detail": "{word:json} dropped from the content type", "sets_aside": "word" },
+  "unknown_channel": { "detail": "channel {word:json} is unknown: hidden, as reasoning", "sets_aside": null },
+  "channel_after_content_type": { "detail": "{token}{word} after the content type is the channel", "sets_aside": null },
+  "call_cut_by_budget": { "detail": "the call to {name:json} was cut by the token budget", "sets_aside": null },
 };
 
 export const RECOVERY_TEXT_BEFORE_START: string = "text_before_start";
@@ -497,11 +556,11 @@ export const PARSE_ERR_INVALID_TOKEN: string = "invalid token {token}";
 
 export const PARSE_ERR_EOF_IN_HEADER: string = "the stream ended inside a message header";
 
-export const PARSE_ERR_TEXT_OUTSIDE: string = "text outside a message: {text!r}, expected {start}";
+export const PARSE_ERR_TEXT_OUTSIDE: string = "text outside a message: {text:json}, expected {start}";
 
 export const PARSE_ERR_UNEXPECTED_CONTROL: string = "unexpected {token}, expected {start}";
 
-export const PARSE_ERR_HEADER_WORD: string = "header word {word!r}: {reason}";
+export const PARSE_ERR_HEADER_WORD: string = "header word {word:json}: {reason}";
 
 export const PARSE_ERR_STOP_IN_HEADER: string = "{token} inside a message header";
 

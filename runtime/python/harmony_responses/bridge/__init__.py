@@ -31,12 +31,12 @@ from .request import (
     ReasoningReader,
     RequestError,
     ToolCall,
-    ToolPolicy,
     Verbatim,
     check_supported,
     conversation_parts,
     items_to_messages,
     parse_request,
+    plan_tools,
     request_to_conversation,
     split_tools,
     tool_policy,
@@ -56,6 +56,7 @@ from .sse import (
     stream_sse,
     to_sse,
 )
+from .tools import ToolPlan, ToolPolicy
 
 __all__ = [
     "ChatChunks",
@@ -79,6 +80,7 @@ __all__ = [
     "SSEStreamer",
     "Status",
     "ToolCall",
+    "ToolPlan",
     "ToolPolicy",
     "Verbatim",
     "build_response",
@@ -90,6 +92,7 @@ __all__ = [
     "frame",
     "items_to_messages",
     "parse_request",
+    "plan_tools",
     "parse_sse",
     "random_id",
     "request_to_conversation",

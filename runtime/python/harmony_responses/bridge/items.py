@@ -60,6 +60,7 @@ from ..stream import (
     Recovered,
     Region,
 )
+from ..stream.fill import fill
 from ..types import (
     CreateResponseBody,
     Error,
@@ -77,7 +78,7 @@ from ..types import (
 )
 from .arguments import check_arguments
 from .resource import response_snapshot, usage
-from .tools import NAMESPACE_FIELD, declared_tools, namespaces, qualified
+from .tools import NAMESPACE_FIELD, ToolPlan, qualified, read_tools
 
 IdFactory = Callable[[str], str]
 RepairHook = Callable[[Recovered], None]
@@ -361,7 +362,8 @@ class ResponseBuilder:
     (echoed as `store: true`); `messages()` gives what the model wrote as Harmony messages, for a store.
     `seal_reasoning` seals each ended reasoning item's text, channel and content type into its
     `encrypted_content` (`include: ["reasoning.encrypted_content"]`, see `bridge.encrypted`); `background=True`
-    echoes `background: true`.
+    echoes `background: true`. `tool_plan` is the request's tools as a server planned them (`bridge.plan_tools`),
+    read here instead of the request's tools.
     """
 
     def __init__(
@@ -384,17 +386,15 @@ class ResponseBuilder:
         stored: bool = False,
         seal_reasoning: Callable[[str, str | None, str | None], str] | None = None,
         background: bool = False,
+        tool_plan: ToolPlan | None = None,
     ) -> None:
         self._seal_reasoning = seal_reasoning
         self._background = background
-        declared = declared_tools(request)
-        names = tools if tools is not None else [d.name for d in declared if d.namespace is None]
-        self._schemas: dict[str, dict[str, Any]] = {
-            d.name: d.tool.parameters.model_dump(mode="json") if d.tool.parameters is not None else {}
-            for d in declared
-            if d.tool.strict
-        }
-        self._namespaces = namespaces(request)
+        plan = tool_plan if tool_plan is not None else read_tools(request)
+        self._tool_plan = plan
+        names = tools if tools is not None else plan.functions
+        self._schemas = plan.strict
+        self._namespaces = plan.namespaces
         self._parser = HarmonyStreamParser(
             encoding,
             role,
@@ -493,6 +493,7 @@ class ResponseBuilder:
             repairs=repairs,
             stored=self._stored,
             background=self._background,
+            tools=self._tool_plan,
             **extra,
         )
 
@@ -691,7 +692,7 @@ class ResponseBuilder:
             text = self._check_arguments(item, text)
         elif spec.kind is ItemKind.FUNCTION_CALL and status is Status.INCOMPLETE:
             self._repair(
-                _spec.RECOVERY_CALL_CUT_BY_BUDGET, _spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET.format(name=item.name)
+                _spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(_spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, {"name": item.name})
             )
         elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
             item.validation = self.answer_check(text)
@@ -731,14 +732,14 @@ class ResponseBuilder:
             if item.streams:
                 self._sink.delta(item, self.next_sequence_number(), _EMPTY_ARGUMENTS)
             text += _EMPTY_ARGUMENTS
-            self._repair(_spec.RECOVERY_EMPTY_ARGUMENTS, _spec.PARSE_DETAIL_EMPTY_ARGUMENTS.format(name=name))
+            self._repair(_spec.RECOVERY_EMPTY_ARGUMENTS, fill(_spec.PARSE_DETAIL_EMPTY_ARGUMENTS, {"name": name}))
         schema = self._schemas.get(qualified(name, item.namespace))
         if schema is not None:
             found = check_arguments(text, schema)
             if found.valid is not True:
                 item.validation = found.to_dict()
                 error = found.errors[0]["message"] if found.errors else ""
-                detail = _spec.PARSE_DETAIL_ARGUMENTS_INVALID.format(name=name, item=item.id, error=error)
+                detail = fill(_spec.PARSE_DETAIL_ARGUMENTS_INVALID, {"name": name, "item": item.id, "error": error})
                 self._repair(_spec.RECOVERY_ARGUMENTS_INVALID, detail)
         return text
 

@@ -96,7 +96,16 @@ from ..types import (
     UserMessageItemParam,
     is_vendor_type,
 )
-from .tools import DeclaredTool, declared_tools, namespace_tools, qualified, recipient
+from .tools import (
+    DeclaredTool,
+    ToolPlan,
+    ToolPolicy,
+    declared_tools,
+    namespace_tools,
+    qualified,
+    read_tools,
+    recipient,
+)
 from .validation import ITEM_UNION, explain, found
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
@@ -417,14 +426,6 @@ def unavailable_tools(body: CreateResponseBody) -> list[dict[str, Any]]:
     return listed
 
 
-@dataclass(frozen=True)
-class ToolPolicy:
-    """What `tool_choice` asks of the sampler: the prompt alone cannot force or forbid a call."""
-
-    mode: Literal["none", "auto", "required"]
-    allowed: tuple[str, ...]  # the function names the model may call (all of them are in the prompt)
-
-
 def _text_parts(content: str | Sequence[Any], where: str, accepted: tuple[str, ...], key: str = "content") -> list[str]:
     if isinstance(content, str):
         return [content]
@@ -483,6 +484,15 @@ def tool_policy(body: CreateResponseBody) -> ToolPolicy:
     return _tools(body)[1]
 
 
+def plan_tools(body: CreateResponseBody, *, checked: bool = False) -> ToolPlan:
+    """The request's tools read once (`ToolPlan`): the declared functions, what the tool policy offers, and each
+    schema dumped. `checked`: `parse_request` already held the schemas to their limits (else they are held here)."""
+    if not checked:
+        _check_schemas(body)
+    offered, policy = _tools(body)
+    return read_tools(body, offered, policy)
+
+
 def _response_format_section(fmt: JsonSchemaResponseFormatParam) -> str:
     if not fmt.name:
         raise RequestError.of(_spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name")
@@ -496,28 +506,25 @@ def _response_format_section(fmt: JsonSchemaResponseFormatParam) -> str:
     return _spec.SYS_SECTION_SEPARATOR.join(lines)
 
 
-def _namespaces_of(body: CreateResponseBody, tools: Sequence[DeclaredTool]) -> list[ToolNamespaceConfig]:
+def _namespaces_of(body: CreateResponseBody, tools: ToolPlan) -> list[ToolNamespaceConfig]:
     """The namespaces the developer message declares: `functions` for the top-level functions, and each namespace
     tool as its own namespace with its description (only the functions the tool policy keeps)."""
-    kept = {t.name for t in tools}
-    functions = [t for t in tools if t.namespace is None]
+    kept = {t.name for t in tools.offered}
+
+    def described(declared: DeclaredTool) -> ToolDescription:
+        t = declared.tool
+        return ToolDescription.new(t.name, t.description or "", tools.schemas[declared.name])
+
+    functions = [t for t in tools.offered if t.namespace is None]
     out: list[ToolNamespaceConfig] = []
     if functions:
-        out.append(
-            ToolNamespaceConfig(name=_spec.HEADER_FUNCTION_NAMESPACE, tools=[_description(t) for t in functions])
-        )
+        out.append(ToolNamespaceConfig(name=_spec.HEADER_FUNCTION_NAMESPACE, tools=[described(t) for t in functions]))
     for namespace in namespace_tools(body):
-        members = [d for d in declared_tools(body) if d.namespace == namespace.name and d.name in kept]
+        members = [d for d in tools.declared if d.namespace == namespace.name and d.name in kept]
         if members:
-            descriptions = [_description(d) for d in members]
+            descriptions = [described(d) for d in members]
             out.append(ToolNamespaceConfig(name=namespace.name, description=namespace.description, tools=descriptions))
     return out
-
-
-def _description(declared: DeclaredTool) -> ToolDescription:
-    t = declared.tool
-    parameters = t.parameters.model_dump(mode="json") if t.parameters is not None else None
-    return ToolDescription.new(t.name, t.description or "", parameters)
 
 
 def _system(body: CreateResponseBody) -> SystemContent:
@@ -621,12 +628,14 @@ class ConversationParts:
 
     `head` is the system message and, when the request has instructions, tools or a response format, the
     developer message: each request renders them afresh. `history` holds the earlier turns as given;
-    `turn` the messages of this request's input, in order.
+    `turn` the messages of this request's input, in order. `tools` is the request's `ToolPlan`, read once
+    (the head declares what it offers; the engine request and the response builder read it too).
     """
 
     head: list[Message]
     history: list[Message]
     turn: list[Message]
+    tools: ToolPlan
 
     def conversation(self) -> Conversation:
         return Conversation.from_messages([*self.head, *self.history, *self.turn])
@@ -779,6 +788,8 @@ def conversation_parts(
     compaction: CompactionReader | None = None,
     system: SystemContent | None = None,
     reasoning: ReasoningReader | None = None,
+    tools: ToolPlan | None = None,
+    checked: bool = False,
 ) -> ConversationParts:
     """The conversation for `body` after `history`, the Harmony messages of earlier turns, oldest first (what
     a store keeps for `previous_response_id`): the request's system and developer messages, the history,
@@ -787,9 +798,12 @@ def conversation_parts(
     `calls` are the calls made in the history (Harmony messages carry no call ids), so an output in the
     input finds the call it answers; it is updated with the calls the input makes. When `history` is what
     the earlier turns' items render to, the result renders token for token as the same request with those
-    items sent as input: the chain-of-thought rule applies to the whole conversation.
+    items sent as input: the chain-of-thought rule applies to the whole conversation. `tools` is the request's
+    `ToolPlan` when the caller has read it (`plan_tools`), else it is read here (`parts.tools`); `checked`: the
+    body came from `parse_request`, which held its schemas to their limits (else they are held here).
     """
-    _check_schemas(body)  # a body built in Python skipped `parse_request`
+    if tools is None and not checked:
+        _check_schemas(body)  # a body built in Python skipped `parse_request`
     sys_content = _system(body)
     if system is not None:
         requested = body.reasoning is not None and body.reasoning.effort is not None
@@ -799,13 +813,13 @@ def conversation_parts(
     read = items_to_messages(_input_items(body), calls=calls, compaction=compaction, reasoning=reasoning)
     instructions: list[str] = [body.instructions] if body.instructions else []
     instructions += read.instructions
-    tools, _policy = _tools(body)
+    plan = tools if tools is not None else plan_tools(body, checked=True)
     developer = DeveloperContent.new()
     if instructions:
         developer = developer.with_instructions(_spec.SYS_SECTION_SEPARATOR.join(instructions))
-    for namespace in _namespaces_of(body, tools):
+    for namespace in _namespaces_of(body, plan):
         developer = developer.with_tools(namespace)
-    contents: list[Content] = [developer] if instructions or tools else []
+    contents: list[Content] = [developer] if instructions or plan.offered else []
     fmt = body.text.format if body.text is not None else None
     if isinstance(fmt, JsonSchemaResponseFormatParam):
         # The section follows whatever the developer content renders (instructions, then tools).
@@ -814,4 +828,4 @@ def conversation_parts(
     head = [Message.from_role_and_content(Role.SYSTEM, sys_content)]
     if contents:
         head.append(Message.from_role_and_contents(Role.DEVELOPER, contents))
-    return ConversationParts(head, list(history), read.messages)
+    return ConversationParts(head, list(history), read.messages, plan)

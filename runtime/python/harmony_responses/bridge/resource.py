@@ -26,6 +26,7 @@ from ..types import (
     TextResponseFormat,
     Usage,
 )
+from .tools import ToolPlan, read_tools
 
 ToolChoice = Any  # the echoed tool_choice: "auto" | "none" | "required" | FunctionToolChoice | AllowedToolChoice
 
@@ -81,22 +82,20 @@ def response_snapshot(
     repairs: list[dict[str, Any]] | None = None,
     stored: bool = False,
     background: bool = False,
+    tools: ToolPlan | None = None,
 ) -> ResponseResource:
     """A full `ResponseResource` (all 31 keys) echoing the request's settings; `store` is `stored` (whether
     the caller keeps the response), `background` whether it runs in the background, `previous_response_id`
     the request's.
 
     `repairs`, when there are any, go into a vendor-prefixed field (`RESPONSE_REPAIRS_FIELD` of the
-    spec): what lenient parsing changed in the model's output, so that no repair is silent.
+    spec): what lenient parsing changed in the model's output, so that no repair is silent. `tools` is the
+    request's `ToolPlan` when the caller has it (its schemas dumped once), else it is read from `body`.
     """
     b = body if body is not None else CreateResponseBody()
-    tools = [
-        FunctionTool(
-            name=t.name,
-            description=t.description,
-            parameters=t.parameters.model_dump(mode="json") if t.parameters is not None else None,
-            strict=t.strict,
-        )
+    schemas = (tools if tools is not None else read_tools(b)).schemas
+    echoed = [
+        FunctionTool(name=t.name, description=t.description, parameters=schemas[t.name], strict=t.strict)
         for t in (b.tools or [])
         if isinstance(t, FunctionToolParam)  # the response's `tools` hold function tools only (namespace tools' not)
     ]
@@ -119,7 +118,7 @@ def response_snapshot(
         instructions=b.instructions,
         output=output,
         error=error,
-        tools=tools,
+        tools=echoed,
         tool_choice=_tool_choice(b),
         truncation=b.truncation or "disabled",
         parallel_tool_calls=True if b.parallel_tool_calls is None else b.parallel_tool_calls,

@@ -10,9 +10,10 @@ OpenAI's API writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 from .._tables import spec as _spec
 from ..types import CreateResponseBody, FunctionToolParam, NamespaceToolParam
@@ -73,6 +74,59 @@ def namespaces(body: CreateResponseBody | None) -> frozenset[str]:
     return frozenset(t.name for t in namespace_tools(body))
 
 
+def dump_parameters(tool: FunctionToolParam) -> dict[str, Any] | None:
+    """A function tool's `parameters` as JSON data (None: none given): the one place a request's schema is dumped."""
+    return tool.parameters.model_dump(mode="json") if tool.parameters is not None else None
+
+
 def parameters(tools: Iterable[DeclaredTool]) -> dict[str, dict[str, Any] | None]:
     """Each declared function's qualified name → its JSON Schema parameters (None: none given)."""
-    return {d.name: d.tool.parameters.model_dump(mode="json") if d.tool.parameters is not None else None for d in tools}
+    return {d.name: dump_parameters(d.tool) for d in tools}
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """What `tool_choice` asks of the sampler: the prompt alone cannot force or forbid a call."""
+
+    mode: Literal["none", "auto", "required"]
+    allowed: tuple[str, ...]  # the function names the model may call (all of them are in the prompt)
+
+
+@dataclass(frozen=True)
+class ToolPlan:
+    """A request's function tools, read once (`request.plan_tools`) for everything that needs them: the prompt's
+    tool sections, the engine's tool list and forced call, the parser's tool names and the response builder's
+    strict checks and echoed `tools`. Each schema is dumped here, once per request."""
+
+    declared: tuple[DeclaredTool, ...]  # every function the request declares, in order
+    offered: tuple[DeclaredTool, ...]  # those the prompt declares (what the tool policy keeps)
+    policy: ToolPolicy
+    schemas: Mapping[str, dict[str, Any] | None]  # qualified name → its parameters as JSON (None: none given)
+    namespaces: frozenset[str]  # the namespace tools' names
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The top-level functions' names (the lenient parser's declared tools)."""
+        return tuple(d.name for d in self.declared if d.namespace is None)
+
+    @property
+    def strict(self) -> dict[str, dict[str, Any]]:
+        """The strict functions' schemas, by qualified name (`{}` for one given without parameters)."""
+        return {d.name: self.schemas[d.name] or {} for d in self.declared if d.tool.strict}
+
+
+def read_tools(
+    body: CreateResponseBody | None,
+    offered: Sequence[DeclaredTool] | None = None,
+    policy: ToolPolicy | None = None,
+) -> ToolPlan:
+    """The `ToolPlan` of `body`, given what its tool policy offers (default: every declared function, `auto`)."""
+    declared = tuple(declared_tools(body))
+    kept = declared if offered is None else tuple(offered)
+    return ToolPlan(
+        declared=declared,
+        offered=kept,
+        policy=policy or ToolPolicy("auto", tuple(d.name for d in declared)),
+        schemas=MappingProxyType({d.name: dump_parameters(d.tool) for d in declared}),
+        namespaces=namespaces(body),
+    )

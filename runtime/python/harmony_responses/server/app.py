@@ -60,7 +60,7 @@ from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
 from .inspect import inspect
 from .offload import maybe_off_loop
-from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_request
+from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_for, plan_request
 from .settings import Settings
 from .state import ServerState
 from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
@@ -163,21 +163,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
             prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
-        plan = await maybe_off_loop(
-            size,
-            plan_request,
-            body,
-            state.encoding,
-            media=settings.media,
-            budget=body.max_output_tokens or settings.default_max_output_tokens,
-            reserve=body.max_output_tokens,
-            history=prior.messages,
-            calls=prior.calls,
-            history_rendered=prior.rendered,
-            compaction=state.seal.reader(),
-            window=settings.context_window,
-            reasoning=state.reasoning.reader(),
-        )
+        plan = await maybe_off_loop(size, plan_for, state, body, prior)
         store = state.store if body.store is not False else None
         items = await maybe_off_loop(size, input_items, body)  # each item as stored JSON
         recorder = Recorder(store, owner, plan, items, state.renderer)

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._tables import ItemKind
 from .._tables import spec as _spec
@@ -40,12 +40,11 @@ from ..bridge import (
     conversation_parts,
     parse_request,
     to_chat_completion,
-    tool_policy,
     unavailable_tools,
 )
 from ..bridge.encrypted import ReasoningSealer
 from ..bridge.items import Sink
-from ..bridge.tools import NAMESPACE_FIELD, declared_tools, parameters, qualified
+from ..bridge.tools import NAMESPACE_FIELD, ToolPlan, qualified
 from ..encoding import HarmonyEncoding
 from ..models import Message
 from ..types import (
@@ -74,6 +73,10 @@ from .errors import ErrorKind, error_payload
 from .media import with_media_placeholders
 from .settings import MediaPolicy
 from .structured import AnswerFormat, answer_format
+
+if TYPE_CHECKING:
+    from .state import ServerState
+    from .stored import Prior
 
 # What this server honours beyond the prompt (the rest of a request that asks for more is refused).
 SERVER_CAPABILITIES = Capabilities(
@@ -167,11 +170,16 @@ class Plan:
     body: CreateResponseBody
     input_tokens: int  # the rendered prompt's length (the prefill is output)
     prefill: list[int]  # forced start of the completion: a named function's call header, or nothing
-    policy: ToolPolicy
+    tools: ToolPlan  # the request's tools read once: names, policy, dumped schemas, strict set, namespaces
     engine_request: EngineRequest
     parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
     dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
     answer: AnswerFormat | None = None  # the JSON Schema the answer must follow (`text.format`), see `structured`
+
+    @property
+    def policy(self) -> ToolPolicy:
+        """What `tool_choice` asks of the sampler."""
+        return self.tools.policy
 
 
 def plan_request(
@@ -200,9 +208,11 @@ def plan_request(
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
     known = KnownCalls.from_json(calls or {})
-    parts = conversation_parts(body, history=history, calls=known, compaction=compaction, reasoning=reasoning)
-    policy = tool_policy(body)
-    schemas = parameters(declared_tools(body))
+    parts = conversation_parts(
+        body, history=history, calls=known, compaction=compaction, reasoning=reasoning, checked=True
+    )
+    planned = parts.tools  # read once: the prompt's tool sections, the engine's tools, the response builder
+    policy, schemas = planned.policy, planned.schemas
     tools = tuple(ToolSpec(name, schemas.get(name)) for name in policy.allowed)
     prefill: list[int] = []
     json_schema: Mapping[str, Any] | None = None
@@ -242,11 +252,31 @@ def plan_request(
         body=body,
         input_tokens=len(prompt),
         prefill=prefill,
-        policy=policy,
+        tools=planned,
         engine_request=request,
         parts=parts,
         dropped_turns=fitted.dropped_turns,
         answer=None if prefill else answer_format(body),  # a forced call leaves no answer to constrain
+    )
+
+
+def plan_for(state: ServerState, body: CreateResponseBody, prior: Prior) -> Plan:
+    """The plan of a Responses request on this server, the same for HTTP and WebSocket: the request's own budget
+    (else the server's default) after the stored turns `prior` holds, in the server's context window, with its
+    compaction and sealed-reasoning readers."""
+    settings = state.settings
+    return plan_request(
+        body,
+        state.encoding,
+        media=settings.media,
+        budget=body.max_output_tokens or settings.default_max_output_tokens,
+        reserve=body.max_output_tokens,
+        history=prior.messages,
+        calls=prior.calls,
+        history_rendered=prior.rendered,
+        compaction=state.seal.reader(),
+        window=settings.context_window,
+        reasoning=state.reasoning.reader(),
     )
 
 
@@ -283,6 +313,7 @@ class ResponseRun:
             stored=stored,
             seal_reasoning=seal if included else None,
             background=background,
+            tool_plan=plan.tools,
         )
         self.failure: ErrorKind | None = None
         self.started = False
@@ -434,5 +465,6 @@ __all__ = [
     "capabilities_for",
     "chat_completion",
     "parse_body",
+    "plan_for",
     "plan_request",
 ]

@@ -55,7 +55,7 @@ from .body import load_json_object
 from .engines.base import EngineError, EngineOutput, Finished
 from .errors import SERVER_ERRORS, ErrorKind, ServerError
 from .exchange import error_kind
-from .respond import Plan, ResponseRun, parse_body, plan_request
+from .respond import Plan, ResponseRun, parse_body, plan_for
 from .settings import ReasoningEvents
 from .state import ServerState
 from .stored import (
@@ -231,20 +231,7 @@ class Connection:
             previous = body.previous_response_id
             prior = await self._prior(body)
             body = await resolve_references(body, state.store, self.owner)
-            settings = state.settings
-            plan = plan_request(
-                body,
-                state.encoding,
-                media=settings.media,
-                budget=body.max_output_tokens or settings.default_max_output_tokens,
-                reserve=body.max_output_tokens,
-                history=prior.messages,
-                calls=prior.calls,
-                history_rendered=prior.rendered,
-                compaction=state.seal.reader(),
-                window=settings.context_window,
-                reasoning=state.reasoning.reader(),
-            )
+            plan = plan_for(state, body, prior)
 
             def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:
                 messages = [*prior.messages, *plan.parts.turn, *run.builder.messages()]

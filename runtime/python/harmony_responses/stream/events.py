@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -10,10 +11,21 @@ from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..errors import HarmonyError
 from ..models import Author, Message, TextContent
+from .fill import fill
 
 Mode = Literal["strict", "lenient"]
 RECOVERY_RULES: dict[str, str] = dict(_spec.RECOVERY_RULES)
 """Every repair lenient mode makes, by the `rule` its `Recovered` event carries."""
+
+
+def described(rule: str, values: Mapping[str, object], text: str | None = None) -> tuple[str, str]:
+    """A repair's detail and the text it sets aside, as the spec's `REPAIRS` table says for `rule`: its detail text
+    filled with `values`, and `text`, or else the value the rule sets aside (none: "")."""
+    row = _spec.REPAIRS[rule]
+    if text is None:
+        aside = row["sets_aside"]
+        text = str(values[aside]) if aside is not None else ""
+    return fill(row["detail"], values), text
 
 
 class HarmonyParseError(HarmonyError):
@@ -25,7 +37,7 @@ class HarmonyParseError(HarmonyError):
     def __init__(self, message: str, position: int, unit: str) -> None:
         self.position = position
         self.unit = unit
-        super().__init__(_spec.PARSE_ERR_AT.format(message=message, unit=unit, position=position))
+        super().__init__(fill(_spec.PARSE_ERR_AT, {"message": message, "unit": unit, "position": position}))
 
 
 @dataclass(frozen=True, slots=True)

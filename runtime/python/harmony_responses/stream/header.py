@@ -43,6 +43,8 @@ from .._tables import Role
 from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..lalr import GrammarError, IncrementalParser
+from .events import described
+from .fill import fill
 from .lexer import CONTROL_TERMINALS, SPELLINGS
 
 Report = Callable[[str, str, str, int], None]  # rule, detail, text set aside, position
@@ -77,29 +79,9 @@ _GLUED_ROLE_RE = re.compile(
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
 # Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 _BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")
-_LT, _BAR, _GT = _spec.SPELLING_OPEN[:1], _spec.SPELLING_OPEN[1:], _spec.SPELLING_CLOSE[len(_spec.SPELLING_OPEN) - 1 :]
-
-
-def _near_misses(terminals: Iterable[str], bare: bool) -> dict[str, str]:
-    """A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
-    `<message>`) → its terminal."""
-    out: dict[str, str] = {}
-    for terminal in terminals:
-        spelling = SPELLINGS[terminal]
-        name = spelling[len(_spec.SPELLING_OPEN) : len(spelling) - len(_spec.SPELLING_CLOSE)]
-        out[_LT + name + _BAR + _GT] = out[_LT + _BAR + name + _GT] = terminal
-        if bare:
-            out[_LT + name + _GT] = terminal
-    return out
-
-
-def _spelling_re(spellings: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True)))
-
-
-NEAR_MISS_IN_HEADER = _near_misses(SPELLINGS, bare=True)
-"""Near-miss spellings read as their control token inside a header."""
-NEAR_MISS_IN_HEADER_RE = _spelling_re(NEAR_MISS_IN_HEADER)
+NEAR_MISS_IN_HEADER: dict[str, str] = dict(_grammar.NEAR_MISS_SPELLINGS)
+"""Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`)."""
+NEAR_MISS_IN_HEADER_RE = re.compile("|".join(re.escape(s) for s in sorted(NEAR_MISS_IN_HEADER, key=len, reverse=True)))
 _NEAR_MISS_LONGEST = max(len(s) for s in NEAR_MISS_IN_HEADER)
 
 
@@ -387,7 +369,10 @@ class HeaderReader:
             self._lalr.feed_token(terminal)
         except GrammarError as exc:
             if not self._lenient:
-                self._fail(_spec.PARSE_ERR_CONTROL_IN_HEADER.format(token=SPELLINGS[terminal], reason=exc), position)
+                self._fail(
+                    fill(_spec.PARSE_ERR_CONTROL_IN_HEADER, {"token": SPELLINGS[terminal], "reason": str(exc)}),
+                    position,
+                )
             self._repair_control(terminal, position)
             return
         self._terms.append(terminal)
@@ -400,21 +385,21 @@ class HeaderReader:
             lalr.feed_token(T_MESSAGE)
         except GrammarError as exc:
             if not self._lenient:
-                self._fail(_spec.PARSE_ERR_INCOMPLETE_HEADER.format(reason=exc), position)
+                self._fail(fill(_spec.PARSE_ERR_INCOMPLETE_HEADER, {"reason": str(exc)}), position)
             expected = lalr.expected()
             if T_ROLE in expected:
                 self._add_missing_role(position)
                 return self.complete(position)
             if expected == frozenset({T_WORD}):
                 if self._terms[-1:] == [T_CHANNEL]:
-                    self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
+                    self._fix_now(_spec.RECOVERY_EMPTY_CHANNEL, position)
                 else:
-                    detail = _spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE.format(token=SPELLINGS[T_CONSTRAIN])
+                    detail = fill(_spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, {"token": SPELLINGS[T_CONSTRAIN]})
                     self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
                 lalr.feed_token(T_WORD, (T_WORD, ""))
                 lalr.feed_token(T_MESSAGE)
             else:  # cannot happen with this grammar; keeps the promise never to raise
-                detail = _spec.PARSE_DETAIL_HEADER_ABANDONED.format(reason=exc)
+                detail = fill(_spec.PARSE_DETAIL_HEADER_ABANDONED, {"reason": str(exc)})
                 self._report(_spec.RECOVERY_STRAY_HEADER_WORD, detail, " ".join(self._words), position)
                 self.abandon()
                 return None
@@ -458,7 +443,7 @@ class HeaderReader:
         try:
             self._lalr.feed_token(terminal, (terminal, word))
         except GrammarError as exc:
-            self._fail(_spec.PARSE_ERR_HEADER_WORD.format(word=word, reason=exc), position)
+            self._fail(fill(_spec.PARSE_ERR_HEADER_WORD, {"word": word, "reason": str(exc)}), position)
         self._words.append(word)
         self._terms.append(terminal)
 
@@ -470,13 +455,20 @@ class HeaderReader:
         self._terms.append(terminal)
         return True
 
+    def _feed_channel(self, channel: str) -> None:
+        """A `<|channel|>` the input lost, and its word."""
+        self._lalr.feed_token(T_CHANNEL)
+        self._terms.append(T_CHANNEL)
+        self._feed(T_WORD, channel)
+        self._fed_channel = channel
+
     def _word(self, word: str, position: int, before: str | None) -> bool:
         """Lenient: place one word; True when it has no place in the header (the caller sets it aside)."""
         if T_ROLE in self._lalr.expected():
             return self._author(word, position)
         if word.startswith(_TO):
             if self._terms[-1:] == [T_CHANNEL]:  # `<|channel|> to=…`: no channel word
-                self._later(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
+                self._fix(_spec.RECOVERY_EMPTY_CHANNEL, position)
                 self._feed(T_WORD, "")
             self._set_recipient(word, position)
             return False
@@ -485,10 +477,10 @@ class HeaderReader:
             content_type = CONTENT_TYPES.get(word.lower())
             if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
                 channel = self._channel if self._channel is not None else self._fed_channel
-                detail = _spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL.format(
-                    word=word, token=SPELLINGS[T_CHANNEL], channel=channel or ""
+                token = SPELLINGS[T_CHANNEL]
+                self._fix(
+                    _spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, position, word=word, token=token, channel=channel or ""
                 )
-                self._later(_spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position)
                 self._feed(T_WORD, word)
                 return False
             self._replace_channel(word, position)
@@ -496,37 +488,30 @@ class HeaderReader:
         if self._late_channel:
             self._late_channel = False
             channel, _ = channel_of(word)
-            detail = _spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE.format(token=SPELLINGS[T_CHANNEL], word=word)
-            self._later(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position)
+            self._fix(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, position, token=SPELLINGS[T_CHANNEL], word=word)
             self._channel = channel
             return False
         last = self._terms[-1] if self._terms else None
         if last == T_CHANNEL:
             channel, trimmed = channel_of(word)
             if trimmed:
-                detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
-                self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
+                self._fix(_spec.RECOVERY_CHANNEL_PUNCTUATION, position, word=word, channel=channel)
             self._feed(T_WORD, channel)
             self._fed_channel = channel
             return False
         if last == T_CONSTRAIN:
             if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
-                detail = _spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE.format(word=word)
-                self._later(_spec.RECOVERY_SPLICED_CONTENT_TYPE, detail, word, position)
+                self._fix(_spec.RECOVERY_SPLICED_CONTENT_TYPE, position, word=word)
                 return False
             return not self._feed(T_WORD, word)
         if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
-            self._later(_spec.RECOVERY_DOUBLED_ROLE, _spec.PARSE_DETAIL_DOUBLED_ROLE.format(word=word), word, position)
+            self._fix(_spec.RECOVERY_DOUBLED_ROLE, position, word=word)
             return False
         if before != T_CHANNEL and T_CHANNEL not in self._terms and self._channel is None:
             channel, _ = channel_of(word)
             if channel in CHANNELS and self._lalr.accepts(T_CHANNEL):  # the channel marker was lost
-                self._lalr.feed_token(T_CHANNEL)
-                self._terms.append(T_CHANNEL)
-                detail = _spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER.format(word=word, token=SPELLINGS[T_CHANNEL])
-                self._later(_spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position)
-                self._feed(T_WORD, channel)
-                self._fed_channel = channel
+                self._fix(_spec.RECOVERY_MISSING_CHANNEL_MARKER, position, word=word, token=SPELLINGS[T_CHANNEL])
+                self._feed_channel(channel)
                 return False
         content_type = CONTENT_TYPES.get(word.lower())
         if content_type is not None and before != T_CHANNEL and self._feed(T_WORD, word):
@@ -539,13 +524,9 @@ class HeaderReader:
             role, channel, recipient = glued
             self._feed(T_ROLE, role.value)
             if word != role.value:
-                detail = _spec.PARSE_DETAIL_GLUED_ROLE.format(word=word, role=role.value)
-                self._later(_spec.RECOVERY_GLUED_ROLE, detail, "", position)
+                self._fix(_spec.RECOVERY_GLUED_ROLE, position, word=word, role=role.value)
             if channel is not None and self._lalr.accepts(T_CHANNEL):
-                self._lalr.feed_token(T_CHANNEL)
-                self._terms.append(T_CHANNEL)
-                self._feed(T_WORD, channel)
-                self._fed_channel = channel
+                self._feed_channel(channel)
             if recipient is not None:
                 self._set_recipient(recipient, position)
             return False
@@ -557,8 +538,7 @@ class HeaderReader:
             self._feed(T_WORD, word)
             return False
         role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_UNKNOWN_AUTHOR.format(word=word, role=role.value)
-        self._later(_spec.RECOVERY_UNKNOWN_AUTHOR, detail, word, position)
+        self._fix(_spec.RECOVERY_UNKNOWN_AUTHOR, position, word=word, role=role.value)
         self._feed(T_ROLE, role.value)
         return False
 
@@ -568,21 +548,17 @@ class HeaderReader:
             self._fed_recipient = word[len(_TO) :]
             return
         if earlier is not None:
-            detail = _spec.PARSE_DETAIL_DOUBLED_RECIPIENT.format(word=_TO + earlier)
-            self._later(_spec.RECOVERY_DOUBLED_RECIPIENT, detail, _TO + earlier, position)
+            self._fix(_spec.RECOVERY_DOUBLED_RECIPIENT, position, word=_TO + earlier)
         else:
-            detail = _spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE.format(word=word)
-            self._later(_spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, detail, "", position)
+            self._fix(_spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, word=word)
         self._recipient = word[len(_TO) :]
 
     def _replace_channel(self, word: str, position: int) -> None:
         channel, trimmed = channel_of(word)
         earlier = self._channel if self._channel is not None else self._fed_channel
-        detail = _spec.PARSE_DETAIL_DOUBLED_CHANNEL.format(word=earlier or "", channel=channel)
-        self._later(_spec.RECOVERY_DOUBLED_CHANNEL, detail, earlier or "", position)
+        self._fix(_spec.RECOVERY_DOUBLED_CHANNEL, position, word=earlier or "", channel=channel)
         if trimmed:
-            detail = _spec.PARSE_DETAIL_CHANNEL_PUNCTUATION.format(word=word, channel=channel)
-            self._later(_spec.RECOVERY_CHANNEL_PUNCTUATION, detail, word, position)
+            self._fix(_spec.RECOVERY_CHANNEL_PUNCTUATION, position, word=word, channel=channel)
         self._channel = channel
 
     def _join_spaced_names(self, joined: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -598,8 +574,7 @@ class HeaderReader:
                     for j in range(len(spans) - 1, i, -1):
                         candidate = " ".join([name, *(joined[s:e] for s, e in spans[i + 1 : j + 1])])
                         if candidate in self._spaced_tools:
-                            detail = _spec.PARSE_DETAIL_NAME_WITH_SPACE.format(name=self._spaced_tools[candidate])
-                            self._later(_spec.RECOVERY_NAME_WITH_SPACE, detail, "", start)
+                            self._fix(_spec.RECOVERY_NAME_WITH_SPACE, start, name=self._spaced_tools[candidate])
                             end = spans[j][1]
                             i = j
                             break
@@ -613,9 +588,17 @@ class HeaderReader:
         """A repair reported once the header is settled (a header set aside whole reports only that)."""
         self._pending.append((rule, detail, text, position))
 
+    def _fix(self, rule: str, position: int, text: str | None = None, **values: object) -> None:
+        """`_later`, with the detail and the text set aside that the spec's table gives `rule` (`described`)."""
+        self._pending.append((rule, *described(rule, values, text), position))
+
+    def _fix_now(self, rule: str, position: int, text: str | None = None, **values: object) -> None:
+        """A repair reported at once, as the spec's table describes it."""
+        self._report(rule, *described(rule, values, text), position)
+
     def _set_text_aside(self, text: str, position: int) -> None:
         self._set_aside = True
-        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, _spec.PARSE_DETAIL_STRAY_WORD.format(word=text), text, position)
+        self._fix(_spec.RECOVERY_STRAY_HEADER_WORD, position, word=text)
 
     def _settle(self, header: Header, position: int) -> None:
         """Lenient: apply what the grammar could not hold, then report the header's repairs."""
@@ -624,8 +607,7 @@ class HeaderReader:
         if self._channel is not None:
             header.channel = self._channel
         if header.recipient == Role.ASSISTANT.value and header.is_role and header.author == Role.ASSISTANT.value:
-            detail = _spec.PARSE_DETAIL_RECIPIENT_TO_SELF.format(recipient=header.recipient)
-            self._later(_spec.RECOVERY_RECIPIENT_TO_SELF, detail, "", position)
+            self._fix(_spec.RECOVERY_RECIPIENT_TO_SELF, position, recipient=header.recipient)
             header.recipient = None
             if header.channel != _spec.CHANNEL_ANSWER:  # a note to itself, not its answer: never shown
                 header.channel = _spec.CHANNEL_REASONING
@@ -637,14 +619,12 @@ class HeaderReader:
             and header.is_role
             and header.author == Role.ASSISTANT.value
         ):
-            detail = _spec.PARSE_DETAIL_UNKNOWN_CHANNEL.format(word=channel)
-            self._later(_spec.RECOVERY_UNKNOWN_CHANNEL, detail, "", position)  # the bridge makes it reasoning
+            self._fix(_spec.RECOVERY_UNKNOWN_CHANNEL, position, word=channel)  # the bridge makes it reasoning
         content_type = header.content_type or ""
         if header.recipient is None and content_type.startswith(_CONSTRAIN):
             name = content_type[len(_CONSTRAIN) :]
             if name.startswith(FUNCTIONS_PREFIX) or name in self._tools:
-                detail = _spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE.format(word=content_type)
-                self._later(_spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, detail, "", position)
+                self._fix(_spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, position, word=content_type)
                 header.recipient = name if name.startswith(FUNCTIONS_PREFIX) else FUNCTIONS_PREFIX + name
                 header.content_type = None
         for rule, detail, text, at in self._pending:
@@ -653,8 +633,7 @@ class HeaderReader:
 
     def _add_missing_role(self, position: int) -> None:
         role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_MISSING_ROLE.format(role=role.value)
-        self._report(_spec.RECOVERY_MISSING_ROLE, detail, "", position)
+        self._fix_now(_spec.RECOVERY_MISSING_ROLE, position, role=role.value)
         self._lalr.feed_token(T_ROLE, (T_ROLE, role.value))
         self._words.append(role.value)
         self._terms.append(T_ROLE)
@@ -663,16 +642,12 @@ class HeaderReader:
         expected = self._lalr.expected()
         if terminal == T_START:
             abandoned = " ".join(self._said)
-            self._report(_spec.RECOVERY_REPEATED_START, _spec.PARSE_DETAIL_REPEATED_START, abandoned, position)
+            self._fix_now(_spec.RECOVERY_REPEATED_START, position, text=abandoned)
             self._lalr.restore(self._snapshot)
-            self._lalr.feed_token(terminal)
-            self._words, self._terms, self._virtual = [], [], False
-            self._pending, self._raw, self._said = [], [SPELLINGS[T_START]], []
-            self._recipient = self._channel = self._fed_recipient = self._fed_channel = None
-            self._replacing_channel = self._late_channel = self._set_aside = False
+            self.open()  # the header begins again at this <|start|>
             return
         if expected == frozenset({T_WORD}) and self._terms[-1:] == [T_CHANNEL]:
-            self._report(_spec.RECOVERY_EMPTY_CHANNEL, _spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position)
+            self._fix_now(_spec.RECOVERY_EMPTY_CHANNEL, position)
             self._lalr.feed_token(T_WORD, (T_WORD, ""))
             self._terms.append(T_WORD)
             self._raw.pop()
@@ -689,7 +664,7 @@ class HeaderReader:
         if terminal == T_CHANNEL and self._channel is None:  # after the content type: still the channel
             self._late_channel = True
             return
-        detail = _spec.PARSE_DETAIL_STRAY_CONTROL.format(token=SPELLINGS[terminal])
+        detail = fill(_spec.PARSE_DETAIL_STRAY_CONTROL, {"token": SPELLINGS[terminal]})
         self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
 
 
@@ -698,11 +673,14 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     content type glued to a declared name (`functions.shelljson`, `shelljson`)."""
     declared = frozenset(tools)
     recipient = header.recipient
+
+    def fix(rule: str, position: int, text: str | None = None, **values: object) -> None:
+        report(rule, *described(rule, values, text), position)
+
     if not declared or not recipient:
         return
     if recipient in declared:
-        detail = _spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX.format(recipient=recipient)
-        report(_spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, detail, "", position)
+        fix(_spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, position, recipient=recipient)
         header.recipient = FUNCTIONS_PREFIX + recipient
         return
     name = recipient.removeprefix(FUNCTIONS_PREFIX)
@@ -711,17 +689,27 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     match = _EDGE_PUNCTUATION_RE.match(name)
     core = match.group(1) if match else name
     if core in declared:  # `to=functions.get_weather,`
-        detail = _spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION.format(recipient=recipient, name=core)
         at = name.index(core)
-        report(_spec.RECOVERY_RECIPIENT_PUNCTUATION, detail, name[:at] + name[at + len(core) :], position)
+        fix(
+            _spec.RECOVERY_RECIPIENT_PUNCTUATION,
+            position,
+            name[:at] + name[at + len(core) :],
+            recipient=recipient,
+            name=core,
+        )
         header.recipient = FUNCTIONS_PREFIX + core
         return
     parts = name.split(_SEPARATOR)
     for i in range(1, len(parts)):  # `to=function.get_weather`, `to=functions.functions.get_weather`
         rest = _SEPARATOR.join(parts[i:])
         if rest in declared and parts[0] not in BUILTIN_NAMESPACES and parts[0] not in _BUILTIN_ITEM_NAMESPACES:
-            detail = _spec.PARSE_DETAIL_WRONG_NAMESPACE.format(recipient=recipient, name=rest)
-            report(_spec.RECOVERY_WRONG_NAMESPACE, detail, _SEPARATOR.join(parts[:i]), position)
+            fix(
+                _spec.RECOVERY_WRONG_NAMESPACE,
+                position,
+                text=_SEPARATOR.join(parts[:i]),
+                recipient=recipient,
+                name=rest,
+            )
             header.recipient = FUNCTIONS_PREFIX + rest
             return
     if name == recipient and _SEPARATOR in name:
@@ -729,8 +717,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     for tool in sorted(declared, key=len, reverse=True):
         rest = name[len(tool) :]
         if name.startswith(tool) and rest.lower() in CONTENT_TYPES:
-            detail = _spec.PARSE_DETAIL_GLUED_CONTENT_TYPE.format(recipient=recipient)
-            report(_spec.RECOVERY_GLUED_CONTENT_TYPE, detail, rest, position)
+            fix(_spec.RECOVERY_GLUED_CONTENT_TYPE, position, text=rest, recipient=recipient)
             header.recipient = FUNCTIONS_PREFIX + tool
             if header.content_type is None:
                 header.content_type = CONTENT_TYPES[rest.lower()]

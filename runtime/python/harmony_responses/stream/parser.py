@@ -26,6 +26,7 @@ message is carried by a `Recovered` event.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, NoReturn
@@ -43,8 +44,10 @@ from .events import (
     Mode,
     ParsedMessage,
     Recovered,
+    described,
     messages_of,
 )
+from .fill import fill
 from .header import (
     CHANNELS,
     FUNCTIONS_PREFIX,
@@ -158,7 +161,7 @@ class HarmonyStreamParser:
         max_tool_calls: int | None = None,
     ) -> None:
         if mode not in ("strict", "lenient"):
-            raise ValueError(f"mode must be 'strict' or 'lenient', not {mode!r}")
+            raise ValueError(f"mode must be 'strict' or 'lenient', not {json.dumps(str(mode))}")
         self._lenient = mode == "lenient"
         self._role = Role(role) if role is not None else None
         self._tools = frozenset(tools or ())
@@ -312,7 +315,7 @@ class HarmonyStreamParser:
         if self._fresh:
             self._fresh = False
             if self._lenient and text.startswith(_BOM):
-                self._report(_spec.RECOVERY_BYTE_ORDER_MARK, _spec.PARSE_DETAIL_BYTE_ORDER_MARK, _BOM, position)
+                self._repair(_spec.RECOVERY_BYTE_ORDER_MARK, position, text=_BOM)
                 text = text[len(_BOM) :]
                 position += len(_BOM) if self._unit == _spec.PARSE_UNIT_TEXT else 0
                 if not text:
@@ -341,7 +344,7 @@ class HarmonyStreamParser:
             if region is Region.OUTSIDE:
                 if not self._lenient:
                     start = SPELLINGS[_T_START]
-                    self._fail(_spec.PARSE_ERR_TEXT_OUTSIDE.format(text=text[:40], start=start), position)
+                    self._fail(fill(_spec.PARSE_ERR_TEXT_OUTSIDE, dict(text=text[:40], start=start)), position)
                 if self._stripped_possible and not self._seen_control:
                     self._try_stripped(final=False)
 
@@ -354,8 +357,7 @@ class HarmonyStreamParser:
         if region is Region.BODY:
             if terminal in self._lalr.expected():  # a terminator
                 if self._unit == _spec.PARSE_UNIT_TEXT and self._lenient and self._inside_json_string():
-                    detail = _spec.PARSE_DETAIL_JSON_STRING_CONTROL.format(token=SPELLINGS[terminal])
-                    self._recover(_spec.RECOVERY_JSON_STRING_CONTROL, detail)
+                    self._repair(_spec.RECOVERY_JSON_STRING_CONTROL, token=SPELLINGS[terminal])
                     self.on_text(SPELLINGS[terminal], position)
                     return
                 self._lalr.feed_token(terminal)
@@ -385,7 +387,7 @@ class HarmonyStreamParser:
             return
         if not self._lenient:
             self._fail(
-                _spec.PARSE_ERR_UNEXPECTED_CONTROL.format(token=SPELLINGS[terminal], start=SPELLINGS[_T_START]),
+                fill(_spec.PARSE_ERR_UNEXPECTED_CONTROL, dict(token=SPELLINGS[terminal], start=SPELLINGS[_T_START])),
                 position,
             )
         if (terminal == _T_MESSAGE or terminal == _T_CONSTRAIN) and self._junk_is_header():
@@ -395,22 +397,22 @@ class HarmonyStreamParser:
         token = SPELLINGS[terminal]
         if terminal in _TERMINATOR_OF:
             self._last_stop = _TERMINATOR_OF[terminal]
-            self._recover(_spec.RECOVERY_EXTRA_STOP, _spec.PARSE_DETAIL_STOP_OUTSIDE.format(token=token))
+            self._repair(_spec.RECOVERY_EXTRA_STOP, token=token)
         elif terminal == _T_CHANNEL:
             role = self._role or Role.ASSISTANT
-            detail = _spec.PARSE_DETAIL_CHANNEL_OUTSIDE.format(token=token, role=role.value)
+            detail = fill(_spec.PARSE_DETAIL_CHANNEL_OUTSIDE, {"token": token, "role": role.value})
             self._recover(_spec.RECOVERY_MISSING_START, detail)
             self._header_pos = position
             self._header.open(role)
             self._region = Region.HEADER
             self._header_control(terminal, position)
         else:
-            self._recover(_spec.RECOVERY_STRAY_CONTROL, _spec.PARSE_DETAIL_CONTROL_OUTSIDE.format(token=token))
+            self._repair(_spec.RECOVERY_STRAY_CONTROL, token=token)
 
     def on_invalid_token(self, token: int, position: int) -> None:
         if not self._lenient:
-            raise HarmonyParseError(_spec.PARSE_ERR_INVALID_TOKEN.format(token=token), position, self._unit)
-        detail = _spec.PARSE_DETAIL_INVALID_TOKEN.format(token=token)
+            raise HarmonyParseError(fill(_spec.PARSE_ERR_INVALID_TOKEN, {"token": token}), position, self._unit)
+        detail = fill(_spec.PARSE_DETAIL_INVALID_TOKEN, {"token": token})
         self._out.append(Recovered(_spec.RECOVERY_INVALID_TOKEN, detail, position))
 
     # -- headers ---------------------------------------------------------------------------------
@@ -431,8 +433,7 @@ class HarmonyStreamParser:
             rest, at = header.split_piece(index, cut, by_character)
             after, after_at = rest[len(spelling) :], at + (len(spelling) if by_character else 0)
             terminal = NEAR_MISS_IN_HEADER[spelling]
-            detail = _spec.PARSE_DETAIL_CONTROL_SPELLING.format(word=spelling, token=SPELLINGS[terminal])
-            self._recover(_spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at)
+            self._repair(_spec.RECOVERY_CONTROL_SPELLING, at, text=spelling, word=spelling, token=SPELLINGS[terminal])
             self.on_control(terminal, at)
             if not after:
                 break
@@ -450,7 +451,9 @@ class HarmonyStreamParser:
         if at is None:
             return False
         body, body_at = header.split_pending(at, self._unit == _spec.PARSE_UNIT_TEXT)
-        detail = _spec.PARSE_DETAIL_HEADER_WITHOUT_MESSAGE.format(token=SPELLINGS[_T_MESSAGE], word=body.split()[0])
+        detail = fill(
+            _spec.PARSE_DETAIL_HEADER_WITHOUT_MESSAGE, {"token": SPELLINGS[_T_MESSAGE], "word": body.split()[0]}
+        )
         self._recover(_spec.RECOVERY_HEADER_WITHOUT_MESSAGE, detail, "", body_at)
         self.on_control(_T_MESSAGE, body_at)
         self.on_text(body, body_at)
@@ -473,7 +476,7 @@ class HarmonyStreamParser:
         if terminal in _TERMINATOR_OF:
             token = SPELLINGS[terminal]
             if not self._lenient:
-                self._fail(_spec.PARSE_ERR_STOP_IN_HEADER.format(token=token), position)
+                self._fail(fill(_spec.PARSE_ERR_STOP_IN_HEADER, {"token": token}), position)
             self._close_header(terminal, position)
             return
         self._header.control(terminal, position)
@@ -496,7 +499,7 @@ class HarmonyStreamParser:
         self._pos = position
         token = SPELLINGS[stop]
         terminator = _TERMINATOR_OF[stop]
-        detail = _spec.PARSE_DETAIL_STOP_IN_HEADER.format(token=token)
+        detail = fill(_spec.PARSE_DETAIL_STOP_IN_HEADER, {"token": token})
         cut = header.cut()
         if cut is Cut.MESSAGE:
             self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, detail)
@@ -514,11 +517,10 @@ class HarmonyStreamParser:
         self._region = Region.OUTSIDE
         self._last_stop = terminator
         if cut is Cut.NOTHING:
-            self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, _spec.PARSE_DETAIL_NO_AUTHOR.format(detail=detail))
+            self._recover(_spec.RECOVERY_HEADER_CUT_BY_STOP, fill(_spec.PARSE_DETAIL_NO_AUTHOR, {"detail": detail}))
         elif cut is Cut.HEADERLESS and terminator is not _CALL:
             channel = _spec.CHANNEL_REASONING if terminator is _END else None
-            detail = _spec.PARSE_DETAIL_HEADERLESS_MESSAGE.format(token=token, channel=channel)
-            self._recover(_spec.RECOVERY_HEADERLESS_MESSAGE, detail, "", self._header_pos)
+            self._repair(_spec.RECOVERY_HEADERLESS_MESSAGE, self._header_pos, token=token, channel=channel)
             role = self._role or Role.ASSISTANT
             self._emit_whole(ParsedMessage(role, None, channel, None, None, text, terminator))
         else:
@@ -540,7 +542,7 @@ class HarmonyStreamParser:
         text, at = "".join(self._junk), self._junk_pos
         self._junk = []
         role = self._role or Role.ASSISTANT
-        detail = _spec.PARSE_DETAIL_HEADER_WITHOUT_START.format(token=SPELLINGS[_T_START], role=role.value)
+        detail = fill(_spec.PARSE_DETAIL_HEADER_WITHOUT_START, {"token": SPELLINGS[_T_START], "role": role.value})
         self._recover(_spec.RECOVERY_MISSING_START, detail, "", at)
         self._header_pos = at
         self._header.open(role)
@@ -562,11 +564,11 @@ class HarmonyStreamParser:
         if header.is_role:
             if not self._stop_at_turn_end or ROLES[header.author or ""] is own:
                 return False
-            detail = _spec.PARSE_DETAIL_OTHER_AUTHOR.format(author=header.author, role=own.value)
+            detail = fill(_spec.PARSE_DETAIL_OTHER_AUTHOR, {"author": header.author, "role": own.value})
             rule = _spec.RECOVERY_OTHER_AUTHOR
         else:
             recipient = last.recipient if after_call and last is not None else None
-            detail = _spec.PARSE_DETAIL_INVENTED_TOOL_RESULT.format(author=header.author, recipient=recipient)
+            detail = fill(_spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, {"author": header.author, "recipient": recipient})
             rule = _spec.RECOVERY_INVENTED_TOOL_RESULT
             if not self._stop_at_turn_end:
                 if after_call:
@@ -670,7 +672,7 @@ class HarmonyStreamParser:
         self._pos = at
         lead = text[: len(text) - len(body)]
         if lead:  # white space before the first header word
-            self._recover(_spec.RECOVERY_TEXT_BEFORE_START, _spec.PARSE_DETAIL_TEXT_BEFORE_START, lead, at)
+            self._repair(_spec.RECOVERY_TEXT_BEFORE_START, at, text=lead)
         self._stripped_at = at + (len(lead) if self._unit == _spec.PARSE_UNIT_TEXT else 0)
         self._stripped_pieces(self._splitter.feed(body))
         return True
@@ -684,8 +686,7 @@ class HarmonyStreamParser:
             if self._current is not None:
                 self._end_stripped_message(_END)
             at = self._stripped_at + (piece.offset if self._unit == _spec.PARSE_UNIT_TEXT else 0)
-            detail = _spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS.format(header=piece.text)
-            self._recover(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, detail, "", at)
+            self._repair(_spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, at, header=piece.text)
             header = Header(None, True, piece.recipient, piece.channel, piece.content_type)
             apply_declared_tools(header, self._tools, self._report, at)
             role = piece.role or self._role or Role.ASSISTANT
@@ -728,13 +729,13 @@ class HarmonyStreamParser:
         body = text.lstrip()
         if self._last_stop is _END and body:
             lead = text[: len(text) - len(body)]
-            self._recover(_spec.RECOVERY_TEXT_AFTER_END, _spec.PARSE_DETAIL_TEXT_AFTER_END, lead, at)
+            self._repair(_spec.RECOVERY_TEXT_AFTER_END, at, text=lead)
             role = self._role or Role.ASSISTANT
             self._emit_whole(ParsedMessage(role, None, None, None, None, body, _EOS))
         elif self._last_stop is _CALL:
-            self._recover(_spec.RECOVERY_TEXT_AFTER_CALL, _spec.PARSE_DETAIL_TEXT_AFTER_CALL, text, at)
+            self._repair(_spec.RECOVERY_TEXT_AFTER_CALL, at, text=text)
         else:
-            self._recover(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, _spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, at)
+            self._repair(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, at, text=text)
 
     def _emit_whole(self, message: ParsedMessage) -> None:
         """Start, content and end events of a message found whole (by a fallback)."""
@@ -750,6 +751,10 @@ class HarmonyStreamParser:
 
     def _recover(self, rule: str, detail: str, text: str = "", position: int | None = None) -> None:
         self._out.append(Recovered(rule, detail, self._pos if position is None else position, text))
+
+    def _repair(self, rule: str, position: int | None = None, text: str | None = None, **values: object) -> None:
+        """A repair, reported with the detail and the text set aside that the spec's table gives `rule`."""
+        self._recover(rule, *described(rule, values, text), self._pos if position is None else position)
 
     def _report(self, rule: str, detail: str, text: str, position: int) -> None:
         self._out.append(Recovered(rule, detail, position, text))

@@ -38,6 +38,7 @@ import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from
 import type { HarmonyEncoding } from "../encoding.js";
 import { type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
 import { pyFormat } from "../pyformat.js";
+import { fill } from "../stream/fill.js";
 import { strip } from "../pytext.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
@@ -585,7 +586,7 @@ export class ResponseBuilder<D> {
     const index = item.outputIndex;
     if (kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
     else if (kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
-      this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, pyFormat(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
+      this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
     }
     if (kind.part !== null && kind.done !== null) {
       this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, text }));
@@ -613,7 +614,7 @@ export class ResponseBuilder<D> {
     if (!strip(text)) {
       if (item.streams) this.sink.delta(item, this.nextSequenceNumber(), EMPTY_ARGUMENTS);
       text += EMPTY_ARGUMENTS;
-      this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, pyFormat(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
+      this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, fill(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
     }
     const schema = this.schemas.get(qualified(name, item.namespace));
     if (schema !== undefined) {
@@ -621,7 +622,7 @@ export class ResponseBuilder<D> {
       if (found.valid !== true) {
         item.validation = found.toDict();
         const error = found.errors[0]?.message ?? "";
-        this.repair(spec.RECOVERY_ARGUMENTS_INVALID, pyFormat(spec.PARSE_DETAIL_ARGUMENTS_INVALID, { name, item: item.id, error }));
+        this.repair(spec.RECOVERY_ARGUMENTS_INVALID, fill(spec.PARSE_DETAIL_ARGUMENTS_INVALID, { name, item: item.id, error }));
       }
     }
     return text;

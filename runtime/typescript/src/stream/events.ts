@@ -3,13 +3,27 @@
 import { HarmonyError } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import { Author, Message, TextContent } from "../models.js";
-import { pyFormat } from "../pyformat.js";
+import { fill, type FillValue } from "./fill.js";
 import { grammar, type Role, spec, type Terminator } from "../tables.js";
 
 export type Mode = "strict" | "lenient";
 
 /** Every repair lenient mode makes, by the `rule` its `Recovered` event carries. */
 export const RECOVERY_RULES: Readonly<Record<string, string>> = { ...spec.RECOVERY_RULES };
+
+/** A repair's values, filled into its detail text. */
+export type RepairValues = Readonly<Record<string, FillValue>>;
+
+/**
+ * A repair's detail and the text it sets aside, as the spec's `REPAIRS` table says for `rule`: its detail text
+ * filled with `values`, and `text`, or else the value the rule sets aside (none: "").
+ */
+export function described(rule: string, values: RepairValues = {}, text?: string): [string, string] {
+  const row = spec.REPAIRS[rule];
+  if (row === undefined) throw new Error(`no repair ${rule} in the spec's table`);
+  const aside = row.sets_aside === null ? "" : String(values[row.sets_aside] ?? "");
+  return [fill(row.detail, values), text ?? aside];
+}
 
 /**
  * The input leaves the Harmony grammar (strict mode): what came, what was expected, and where.
@@ -21,7 +35,7 @@ export class HarmonyParseError extends HarmonyError {
     readonly position: number,
     readonly unit: string,
   ) {
-    super(pyFormat(spec.PARSE_ERR_AT, { message, unit, position }));
+    super(fill(spec.PARSE_ERR_AT, { message, unit, position }));
   }
 }
 

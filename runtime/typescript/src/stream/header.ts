@@ -30,10 +30,11 @@
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { pyFormat } from "../pyformat.js";
+import { fill } from "./fill.js";
 import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
-import { CONTROL_TERMINALS, SPELLINGS, spellingOf } from "./lexer.js";
+import { described, type RepairValues } from "./events.js";
+import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
 
 export type Report = (rule: string, detail: string, text: string, position: number) => void;
 export type Fail = (message: string, position: number) => never;
@@ -73,26 +74,8 @@ const GLUED_ROLE_RE = new RegExp(
 );
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${PY_WHITESPACE}]))[{\\["]`, "u");
-const LT = spec.SPELLING_OPEN.slice(0, 1);
-const BAR = spec.SPELLING_OPEN.slice(1);
-const GT = spec.SPELLING_CLOSE.slice(spec.SPELLING_OPEN.length - 1);
-
-/** A control token's spellings with a bar left out (`<message|>`, `<|message>`, and with `bare` also
- * `<message>`) → its terminal. */
-function nearMisses(terminals: Iterable<string>, bare: boolean): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const terminal of terminals) {
-    const spelling = spellingOf(terminal);
-    const name = spelling.slice(spec.SPELLING_OPEN.length, spelling.length - spec.SPELLING_CLOSE.length);
-    out.set(LT + name + BAR + GT, terminal);
-    out.set(LT + BAR + name + GT, terminal);
-    if (bare) out.set(LT + name + GT, terminal);
-  }
-  return out;
-}
-
-/** Near-miss spellings read as their control token inside a header. */
-export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = nearMisses(SPELLINGS.keys(), true);
+/** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
+export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
 const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
 const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
 
@@ -452,7 +435,7 @@ export class HeaderReader {
       this.lalr.feedToken(terminal);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
       this.repairControl(terminal, position);
       return;
     }
@@ -467,7 +450,7 @@ export class HeaderReader {
       lalr.feedToken(T_MESSAGE);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
       const expected = lalr.expected();
       if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
@@ -475,16 +458,16 @@ export class HeaderReader {
       }
       if (expected.size === 1 && expected.has(T_WORD)) {
         if (this.terms[this.terms.length - 1] === T_CHANNEL) {
-          this.report(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
+          this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
         } else {
-          const detail = pyFormat(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
+          const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
           this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         }
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
       } else {
         // cannot happen with this grammar; keeps the promise never to throw
-        const detail = pyFormat(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
+        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
         this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
         this.abandon();
         return null;
@@ -528,7 +511,7 @@ export class HeaderReader {
       this.lalr.feedToken(terminal, [terminal, word] as Word);
     } catch (e) {
       if (!(e instanceof GrammarError)) throw e;
-      this.fail(pyFormat(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
+      this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
     }
     this.words.push(word);
     this.terms.push(terminal);
@@ -555,7 +538,7 @@ export class HeaderReader {
     if (word.startsWith(TO)) {
       if (this.terms[this.terms.length - 1] === T_CHANNEL) {
         // `<|channel|> to=…`: no channel word
-        this.later(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
+        this.fix(spec.RECOVERY_EMPTY_CHANNEL, position);
         this.feed(T_WORD, "");
       }
       this.setRecipient(word, position);
@@ -565,8 +548,7 @@ export class HeaderReader {
       this.replacingChannel = false;
       if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && this.lalr.accepts(T_WORD)) {
         const channel = this.channel ?? this.fedChannel ?? "";
-        const detail = pyFormat(spec.PARSE_DETAIL_CONTENT_TYPE_AFTER_CHANNEL, { word, token: spellingOf(T_CHANNEL), channel });
-        this.later(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, detail, "", position);
+        this.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, position, { word, token: spellingOf(T_CHANNEL), channel });
         this.feed(T_WORD, word);
         return false;
       }
@@ -576,15 +558,14 @@ export class HeaderReader {
     if (this.lateChannel) {
       this.lateChannel = false;
       const [channel] = channelOf(word);
-      const detail = pyFormat(spec.PARSE_DETAIL_CHANNEL_AFTER_CONTENT_TYPE, { token: spellingOf(T_CHANNEL), word });
-      this.later(spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, detail, "", position);
+      this.fix(spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, position, { token: spellingOf(T_CHANNEL), word });
       this.channel = channel;
       return false;
     }
     const last = this.terms.length > 0 ? this.terms[this.terms.length - 1] : null;
     if (last === T_CHANNEL) {
       const [channel, trimmed] = channelOf(word);
-      if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+      if (trimmed) this.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, position, { word, channel });
       this.feed(T_WORD, channel);
       this.fedChannel = channel;
       return false;
@@ -592,25 +573,21 @@ export class HeaderReader {
     if (last === T_CONSTRAIN) {
       if (!CONTENT_TYPES.has(word.toLowerCase()) && CHANNELS.has(channelOf(word)[0])) {
         // `<|constrain|>analysis code`
-        this.later(spec.RECOVERY_SPLICED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_SPLICED_CONTENT_TYPE, { word }), word, position);
+        this.fix(spec.RECOVERY_SPLICED_CONTENT_TYPE, position, { word });
         return false;
       }
       return !this.feed(T_WORD, word);
     }
     if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1 && this.terms[0] === T_ROLE) {
-      this.later(spec.RECOVERY_DOUBLED_ROLE, pyFormat(spec.PARSE_DETAIL_DOUBLED_ROLE, { word }), word, position);
+      this.fix(spec.RECOVERY_DOUBLED_ROLE, position, { word });
       return false;
     }
     if (before !== T_CHANNEL && !this.terms.includes(T_CHANNEL) && this.channel === null) {
       const [channel] = channelOf(word);
       if (CHANNELS.has(channel) && this.lalr.accepts(T_CHANNEL)) {
         // the channel marker was lost
-        this.lalr.feedToken(T_CHANNEL);
-        this.terms.push(T_CHANNEL);
-        const detail = pyFormat(spec.PARSE_DETAIL_MISSING_CHANNEL_MARKER, { word, token: spellingOf(T_CHANNEL) });
-        this.later(spec.RECOVERY_MISSING_CHANNEL_MARKER, detail, "", position);
-        this.feed(T_WORD, channel);
-        this.fedChannel = channel;
+        this.fix(spec.RECOVERY_MISSING_CHANNEL_MARKER, position, { word, token: spellingOf(T_CHANNEL) });
+        this.feedChannel(channel);
         return false;
       }
     }
@@ -624,7 +601,7 @@ export class HeaderReader {
     if (glued !== null) {
       const [role, channel, recipient] = glued;
       this.feed(T_ROLE, role);
-      if (word !== role) this.later(spec.RECOVERY_GLUED_ROLE, pyFormat(spec.PARSE_DETAIL_GLUED_ROLE, { word, role }), "", position);
+      if (word !== role) this.fix(spec.RECOVERY_GLUED_ROLE, position, { word, role });
       if (channel !== null && this.lalr.accepts(T_CHANNEL)) this.feedChannel(channel);
       if (recipient !== null) this.setRecipient(recipient, position);
       return false;
@@ -640,7 +617,7 @@ export class HeaderReader {
       return false;
     }
     const role = this.role ?? Roles.Assistant;
-    this.later(spec.RECOVERY_UNKNOWN_AUTHOR, pyFormat(spec.PARSE_DETAIL_UNKNOWN_AUTHOR, { word, role }), word, position);
+    this.fix(spec.RECOVERY_UNKNOWN_AUTHOR, position, { word, role });
     this.feed(T_ROLE, role);
     return false;
   }
@@ -652,10 +629,9 @@ export class HeaderReader {
       return;
     }
     if (earlier !== null) {
-      const detail = pyFormat(spec.PARSE_DETAIL_DOUBLED_RECIPIENT, { word: TO + earlier });
-      this.later(spec.RECOVERY_DOUBLED_RECIPIENT, detail, TO + earlier, position);
+      this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
     } else {
-      this.later(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_OUT_OF_PLACE, { word }), "", position);
+      this.fix(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, { word });
     }
     this.recipient = word.slice(TO.length);
   }
@@ -663,8 +639,8 @@ export class HeaderReader {
   private replaceChannel(word: string, position: number): void {
     const [channel, trimmed] = channelOf(word);
     const earlier = this.channel !== null ? this.channel : this.fedChannel;
-    this.later(spec.RECOVERY_DOUBLED_CHANNEL, pyFormat(spec.PARSE_DETAIL_DOUBLED_CHANNEL, { word: earlier || "", channel }), earlier || "", position);
-    if (trimmed) this.later(spec.RECOVERY_CHANNEL_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_CHANNEL_PUNCTUATION, { word, channel }), word, position);
+    this.fix(spec.RECOVERY_DOUBLED_CHANNEL, position, { word: earlier || "", channel });
+    if (trimmed) this.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, position, { word, channel });
     this.channel = channel;
   }
 
@@ -685,7 +661,7 @@ export class HeaderReader {
             const tool = this.spacedTools.get(candidate);
             if (tool !== undefined) {
               // the position is where the name starts in the header's text, in characters (as Python reports it)
-              this.later(spec.RECOVERY_NAME_WITH_SPACE, pyFormat(spec.PARSE_DETAIL_NAME_WITH_SPACE, { name: tool }), "", cpLength(joined.slice(0, start)));
+              this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, start)), { name: tool });
               end = (spans[j] as [number, number])[1];
               i = j;
               break;
@@ -706,9 +682,19 @@ export class HeaderReader {
     this.pending.push([rule, detail, text, position]);
   }
 
+  /** `later`, with the detail and the text set aside that the spec's table gives `rule` (`described`). */
+  private fix(rule: string, position: number, values: RepairValues = {}, text?: string): void {
+    this.pending.push([rule, ...described(rule, values, text), position]);
+  }
+
+  /** A repair reported at once, as the spec's table describes it. */
+  private fixNow(rule: string, position: number, values: RepairValues = {}, text?: string): void {
+    this.report(rule, ...described(rule, values, text), position);
+  }
+
   private setTextAside(text: string, position: number): void {
     this.setAside = true;
-    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_WORD, { word: text }), text, position);
+    this.fix(spec.RECOVERY_STRAY_HEADER_WORD, position, { word: text });
   }
 
   /** Lenient: apply what the grammar could not hold, then report the header's repairs. */
@@ -716,19 +702,19 @@ export class HeaderReader {
     if (this.recipient !== null) header.recipient = this.recipient;
     if (this.channel !== null) header.channel = this.channel;
     if (header.recipient === Roles.Assistant && header.isRole && header.author === Roles.Assistant) {
-      this.later(spec.RECOVERY_RECIPIENT_TO_SELF, pyFormat(spec.PARSE_DETAIL_RECIPIENT_TO_SELF, { recipient: header.recipient }), "", position);
+      this.fix(spec.RECOVERY_RECIPIENT_TO_SELF, position, { recipient: header.recipient });
       header.recipient = null;
       if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, not its answer: never shown
     }
     const channel = header.channel;
     if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && header.isRole && header.author === Roles.Assistant) {
-      this.later(spec.RECOVERY_UNKNOWN_CHANNEL, pyFormat(spec.PARSE_DETAIL_UNKNOWN_CHANNEL, { word: channel }), "", position); // the bridge makes it reasoning
+      this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: channel }); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
       const name = contentType.slice(CONSTRAIN.length);
       if (name.startsWith(FUNCTIONS_PREFIX) || this.tools.has(name)) {
-        this.later(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_RECIPIENT_AS_CONTENT_TYPE, { word: contentType }), "", position);
+        this.fix(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, position, { word: contentType });
         header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
         header.contentType = null;
       }
@@ -739,7 +725,7 @@ export class HeaderReader {
 
   private addMissingRole(position: number): void {
     const role = this.role ?? Roles.Assistant;
-    this.report(spec.RECOVERY_MISSING_ROLE, pyFormat(spec.PARSE_DETAIL_MISSING_ROLE, { role }), "", position);
+    this.fixNow(spec.RECOVERY_MISSING_ROLE, position, { role });
     this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
     this.words.push(role);
     this.terms.push(T_ROLE);
@@ -748,21 +734,13 @@ export class HeaderReader {
   private repairControl(terminal: string, position: number): void {
     const expected = this.lalr.expected();
     if (terminal === T_START) {
-      this.report(spec.RECOVERY_REPEATED_START, spec.PARSE_DETAIL_REPEATED_START, this.said.join(" "), position);
+      this.fixNow(spec.RECOVERY_REPEATED_START, position, {}, this.said.join(" "));
       this.lalr.restore(this.snapshot);
-      this.lalr.feedToken(terminal);
-      this.words = [];
-      this.terms = [];
-      this.virtualStart = false;
-      this.pending = [];
-      this.raw = [spellingOf(T_START)];
-      this.said = [];
-      this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
-      this.replacingChannel = this.lateChannel = this.setAside = false;
+      this.open(); // the header begins again at this <|start|>
       return;
     }
     if (expected.size === 1 && expected.has(T_WORD) && this.terms[this.terms.length - 1] === T_CHANNEL) {
-      this.report(spec.RECOVERY_EMPTY_CHANNEL, spec.PARSE_DETAIL_EMPTY_CHANNEL, "", position);
+      this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
       this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
       this.terms.push(T_WORD);
       this.raw.pop();
@@ -784,7 +762,7 @@ export class HeaderReader {
       this.lateChannel = true;
       return;
     }
-    this.later(spec.RECOVERY_STRAY_HEADER_WORD, pyFormat(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
+    this.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
   }
 }
 
@@ -793,9 +771,10 @@ export class HeaderReader {
 export function applyDeclaredTools(header: Header, tools: Iterable<string>, report: Report, position: number): void {
   const declared = tools instanceof Set ? (tools as ReadonlySet<string>) : new Set(tools);
   const recipient = header.recipient;
+  const fix = (rule: string, at: number, values: RepairValues, text?: string): void => report(rule, ...described(rule, values, text), at);
   if (declared.size === 0 || !recipient) return;
   if (declared.has(recipient)) {
-    report(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, pyFormat(spec.PARSE_DETAIL_MISSING_FUNCTIONS_PREFIX, { recipient }), "", position);
+    fix(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, position, { recipient });
     header.recipient = FUNCTIONS_PREFIX + recipient;
     return;
   }
@@ -805,7 +784,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
   if (declared.has(core)) {
     // `to=functions.get_weather,`
     const at = name.indexOf(core);
-    report(spec.RECOVERY_RECIPIENT_PUNCTUATION, pyFormat(spec.PARSE_DETAIL_RECIPIENT_PUNCTUATION, { recipient, name: core }), name.slice(0, at) + name.slice(at + core.length), position);
+    fix(spec.RECOVERY_RECIPIENT_PUNCTUATION, position, { recipient, name: core }, name.slice(0, at) + name.slice(at + core.length));
     header.recipient = FUNCTIONS_PREFIX + core;
     return;
   }
@@ -815,7 +794,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
     const rest = parts.slice(i).join(SEPARATOR);
     const head = parts[0] as string;
     if (declared.has(rest) && !BUILTIN_NAMESPACES.has(head) && !BUILTIN_ITEM_NAMESPACES.has(head)) {
-      report(spec.RECOVERY_WRONG_NAMESPACE, pyFormat(spec.PARSE_DETAIL_WRONG_NAMESPACE, { recipient, name: rest }), parts.slice(0, i).join(SEPARATOR), position);
+      fix(spec.RECOVERY_WRONG_NAMESPACE, position, { recipient, name: rest }, parts.slice(0, i).join(SEPARATOR));
       header.recipient = FUNCTIONS_PREFIX + rest;
       return;
     }
@@ -825,7 +804,7 @@ export function applyDeclaredTools(header: Header, tools: Iterable<string>, repo
     const rest = name.slice(tool.length);
     const contentType = CONTENT_TYPES.get(rest.toLowerCase());
     if (name.startsWith(tool) && contentType !== undefined) {
-      report(spec.RECOVERY_GLUED_CONTENT_TYPE, pyFormat(spec.PARSE_DETAIL_GLUED_CONTENT_TYPE, { recipient }), rest, position);
+      fix(spec.RECOVERY_GLUED_CONTENT_TYPE, position, { recipient }, rest);
       header.recipient = FUNCTIONS_PREFIX + tool;
       if (header.contentType === null) header.contentType = contentType;
       return;

@@ -27,10 +27,10 @@
 import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
-import { pyFormat, pyRepr } from "../pyformat.js";
+import { fill } from "./fill.js";
 import { cpCount, cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
-import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered } from "./events.js";
+import { ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered, type RepairValues } from "./events.js";
 import {
   applyDeclaredTools,
   channelOf,
@@ -153,7 +153,7 @@ export class HarmonyStreamParser {
     tools: Iterable<string> | null = null,
     options: StreamParserOptions = {},
   ) {
-    if (mode !== "strict" && mode !== "lenient") throw new RangeError(`mode must be 'strict' or 'lenient', not ${pyRepr(String(mode))}`);
+    if (mode !== "strict" && mode !== "lenient") throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
     this.lenient = mode === "lenient";
     this.role = role !== null ? parseRole(role) : null;
     this.tools = new Set(tools ?? []);
@@ -332,7 +332,7 @@ export class HarmonyStreamParser {
       this.junk.push(text);
       if (region === Region.Outside) {
         if (!this.lenient) {
-          this.fail(pyFormat(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
+          this.fail(fill(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
         }
         if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
       }
@@ -341,7 +341,7 @@ export class HarmonyStreamParser {
 
   /** A byte order mark starts the input (lenient): it is set aside, the rest of the text is read. */
   private byteOrderMark(text: string, position: number): void {
-    this.report(spec.RECOVERY_BYTE_ORDER_MARK, spec.PARSE_DETAIL_BYTE_ORDER_MARK, BOM, position);
+    this.repair(spec.RECOVERY_BYTE_ORDER_MARK, {}, BOM, position);
     const rest = text.slice(BOM.length);
     if (rest) this.onText(rest, position + (this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0));
   }
@@ -357,7 +357,7 @@ export class HarmonyStreamParser {
       if (this.lalr.expected().has(terminal)) {
         // a terminator
         if (this.unit === spec.PARSE_UNIT_TEXT && this.lenient && this.insideJsonString()) {
-          this.recover(spec.RECOVERY_JSON_STRING_CONTROL, pyFormat(spec.PARSE_DETAIL_JSON_STRING_CONTROL, { token: spellingOf(terminal) }));
+          this.repair(spec.RECOVERY_JSON_STRING_CONTROL, { token: spellingOf(terminal) });
           this.onText(spellingOf(terminal), position);
           return;
         }
@@ -394,7 +394,7 @@ export class HarmonyStreamParser {
       return;
     }
     if (!this.lenient) {
-      this.fail(pyFormat(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(terminal), start: spellingOf(T_START) }), position);
+      this.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(terminal), start: spellingOf(T_START) }), position);
     }
     if ((terminal === T_MESSAGE || terminal === T_CONSTRAIN) && this.junkIsHeader()) {
       this.headerWithoutStart(terminal, position);
@@ -405,22 +405,22 @@ export class HarmonyStreamParser {
     const stop = TERMINATOR_OF.get(terminal);
     if (stop !== undefined) {
       this.lastStop = stop;
-      this.recover(spec.RECOVERY_EXTRA_STOP, pyFormat(spec.PARSE_DETAIL_STOP_OUTSIDE, { token }));
+      this.repair(spec.RECOVERY_EXTRA_STOP, { token });
     } else if (terminal === T_CHANNEL) {
       const role = this.role ?? Roles.Assistant;
-      this.recover(spec.RECOVERY_MISSING_START, pyFormat(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token, role }));
+      this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token, role }));
       this.headerPos = position;
       this.header.open(role);
       this.regionValue = Region.Header;
       this.headerControl(terminal, position);
     } else {
-      this.recover(spec.RECOVERY_STRAY_CONTROL, pyFormat(spec.PARSE_DETAIL_CONTROL_OUTSIDE, { token }));
+      this.repair(spec.RECOVERY_STRAY_CONTROL, { token });
     }
   }
 
   onInvalidToken(token: number, position: number): void {
-    if (!this.lenient) throw new HarmonyParseError(pyFormat(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
-    this.out.push(new Recovered(spec.RECOVERY_INVALID_TOKEN, pyFormat(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), position));
+    if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
+    this.out.push(new Recovered(spec.RECOVERY_INVALID_TOKEN, fill(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), position));
   }
 
   // -- headers -----------------------------------------------------------------------------------------------
@@ -440,8 +440,7 @@ export class HarmonyStreamParser {
       const after = rest.slice(spelling.length);
       const afterAt = at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
-      const detail = pyFormat(spec.PARSE_DETAIL_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) });
-      this.recover(spec.RECOVERY_CONTROL_SPELLING, detail, spelling, at);
+      this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
       if (!after) break;
       if (this.regionValue !== Region.Header) {
@@ -462,8 +461,7 @@ export class HarmonyStreamParser {
     if (at === null) return false;
     const [body, bodyAt] = header.splitPending(at, this.unit === spec.PARSE_UNIT_TEXT);
     const word = body.match(new RegExp(`[^${PY_WHITESPACE}]+`, "u"))?.[0] ?? "";
-    const detail = pyFormat(spec.PARSE_DETAIL_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word });
-    this.recover(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, detail, "", bodyAt);
+    this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);
     if (stop !== null) this.onControl(stop, position);
@@ -481,7 +479,7 @@ export class HarmonyStreamParser {
       return;
     }
     if (TERMINATOR_OF.has(terminal)) {
-      if (!this.lenient) this.fail(pyFormat(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(terminal) }), position);
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(terminal) }), position);
       this.closeHeader(terminal, position);
       return;
     }
@@ -508,7 +506,7 @@ export class HarmonyStreamParser {
     this.pos = position;
     const token = spellingOf(stop);
     const terminator = TERMINATOR_OF.get(stop) as Terminator;
-    const detail = pyFormat(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
+    const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
     const cut = header.cut();
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
@@ -528,10 +526,10 @@ export class HarmonyStreamParser {
     this.regionValue = Region.Outside;
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
-      this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, pyFormat(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
+      this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, fill(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
     } else if (cut === Cut.Headerless && terminator !== CALL) {
       const channel = terminator === END ? spec.CHANNEL_REASONING : null;
-      this.recover(spec.RECOVERY_HEADERLESS_MESSAGE, pyFormat(spec.PARSE_DETAIL_HEADERLESS_MESSAGE, { token, channel }), "", this.headerPos);
+      this.repair(spec.RECOVERY_HEADERLESS_MESSAGE, { token, channel }, undefined, this.headerPos);
       this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, channel, null, null, text, terminator));
     } else {
       this.recover(spec.RECOVERY_JUNK_HEADER, detail, text, this.headerPos);
@@ -554,7 +552,7 @@ export class HarmonyStreamParser {
     const at = this.junkPos;
     this.junk = [];
     const role = this.role ?? Roles.Assistant;
-    this.recover(spec.RECOVERY_MISSING_START, pyFormat(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
+    this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
     this.headerPos = at;
     this.header.open(role);
     this.regionValue = Region.Header;
@@ -576,12 +574,12 @@ export class HarmonyStreamParser {
     let rule: string;
     if (header.isRole) {
       if (!this.stopAtTurnEnd || ROLES.get(header.author ?? "") === own) return false;
-      detail = pyFormat(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
+      detail = fill(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
       rule = spec.RECOVERY_OTHER_AUTHOR;
     } else {
       if (!this.stopAtTurnEnd && !afterCall) return false;
       const recipient = afterCall && last !== null ? last.recipient : null;
-      detail = pyFormat(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
+      detail = fill(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
       rule = spec.RECOVERY_INVENTED_TOOL_RESULT;
       if (!this.stopAtTurnEnd) {
         this.recover(rule, detail);
@@ -677,7 +675,7 @@ export class HarmonyStreamParser {
     this.splitter = new StrippedSplitter();
     this.pos = at;
     const lead = text.slice(0, text.length - body.length);
-    if (lead) this.recover(spec.RECOVERY_TEXT_BEFORE_START, spec.PARSE_DETAIL_TEXT_BEFORE_START, lead, at); // white space before the first header word
+    if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
     this.strippedAt = at + (this.unit === spec.PARSE_UNIT_TEXT ? cpLength(lead) : 0);
     this.strippedPieces(this.splitter.feed(body));
     return true;
@@ -692,7 +690,7 @@ export class HarmonyStreamParser {
       }
       if (this.current !== null) this.endStrippedMessage(END);
       const at = this.strippedAt + (this.unit === spec.PARSE_UNIT_TEXT ? piece.offset : 0);
-      this.recover(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, pyFormat(spec.PARSE_DETAIL_STRIPPED_SPECIAL_TOKENS, { header: piece.text }), "", at);
+      this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
       const header = new Header(null, true, piece.recipient, piece.channel, piece.contentType);
       applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), at);
       const role = piece.role ?? this.role ?? Roles.Assistant;
@@ -721,7 +719,7 @@ export class HarmonyStreamParser {
   /** No control token and no channel words: the whole text is the body of the expected message. */
   private unstructuredText(): void {
     const text = this.header.takePendingText();
-    this.recover(spec.RECOVERY_UNSTRUCTURED_TEXT, spec.PARSE_DETAIL_UNSTRUCTURED_TEXT, "", 0);
+    this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
     this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, text, EOS));
     this.regionValue = Region.Outside;
@@ -736,12 +734,12 @@ export class HarmonyStreamParser {
     const body = lstrip(text);
     if (this.lastStop === END && body) {
       const lead = text.slice(0, text.length - body.length);
-      this.recover(spec.RECOVERY_TEXT_AFTER_END, spec.PARSE_DETAIL_TEXT_AFTER_END, lead, at);
+      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, lead, at);
       this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, body, EOS));
     } else if (this.lastStop === CALL) {
-      this.recover(spec.RECOVERY_TEXT_AFTER_CALL, spec.PARSE_DETAIL_TEXT_AFTER_CALL, text, at);
+      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
     } else {
-      this.recover(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, at);
+      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
     }
   }
 
@@ -755,6 +753,11 @@ export class HarmonyStreamParser {
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
+
+  /** A repair, reported with the detail and the text set aside that the spec's table gives `rule`. */
+  private repair(rule: string, values: RepairValues = {}, text?: string, position: number | null = null): void {
+    this.recover(rule, ...described(rule, values, text), position);
+  }
 
   private recover(rule: string, detail: string, text = "", position: number | null = null): void {
     this.out.push(new Recovered(rule, detail, position === null ? this.pos : position, text));
@@ -775,9 +778,9 @@ export class HarmonyStreamParser {
     if (this.regionValue === Region.Stopped) {
       this.recover(this.stopRule, this.stopDetail, text, this.junkPos);
     } else if (this.last === null && this.lastStop === null) {
-      this.recover(spec.RECOVERY_TEXT_BEFORE_START, spec.PARSE_DETAIL_TEXT_BEFORE_START, text, this.junkPos);
+      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, this.junkPos);
     } else {
-      this.recover(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES, text, this.junkPos);
+      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, this.junkPos);
     }
   }
 }
