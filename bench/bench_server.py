@@ -99,7 +99,7 @@ class Target:
 
     name: str
     port: int
-    cpu: Callable[[], float]
+    cpu: Callable[[], tuple[float, float]]  # user, system seconds
     path: str
     body: bytes
     delta: bytes
@@ -163,6 +163,7 @@ class Row(TypedDict):
     ok: int
     tokens_per_s: float
     cpu_us_per_token: float
+    system_share: float  # of that CPU, the part spent in the kernel (socket calls, wake-ups)
     ttfe_p50_ms: float
     ttfe_p99_ms: float
     added_p50_ms: float
@@ -190,16 +191,18 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User+system CPU of `pid` and its live descendants (the supervisor and its workers), from /proc."""
-    total = 0
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU of `pid` and its live descendants (the supervisor and its workers), from /proc."""
+    user = system = 0
     for p in _descendants(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        user += int(fields[11])
+        system += int(fields[12])
+    tick = os.sysconf("SC_CLK_TCK")
+    return user / tick, system / tick
 
 
 async def run_level(target: Target, streams: int) -> list[Stream]:
@@ -309,12 +312,13 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
     asyncio.run(run_level(target, 4))  # warm-up
     rows: list[Row] = []
     print(f"{'server':>12} {'streams':>7} {'ok':>5} {'tokens/s':>9} {'CPU us/token':>12} {'TTFE p50':>9} "
-          f"{'TTFE p99':>9} {'added p50':>10} {'added p99':>10} {'load':>5}", flush=True)  # fmt: skip
+          f"{'TTFE p99':>9} {'added p50':>10} {'added p99':>10} {'load':>5} {'sys':>4}", flush=True)  # fmt: skip
     for level in levels:
         load = os.getloadavg()[0]
         cpu0, t0 = target.cpu(), time.perf_counter()
         results = asyncio.run(run_level(target, level))
-        wall, cpu = time.perf_counter() - t0, target.cpu() - cpu0
+        wall, cpu1 = time.perf_counter() - t0, target.cpu()
+        cpu, system = sum(cpu1) - sum(cpu0), cpu1[1] - cpu0[1]
         n = len(target.index)
         ok = [r for r in results if r.ok and len(r.arrivals) == n]
         streamed = (target.index[-1] + 1) * len(ok) if n else 0
@@ -332,6 +336,7 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
             "ok": len(ok),
             "tokens_per_s": streamed / wall,
             "cpu_us_per_token": cpu / max(streamed, 1) * 1e6,
+            "system_share": system / cpu if cpu else 0.0,
             "ttfe_p50_ms": percentile(ttfe, 0.5),
             "ttfe_p99_ms": percentile(ttfe, 0.99),
             "added_p50_ms": percentile(added, 0.5),
@@ -342,7 +347,8 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
         rows.append(row)
         print(f"{target.name:>12} {level:>7} {len(ok):>5} {row['tokens_per_s']:>9.0f} {row['cpu_us_per_token']:>12.1f} "
               f"{row['ttfe_p50_ms']:>7.1f}ms {row['ttfe_p99_ms']:>7.1f}ms "
-              f"{row['added_p50_ms']:>8.2f}ms {row['added_p99_ms']:>8.2f}ms {load:>5.2f}", flush=True)  # fmt: skip
+              f"{row['added_p50_ms']:>8.2f}ms {row['added_p99_ms']:>8.2f}ms {load:>5.2f} "
+              f"{row['system_share']:>4.0%}", flush=True)  # fmt: skip
         if row["errors"]:
             print("   errors:", row["errors"])
     return rows
@@ -413,6 +419,7 @@ def main() -> None:
                 server, port = start_server(Path(tmp), args, engine_port)
                 procs.append(server)
                 pid = server.pid
+                print(f"server pid {pid} (for perf or py-spy)", flush=True)
                 target = Target("harmony", port, lambda: tree_cpu_seconds(pid), "/v1/responses", body, DELTA, index)
                 spy = None
                 if args.profile:
