@@ -7,7 +7,8 @@ inference server's continuous batching), the first token at least `--first-token
 `--engine replay` runs the server's in-process replay engine on the same schedule instead: no engine
 HTTP path, the lower bound. `--litellm` also runs the same levels against the LiteLLM proxy (installed
 with pip into a cached virtualenv on first use) bridging `/v1/responses` to the fake engine's Chat
-Completions, paced the same way, in the same run.
+Completions, paced the same way, in the same run. `--floor` runs them against bench/relay_floor.py too: a
+relay doing only one engine read and one client write per token, the socket work no server goes under.
 
 For each concurrency level, that many clients open `stream: true` Responses requests at once (starts
 spread over half a second) and read the SSE stream with a minimal HTTP client (an asyncio protocol per stream, uvloop),
@@ -33,7 +34,7 @@ Bar (issue 20): behind the HTTP vLLM fake at 64 streams of 100 tokens/s, server 
 CPU per token is not.
 
     TIKTOKEN_ENCODINGS_BASE=../shared/vocab .venv/bin/python bench/bench_server.py [--engine vllm]
-        [--levels 1,16,64,256] [--workers 2] [--litellm]
+        [--levels 1,16,64,256] [--workers 2] [--litellm] [--floor]
 """
 
 from __future__ import annotations
@@ -246,6 +247,12 @@ def start_fake_engine(kind: str, args: argparse.Namespace) -> tuple[subprocess.P
     return proc, int(wait_line(proc, r"listening on (\d+)", f"the fake engine {kind}").group(1))
 
 
+def start_relay(engine_port: int, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
+    cmd = [sys.executable, str(HERE / "relay_floor.py"), "--engine-port", str(engine_port), "--words", str(args.words)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, int(wait_line(proc, r"relay listening on (\d+)", "the floor relay").group(1))
+
+
 def start_server(tmp: Path, args: argparse.Namespace, engine_port: int | None) -> tuple[subprocess.Popen[str], int]:
     if args.engine == "replay":
         recordings = tmp / "recordings.jsonl"
@@ -392,6 +399,7 @@ def main() -> None:
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
+    ap.add_argument("--floor", action="store_true", help="the same levels against bench/relay_floor.py (vllm engine)")
     ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
     ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
     ap.add_argument("--no-harmony", action="store_true", help="skip harmony-responses (with --litellm: LiteLLM only)")
@@ -445,6 +453,15 @@ def main() -> None:
                 rows += measure(target, levels, args)
                 if spy is not None:
                     stop(spy)
+            if args.floor:
+                fake, floor_engine = start_fake_engine("vllm", args)
+                procs.append(fake)
+                relay, relay_port = start_relay(floor_engine, args)
+                procs.append(relay)
+                rpid = relay.pid
+                target = Target("floor", relay_port, lambda: tree_cpu_seconds(rpid), "/v1/responses", body, DELTA,
+                                index)  # fmt: skip
+                rows += measure(target, levels, args)
             if args.litellm:
                 chat, chat_port = start_fake_engine("chat", args)
                 procs.append(chat)
