@@ -7,10 +7,11 @@ inference server's continuous batching), the first token at least `--first-token
 `--engine replay` runs the server's in-process replay engine on the same schedule instead: no engine
 HTTP path, the lower bound. `--litellm` also runs the same levels against the LiteLLM proxy (installed
 with pip into a cached virtualenv on first use) bridging `/v1/responses` to the fake engine's Chat
-Completions, paced the same way, in the same run.
+Completions, paced the same way, in the same run. `--floor` runs them against bench/relay_floor.py too: a
+relay doing only one engine read and one client write per token, the socket work no server goes under.
 
 For each concurrency level, that many clients open `stream: true` Responses requests at once (starts
-spread over half a second) and read the SSE stream with a minimal HTTP client (raw sockets, uvloop),
+spread over half a second) and read the SSE stream with a minimal HTTP client (an asyncio protocol per stream, uvloop),
 noting when each delta event arrives. Reported per level:
 
 - streams, aggregate tokens/s (completion tokens of all streams / wall time);
@@ -33,7 +34,7 @@ Bar (issue 20): behind the HTTP vLLM fake at 64 streams of 100 tokens/s, server 
 CPU per token is not.
 
     TIKTOKEN_ENCODINGS_BASE=../shared/vocab .venv/bin/python bench/bench_server.py [--engine vllm]
-        [--levels 1,16,64,256] [--workers 2] [--litellm]
+        [--levels 1,16,64,256] [--workers 2] [--litellm] [--floor]
 """
 
 from __future__ import annotations
@@ -99,17 +100,62 @@ class Target:
 
     name: str
     port: int
-    cpu: Callable[[], float]
+    cpu: Callable[[], tuple[float, float]]  # user, system seconds
     path: str
     body: bytes
     delta: bytes
     index: list[int]  # the completion token behind each delta event
 
 
+class StreamReader(asyncio.Protocol):
+    """One client stream read by a bare protocol: the bytes of each read are searched for the delta marker,
+    nothing is buffered past the head, so 256 clients cost the bench little beside the server it measures."""
+
+    def __init__(self, target: Target, result: Stream, ended: asyncio.Future[None]) -> None:
+        self.result = result
+        self.ended = ended
+        self.marker = target.delta
+        self.keep = max(len(self.marker), len(END)) - 1  # a marker cut by a read boundary is found in the tail
+        self.head = b""
+        self.headers_done = False
+        self.tail = b""
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()
+        result = self.result
+        if result.first is None:
+            result.first = now
+        if not self.headers_done:
+            self.head += data
+            if b"\r\n\r\n" not in self.head:
+                return
+            head_bytes, data = self.head.split(b"\r\n\r\n", 1)
+            if b" 200 " not in head_bytes.split(b"\r\n", 1)[0]:
+                result.error = (head_bytes + data).decode(errors="replace")[:300]
+                return
+            self.headers_done = True
+        window = self.tail + data
+        count = window.count(self.marker)
+        if count:
+            result.arrivals.extend([now] * count)
+        if END in window:
+            result.ok = True
+        self.tail = window[-self.keep :]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and not self.result.error:
+            self.result.error = f"read: {exc}"
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+
 async def one_stream(target: Target, delay: float, result: Stream) -> None:
     await asyncio.sleep(delay)
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
+        transport, _ = await loop.create_connection(lambda: StreamReader(target, result, ended), "127.0.0.1",
+                                                    target.port)  # fmt: skip
     except OSError as exc:
         result.error = f"connect: {exc}"
         return
@@ -119,40 +165,11 @@ async def one_stream(target: Target, delay: float, result: Stream) -> None:
         f"Authorization: Bearer sk-bench-0123456789abcdef0123456789abcdef\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     result.sent = time.perf_counter()
-    writer.write(head + body)
-    buffer = b""
-    headers_done = False
-    tail = b""
-    marker = target.delta
-    keep = max(len(marker), len(END)) - 1  # a marker cut by a read boundary is found in the carried tail
+    transport.write(head + body)
     try:
-        while True:
-            data = await reader.read(65536)
-            now = time.perf_counter()
-            if not data:
-                break
-            if result.first is None:
-                result.first = now
-            if not headers_done:
-                buffer += data
-                if b"\r\n\r\n" not in buffer:
-                    continue
-                head_bytes, data = buffer.split(b"\r\n\r\n", 1)
-                if b" 200 " not in head_bytes.split(b"\r\n", 1)[0]:
-                    result.error = (head_bytes + data).decode(errors="replace")[:300]
-                    return
-                headers_done = True
-            window = tail + data
-            count = window.count(marker)
-            if count:
-                result.arrivals.extend([now] * count)
-            if END in window:
-                result.ok = True
-            tail = window[-keep:]
-    except OSError as exc:
-        result.error = f"read: {exc}"
+        await ended  # HTTP/1.0: the server closes the connection after the response
     finally:
-        writer.close()
+        transport.close()
 
 
 class Row(TypedDict):
@@ -163,6 +180,7 @@ class Row(TypedDict):
     ok: int
     tokens_per_s: float
     cpu_us_per_token: float
+    system_share: float  # of that CPU, the part spent in the kernel (socket calls, wake-ups)
     ttfe_p50_ms: float
     ttfe_p99_ms: float
     added_p50_ms: float
@@ -190,16 +208,18 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User+system CPU of `pid` and its live descendants (the supervisor and its workers), from /proc."""
-    total = 0
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU of `pid` and its live descendants (the supervisor and its workers), from /proc."""
+    user = system = 0
     for p in _descendants(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        user += int(fields[11])
+        system += int(fields[12])
+    tick = os.sysconf("SC_CLK_TCK")
+    return user / tick, system / tick
 
 
 async def run_level(target: Target, streams: int) -> list[Stream]:
@@ -225,6 +245,12 @@ def start_fake_engine(kind: str, args: argparse.Namespace) -> tuple[subprocess.P
            "--first-token-ms", str(args.first_token_ms), "--words", str(args.words)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc, int(wait_line(proc, r"listening on (\d+)", f"the fake engine {kind}").group(1))
+
+
+def start_relay(engine_port: int, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
+    cmd = [sys.executable, str(HERE / "relay_floor.py"), "--engine-port", str(engine_port), "--words", str(args.words)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, int(wait_line(proc, r"relay listening on (\d+)", "the floor relay").group(1))
 
 
 def start_server(tmp: Path, args: argparse.Namespace, engine_port: int | None) -> tuple[subprocess.Popen[str], int]:
@@ -309,12 +335,13 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
     asyncio.run(run_level(target, 4))  # warm-up
     rows: list[Row] = []
     print(f"{'server':>12} {'streams':>7} {'ok':>5} {'tokens/s':>9} {'CPU us/token':>12} {'TTFE p50':>9} "
-          f"{'TTFE p99':>9} {'added p50':>10} {'added p99':>10} {'load':>5}", flush=True)  # fmt: skip
+          f"{'TTFE p99':>9} {'added p50':>10} {'added p99':>10} {'load':>5} {'sys':>4}", flush=True)  # fmt: skip
     for level in levels:
         load = os.getloadavg()[0]
         cpu0, t0 = target.cpu(), time.perf_counter()
         results = asyncio.run(run_level(target, level))
-        wall, cpu = time.perf_counter() - t0, target.cpu() - cpu0
+        wall, cpu1 = time.perf_counter() - t0, target.cpu()
+        cpu, system = sum(cpu1) - sum(cpu0), cpu1[1] - cpu0[1]
         n = len(target.index)
         ok = [r for r in results if r.ok and len(r.arrivals) == n]
         streamed = (target.index[-1] + 1) * len(ok) if n else 0
@@ -332,6 +359,7 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
             "ok": len(ok),
             "tokens_per_s": streamed / wall,
             "cpu_us_per_token": cpu / max(streamed, 1) * 1e6,
+            "system_share": system / cpu if cpu else 0.0,
             "ttfe_p50_ms": percentile(ttfe, 0.5),
             "ttfe_p99_ms": percentile(ttfe, 0.99),
             "added_p50_ms": percentile(added, 0.5),
@@ -342,7 +370,8 @@ def measure(target: Target, levels: list[int], args: argparse.Namespace) -> list
         rows.append(row)
         print(f"{target.name:>12} {level:>7} {len(ok):>5} {row['tokens_per_s']:>9.0f} {row['cpu_us_per_token']:>12.1f} "
               f"{row['ttfe_p50_ms']:>7.1f}ms {row['ttfe_p99_ms']:>7.1f}ms "
-              f"{row['added_p50_ms']:>8.2f}ms {row['added_p99_ms']:>8.2f}ms {load:>5.2f}", flush=True)  # fmt: skip
+              f"{row['added_p50_ms']:>8.2f}ms {row['added_p99_ms']:>8.2f}ms {load:>5.2f} "
+              f"{row['system_share']:>4.0%}", flush=True)  # fmt: skip
         if row["errors"]:
             print("   errors:", row["errors"])
     return rows
@@ -370,6 +399,7 @@ def main() -> None:
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
+    ap.add_argument("--floor", action="store_true", help="the same levels against bench/relay_floor.py (vllm engine)")
     ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
     ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
     ap.add_argument("--no-harmony", action="store_true", help="skip harmony-responses (with --litellm: LiteLLM only)")
@@ -413,6 +443,7 @@ def main() -> None:
                 server, port = start_server(Path(tmp), args, engine_port)
                 procs.append(server)
                 pid = server.pid
+                print(f"server pid {pid} (for perf or py-spy)", flush=True)
                 target = Target("harmony", port, lambda: tree_cpu_seconds(pid), "/v1/responses", body, DELTA, index)
                 spy = None
                 if args.profile:
@@ -422,6 +453,15 @@ def main() -> None:
                 rows += measure(target, levels, args)
                 if spy is not None:
                     stop(spy)
+            if args.floor:
+                fake, floor_engine = start_fake_engine("vllm", args)
+                procs.append(fake)
+                relay, relay_port = start_relay(floor_engine, args)
+                procs.append(relay)
+                rpid = relay.pid
+                target = Target("floor", relay_port, lambda: tree_cpu_seconds(rpid), "/v1/responses", body, DELTA,
+                                index)  # fmt: skip
+                rows += measure(target, levels, args)
             if args.litellm:
                 chat, chat_port = start_fake_engine("chat", args)
                 procs.append(chat)

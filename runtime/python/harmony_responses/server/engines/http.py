@@ -5,9 +5,9 @@ per stream, a deadline that every byte from the engine moves forward, bounds the
 response head and every wait between chunks, so an engine that stalls raises `EngineTimeout`; transport
 failures and 5xx answers raise `EngineUnavailable`, 4xx answers `EngineRejected` with the engine's own
 message, and output of the wrong shape `EngineMalformed`. The engine's address is never in these
-messages (clients see them, and the stored responses keep them): it goes to the log only. `sse` and
-`ndjson` hand the adapter the chunks that arrived together as one list, so the adapter passes their token
-ids on as one output and the client gets their events in one write.
+messages (clients see them, and the stored responses keep them): it goes to the log only. `outputs` reads
+the chunks that arrived together as one batch (SSE `data:` fields or NDJSON lines), so the adapter passes
+their token ids on as one output and the client gets their events in one write.
 """
 
 from __future__ import annotations
@@ -93,30 +93,8 @@ class Outputs:
         self.items.append(Text(text))  # one each: text is parsed as it comes, and where chunks end shapes the deltas
 
 
-async def batched(
-    batches: AsyncIterator[list[Any]], read: Callable[[Any, Outputs], None]
-) -> AsyncGenerator[Tokens | Text, None]:
-    """The outputs of each batch of chunks, every chunk read by `read` into the batch's `Outputs`. What a batch
-    gave before a chunk failed is passed on first; then the failure is raised (a chunk of the wrong shape as
-    `EngineMalformed`)."""
-    async for chunks in batches:
-        out = Outputs()
-        failure: EngineUnavailable | None = None
-        try:
-            for chunk in chunks:
-                read(chunk, out)
-        except SHAPE_ERRORS as exc:
-            failure = malformed(f"{type(exc).__name__}: {exc}")
-        except EngineUnavailable as exc:
-            failure = exc
-        for output in out.items:
-            yield output
-        if failure is not None:
-            raise failure
-
-
 class HttpEngine(Engine):
-    """An engine behind HTTP: `post` opens a streamed response, `sse` and `ndjson` read its chunks in batches."""
+    """An engine behind HTTP: `post` opens a streamed response, `outputs` reads its chunks in batches."""
 
     ready_path = "/health"  # answers 2xx once the engine can take requests (vLLM, SGLang, llama.cpp)
 
@@ -163,28 +141,49 @@ class HttpEngine(Engine):
         finally:
             self._pool.close(response)
 
-    async def sse(self, response: EngineResponse) -> AsyncGenerator[list[Any], None]:
-        """The JSON of the SSE `data:` fields that arrived together, until `data: [DONE]` or the end of the body."""
+    async def outputs(
+        self, response: EngineResponse, read: Callable[[Any, Outputs], None]
+    ) -> AsyncGenerator[Tokens | Text, None]:
+        """The outputs of each batch of chunks that arrived together (SSE `data:` fields until `data: [DONE]`,
+        or NDJSON lines, as the response's framing says), every chunk's JSON read by `read` into the batch's
+        `Outputs`. A payload that is not JSON fails the batch before any of it is read; otherwise what a
+        batch gave before a chunk failed is passed on first, then the failure is raised (a chunk of the
+        wrong shape as `EngineMalformed`).
+
+        One generator does the waiting, the framing and the reading: every token of every stream passes
+        through it, and each layer of generators or coroutines would cost a frame resumed per token."""
+        sse = response.framing is Framing.SSE
+        take, arrival = response.take, response.arrival
         while True:
-            payloads = await response.batch()
+            payloads = take()
+            if payloads is None:
+                await arrival()
+                continue
             if not payloads:
                 return
             chunks: list[Any] = []
+            done = False
             for data in payloads:
-                if data == _SSE_DONE:
-                    if chunks:
-                        yield chunks
-                    return
+                if sse and data == _SSE_DONE:
+                    done = True
+                    break
                 chunks.append(_loads(data))
-            yield chunks
-
-    async def ndjson(self, response: EngineResponse) -> AsyncGenerator[list[Any], None]:
-        """The JSON of the non-empty lines that arrived together."""
-        while True:
-            payloads = await response.batch()
-            if not payloads:
+            if chunks:
+                out = Outputs()
+                failure: EngineUnavailable | None = None
+                try:
+                    for chunk in chunks:
+                        read(chunk, out)
+                except SHAPE_ERRORS as exc:
+                    failure = malformed(f"{type(exc).__name__}: {exc}")
+                except EngineUnavailable as exc:
+                    failure = exc
+                for output in out.items:
+                    yield output
+                if failure is not None:
+                    raise failure
+            if done:
                 return
-            yield [_loads(line) for line in payloads]
 
 
 def _engine_error(exc: ReadFailure, where: str) -> EngineError:

@@ -26,7 +26,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, batched, stream_error
+from .http import HttpEngine, Outputs, stream_error
 
 # llama.cpp's words spelled like Harmony's (see tests/test_facts_once.py): the `stop_type`s that mean a stop.
 WIRE = {"stop_types": ("eos", "word", "none", None)}
@@ -96,7 +96,7 @@ class LlamaCppEngine(HttpEngine):
                 finished = _finish(chunk)  # /completion closes with the stop chunk; there is no [DONE]
 
         async with self.post("/completion", self.payload(request)) as response:
-            async for output in batched(self.sse(response), read):
+            async for output in self.outputs(response, read):
                 yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a stop chunk")

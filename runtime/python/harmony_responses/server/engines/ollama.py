@@ -25,7 +25,7 @@ from .base import (
     FinishReason,
     malformed,
 )
-from .http import HttpEngine, Outputs, batched, stream_error
+from .http import HttpEngine, Outputs, stream_error
 from .reader import Framing
 
 
@@ -108,7 +108,7 @@ class OllamaEngine(HttpEngine):
                     raise EngineUnavailable(f"the engine ended with done_reason {reason!r:.80}")
 
         async with self.post("/api/generate", self.payload(request), Framing.NDJSON) as response:
-            async for output in batched(self.ndjson(response), read):
+            async for output in self.outputs(response, read):
                 yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a done line")

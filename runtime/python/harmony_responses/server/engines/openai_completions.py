@@ -26,7 +26,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, batched, stream_error
+from .http import HttpEngine, Outputs, stream_error
 
 Flavor = Literal["vllm", "sglang"]
 
@@ -107,7 +107,7 @@ class OpenAICompletionsEngine(HttpEngine):
                 finished = _finish(reason, choice.get("stop_reason", choice.get("matched_stop")))
 
         async with self.post("/v1/completions", self.payload(request)) as response:
-            async for output in batched(self.sse(response), read):
+            async for output in self.outputs(response, read):
                 yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")

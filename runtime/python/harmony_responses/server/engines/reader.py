@@ -100,7 +100,7 @@ class EngineResponse:
     def __init__(self, conn: _Connection, framing: Framing, timeout: float) -> None:
         self._conn = conn
         self._loop = conn.loop
-        self._framing = framing
+        self.framing = framing
         self._timeout = timeout
         self._parser = httptools.HttpResponseParser(self)
         self.status = 0
@@ -137,7 +137,7 @@ class EngineResponse:
         lines = body.split(b"\n")
         self._partial = lines.pop()
         keep = self._payloads.append
-        if self._framing is Framing.SSE:
+        if self.framing is Framing.SSE:
             for line in lines:
                 if line.startswith(_DATA):
                     keep(line[5:].strip())
@@ -236,20 +236,27 @@ class EngineResponse:
             await self._wait()
         return b"".join(self._body or [])
 
-    async def batch(self) -> list[bytes]:
-        """The payloads received and not yet taken, waiting for at least one; [] once the body has ended."""
-        while not self._payloads:
+    def take(self) -> list[bytes] | None:
+        """The payloads received and not yet taken; [] once the body has ended; None while there are none yet
+        (then await `arrival()`). Not a coroutine: a stream reads a batch with no extra frame per token."""
+        payloads = self._payloads
+        if not payloads:
             if self.complete:
                 return []
             if self.error is not None:
                 raise self.error
-            await self._wait()
-        out, self._payloads = self._payloads, []
+            return None
+        self._payloads = []
         if self._paused and self._conn.transport is not None:
             self._paused = False
             self._progress = self._loop.time()
             self._conn.transport.resume_reading()
-        return out
+        return payloads
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done when more arrives (payloads, the body's end, or a failure)."""
+        waiter = self._waiter = self._loop.create_future()
+        return waiter
 
     def release(self) -> bool:
         """Stop the timer; True when the connection may serve another request."""

@@ -25,7 +25,7 @@ from .base import (
     malformed,
     token_ids,
 )
-from .http import HttpEngine, Outputs, batched, stream_error
+from .http import HttpEngine, Outputs, stream_error
 
 
 class SGLangEngine(HttpEngine):
@@ -79,7 +79,7 @@ class SGLangEngine(HttpEngine):
                 finished = _finish(reason)
 
         async with self.post("/generate", self.payload(request)) as response:
-            async for output in batched(self.sse(response), read):
+            async for output in self.outputs(response, read):
                 yield output
         if finished is None:
             raise EngineUnavailable("the engine ended the stream without a finish_reason")
