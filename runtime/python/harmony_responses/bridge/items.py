@@ -60,6 +60,7 @@ from ..stream import (
     Recovered,
     Region,
 )
+from ..texts import fill
 from ..types import (
     CreateResponseBody,
     Error,
@@ -640,7 +641,7 @@ class ResponseBuilder:
 
     def _fail_parse(self, exc: HarmonyParseError) -> None:
         template = _spec.ERRORS[_spec.ERROR_MODEL_OUTPUT_INVALID]["message"]
-        self.fail(template.format(detail=exc))
+        self.fail(fill(template, detail=exc))
 
     def _handle(self, events: list[Event], eos_status: Status = Status.INCOMPLETE) -> OpenItem | None:
         opened = None

@@ -1,0 +1,32 @@
+"""Fill the spec's texts: the placeholder rule written in spec/harmony/format.json's `texts`.
+
+`{name}` inserts the value as plain text (a string as is, an integer in decimal); `{name:json}` its JSON text
+(`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`); `{name:pyrepr}`, allowed only in the texts
+the drop-in API copies from openai-harmony, Python's `repr` of a string; `{{` and `}}` are literal braces.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?::(json|pyrepr))?\}")
+
+
+def fill(template: str, /, **values: object) -> str:
+    """`template` with each placeholder replaced by its value, under the spec's placeholder rule."""
+
+    def one(match: re.Match[str]) -> str:
+        whole, name, form = match.group(0), match.group(1), match.group(2)
+        if name is None:
+            return whole[0]
+        if name not in values:
+            raise KeyError(f"the text's placeholder {whole} has no value")
+        value = values[name]
+        if form is None:
+            return str(value)
+        if form == "pyrepr":
+            return repr(value)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    return _FIELD.sub(one, template)
