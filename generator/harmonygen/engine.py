@@ -15,7 +15,7 @@ from . import __version__
 from .config import Config
 from .ir import ProjectIR
 from .ir_schema import validate_ir
-from .loader import load_project
+from .loader import fill, load_project
 from .pyprint import py_literal
 from .targets import docs as docs_target
 from .targets import python as python_target
@@ -76,6 +76,7 @@ def make_env(config: Config) -> jinja2.Environment:
     )
     env.filters["py"] = py_literal
     env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
+    env.filters["fill"] = fill
     return env
 
 

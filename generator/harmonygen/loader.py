@@ -276,6 +276,21 @@ def _sentences(doc: _Doc, path: str, facts: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def fill(template: str, /, **values: object) -> str:
+    """`template` filled under format.json's placeholder rule (the docs templates' `fill` filter)."""
+
+    def one(match: re.Match[str]) -> str:
+        name, form = match.group(1), match.group(2)
+        if name is None:
+            return match.group(0)[0]
+        value = values[name]
+        if form is None:
+            return str(value)
+        return repr(value) if form == "pyrepr" else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    return _PLACEHOLDER.sub(one, template)
+
+
 def _strings_in(node: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
     if isinstance(node, str):
         return [(path, node)]

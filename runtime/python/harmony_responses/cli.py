@@ -4,6 +4,7 @@ their prompts from the command line."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -184,9 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harmony-responses",
         description="Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # Options are spelled out whole (no unique prefixes) in every sub-command, as the TypeScript CLI reads them.
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False)
+    )
     render = sub.add_parser("render", help="render a conversation (reference JSON form) to Harmony text")
     render.add_argument("file", help="conversation JSON file, or - for standard input")
     render.add_argument("--next-role", choices=[r.value for r in Role], help="append <|start|>ROLE for completion")

@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 
-import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
+import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./args.js";
 import { CommandError, Crash, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds } from "./cliio.js";
 import { HarmonyError } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
@@ -35,7 +35,7 @@ const DEMO = "demo";
 
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
-  for (const up of ["../../../../package.json", "../../../package.json", "../package.json"]) {
+  for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
     try {
       const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
       if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
