@@ -116,7 +116,8 @@ def test_the_npm_tarball_holds_the_license_and_its_readme_under_its_own_root() -
     for target in targets:  # every entry point the manifest names is in the tarball
         pattern = target.removeprefix("./")
         assert any(fnmatch.fnmatchcase(f, pattern) for f in files), (target, sorted(files))
-    outside = [f for f in files if f.startswith(("dist/runtime/", "dist/generated/typescript/", "build/", "dist/test/"))]
+    repository_layout = ("dist/runtime/", "dist/generated/typescript/", "build/", "dist/test/")
+    outside = [f for f in files if f.startswith(repository_layout)]
     assert not outside, outside  # no repository layout and no compiled tests
     assert not [f for f in files if "/test/" in f or f.startswith(("src/", "node_modules/"))]
     assert "Apache License" in (package / "LICENSE").read_text(encoding="utf-8")

@@ -27,6 +27,17 @@ def fill(template: str, /, **values: object) -> str:
             return str(value)
         if form == "pyrepr":
             return repr(value)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(_as_json(value), ensure_ascii=False, separators=(",", ":"))
 
     return _FIELD.sub(one, template)
+
+
+def _as_json(value: object) -> object:
+    """Integral floats as integers (`1.0` → `1`), as JavaScript writes a number: the rule's number spelling."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return int(value)
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value

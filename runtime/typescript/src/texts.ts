@@ -16,7 +16,7 @@ export function fill(template: string, values: Readonly<Record<string, unknown>>
     const value = values[name];
     if (form === undefined) return String(value);
     if (form === "pyrepr") return typeof value === "string" ? pyrepr(value) : String(value);
-    return JSON.stringify(value);
+    return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? Number(v) : v)) ?? "null";
   });
 }
 
