@@ -9,14 +9,15 @@ export TIKTOKEN_ENCODINGS_BASE ?= $(HARMONY_SHARED)/vocab
 
 .PHONY: run serve test venv test-venv generate check lint typecheck bench clean node-tools ts-deps ts-build ts-test
 
-# TypeScript: harmonygen runs json-schema-to-typescript from generator/node; the generated package
-# generated/typescript/ is installed from its lock file, then tsc compiles it together with the
-# hand-written runtime/typescript/ (whose node_modules is a link to the package's).
+# TypeScript: harmonygen runs json-schema-to-typescript from generator/node and writes the generated modules to
+# generated/typescript/src/; the package is runtime/typescript/ (its package.json, lock and tsconfig), whose build
+# copies those modules into src/generated/ (and the LICENSE beside its README), so dist/ holds the package's own
+# paths (dist/index.js). Its tests compile with the sources into build/ (tsconfig.test.json).
 NPM_CI := npm ci --no-audit --no-fund --loglevel=error
 NODE_TOOLS := generator/node/node_modules/.installed
-TS_PKG := generated/typescript
+TS_PKG := runtime/typescript
 TS_DEPS := $(TS_PKG)/node_modules/.installed
-TS_OUT := $(TS_PKG)/dist/runtime/typescript
+TS_OUT := $(TS_PKG)/build
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,15 +48,18 @@ $(NODE_TOOLS): generator/node/package-lock.json
 node-tools: $(NODE_TOOLS)
 
 $(TS_DEPS): $(TS_PKG)/package-lock.json
+	if [ -L $(TS_PKG)/node_modules ]; then rm $(TS_PKG)/node_modules; fi  # the link of checkouts before the move
 	cd $(TS_PKG) && $(NPM_CI)
-	ln -sfn ../../$(TS_PKG)/node_modules runtime/typescript/node_modules
 	touch $@
 
 ts-deps: $(TS_DEPS)
 
 ts-build: ts-deps
-	rm -rf $(TS_PKG)/dist
+	rm -rf $(TS_PKG)/dist $(TS_PKG)/build $(TS_PKG)/src/generated
+	cp -R generated/typescript/src $(TS_PKG)/src/generated
+	cp LICENSE $(TS_PKG)/LICENSE
 	$(TS_PKG)/node_modules/.bin/tsc -p $(TS_PKG)
+	$(TS_PKG)/node_modules/.bin/tsc -p $(TS_PKG)/tsconfig.test.json
 
 # The TypeScript tests (conformance/ among them) run with node alone on the path: checking the TypeScript runtime
 # needs no Python (tests/test_typescript.py, run by pytest, is where the two languages still meet).
@@ -102,4 +106,4 @@ bench: test-venv ts-build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	rm -rf generator/node/node_modules $(TS_PKG)/node_modules $(TS_PKG)/dist runtime/typescript/node_modules
+	rm -rf generator/node/node_modules $(TS_PKG)/node_modules $(TS_PKG)/dist $(TS_PKG)/build $(TS_PKG)/src/generated

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harmony_responses import detect_leak
 
-NODE_LEAK = Path(__file__).resolve().parents[1] / "generated/typescript/dist/runtime/typescript/bench/leak.js"
+NODE_LEAK = Path(__file__).resolve().parents[1] / "runtime/typescript/build/bench/leak.js"
 
 PATTERNS = {
     "code span + control token": "`a` <|end|> ",

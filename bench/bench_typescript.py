@@ -40,7 +40,7 @@ from harmony_responses.bridge import SSEStreamer, counting_ids  # noqa: E402
 
 from conversations import build  # noqa: E402
 
-NODE_BENCH = ROOT / "generated" / "typescript" / "dist" / "runtime" / "typescript" / "bench" / "bench.js"
+NODE_BENCH = ROOT / "runtime" / "typescript" / "build" / "bench" / "bench.js"
 ROUNDS, CALLS = 21, 200
 
 

@@ -285,11 +285,25 @@ def cli(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
                 del os.environ["COLUMNS"]
             else:
                 os.environ["COLUMNS"] = columns
-        return {
-            "code": code,
-            "stdout": out.getvalue().replace(folder, "{dir}"),
-            "stderr": err.getvalue().replace(folder, "{dir}"),
-        }
+        return flag_library_words(
+            argv,
+            {"code": code, "stdout": out.getvalue().replace(folder, "{dir}"), "stderr": err.getvalue().replace(folder, "{dir}")},
+        )
+
+
+HELP = "<help text of the flag library>"
+USAGE_ERROR = "<usage error of the flag library>"
+
+
+def flag_library_words(argv: list[str], outputs: Outputs) -> Outputs:
+    """Help and usage errors are worded by each language's flag library (argparse, commander): the corpus fixes
+    their exit code and stream, not their words (conformance/README.md, "The command line")."""
+    stdout, stderr = str(outputs["stdout"]), str(outputs["stderr"])
+    if outputs["code"] == 0 and ("-h" in argv or "--help" in argv) and stdout and not stderr:
+        return {**outputs, "stdout": HELP}
+    if outputs["code"] == 2 and not stdout and stderr.lower().startswith(("usage:", "error:")):
+        return {**outputs, "stderr": USAGE_ERROR}
+    return outputs
 
 
 OPS: dict[str, Callable[[HarmonyEncoding, dict[str, Any]], Outputs]] = {

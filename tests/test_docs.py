@@ -221,8 +221,8 @@ def _starts(line: str, cwd: Path, b: Block) -> None:
 
 @pytest.mark.parametrize("doc", FILES_WITH["ts"], ids=_ids(FILES_WITH["ts"]))
 def test_ts_blocks_run(doc: Path, tmp_path: Path) -> None:
-    package = ROOT / "generated" / "typescript"
-    built = package / "dist" / "runtime" / "typescript" / "src" / "index.js"
+    package = ROOT / "runtime" / "typescript"
+    built = package / "dist" / "index.js"
     assert built.exists(), "the TypeScript package is not built: make ts-build (make test does)"
     for b in (b for b in ALL if b.file == doc and b.language == "ts" and "no-run" not in b.tags):
         script = package / f".docs-block-{os.getpid()}-{b.line}.mjs"

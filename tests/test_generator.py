@@ -24,7 +24,7 @@ def project(tmp_path: Path) -> Path:
     """A private copy of everything generation reads and writes."""
     for name in ("spec", "grammar", "templates", "runtime", "generated"):
         if (ROOT / name).exists():
-            build_products = shutil.ignore_patterns("__pycache__", "node_modules", "dist")
+            build_products = shutil.ignore_patterns("__pycache__", "node_modules", "dist", "build")
             shutil.copytree(ROOT / name, tmp_path / name, ignore=build_products)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copy(ROOT / "LICENSE", tmp_path / "LICENSE")  # the npm package ships it
@@ -122,6 +122,51 @@ def test_a_server_error_borrowing_an_unknown_request_error_is_refused(project: P
     server.write_text(json.dumps(data))
     with pytest.raises(SpecError, match=r"spec/mapping/server.json: .*request_error.* names 'no_such_error'"):
         generate(load_config(project))
+
+
+NO_PLACEHOLDER, NOT_REFERENCE = "brace that is no placeholder", "only .*pyrepr_texts may use"
+FMT_ERROR, REQUEST_ERROR = (
+    ("harmony/format.json", ("errors", "unknown_encoding")),
+    ("mapping/requests.json", ("errors", "invalid", "message")),
+)
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "why"),
+    [
+        (FMT_ERROR, "Invalid name: {name!r}", NO_PLACEHOLDER),
+        (FMT_ERROR, "Invalid name: {name!s}", NO_PLACEHOLDER),
+        (FMT_ERROR, "Invalid name: {0}", NO_PLACEHOLDER),
+        (FMT_ERROR, "Invalid name: {name:>10}", NO_PLACEHOLDER),
+        (FMT_ERROR, "Invalid {", NO_PLACEHOLDER),
+        (FMT_ERROR, "Invalid name: {name:pyrepr}", NOT_REFERENCE),
+        (REQUEST_ERROR, "{reason!r}", NO_PLACEHOLDER),
+        (REQUEST_ERROR, "{reason:pyrepr}", NOT_REFERENCE),
+    ],
+)
+def test_a_text_with_python_format_syntax_is_refused(
+    project: Path, where: tuple[str, tuple[str, ...]], text: str, why: str
+) -> None:
+    """Spec texts use format.json's placeholder rule alone; pyrepr only where the reference's wording is."""
+    file, path = where
+    spec = project / "spec" / file
+    data = json.loads(spec.read_text())
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = text
+    spec.write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=rf"spec/{file}: .*{why}"):
+        load_project(load_config(project))
+
+
+def test_the_placeholder_rule_accepts_its_own_forms(project: Path) -> None:
+    spec = project / "spec/mapping/requests.json"
+    data = json.loads(spec.read_text())
+    data["errors"]["invalid"]["message"] = "{reason} and {reason:json}, braces {{ and }}"
+    spec.write_text(json.dumps(data))
+    ir = load_project(load_config(project))
+    assert next(e for e in ir.requests.errors if e.handle == "invalid").message.startswith("{reason} and {reason:json}")
 
 
 def test_server_errors_resolve_borrowed_codes(project: Path) -> None:

@@ -4,6 +4,7 @@ the LICENSE and its README."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import subprocess
@@ -93,8 +94,9 @@ def test_no_console_script_prints_a_traceback_with_only_the_server_extra(install
     assert check.returncode == 0, check.stderr
 
 
-def test_the_npm_tarball_holds_the_license_and_its_readme() -> None:
-    package = ROOT / "generated" / "typescript"
+def test_the_npm_tarball_holds_the_license_and_its_readme_under_its_own_root() -> None:
+    """`npm pack` of runtime/typescript: the package's own paths (dist/index.js), no repository layout, no tests."""
+    package = ROOT / "runtime" / "typescript"
     run = subprocess.run(
         ["npm", "pack", "--dry-run", "--json", "--ignore-scripts"],
         cwd=package,
@@ -106,5 +108,16 @@ def test_the_npm_tarball_holds_the_license_and_its_readme() -> None:
     assert run.returncode == 0, run.stderr
     files = {f["path"] for f in json.loads(run.stdout)[0]["files"]}
     assert {"LICENSE", "README.md", "package.json"} <= files
-    assert any(f.startswith("dist/runtime/typescript/src/") for f in files)
+    assert {"dist/index.js", "dist/index.d.ts", "dist/bin.js", "dist/bridge/index.js"} <= files, sorted(files)
+    assert {"dist/generated/types/index.d.ts", "dist/generated/_generated/spec.js"} <= files, sorted(files)
+    manifest = json.loads((package / "package.json").read_text(encoding="utf-8"))
+    targets = [manifest["bin"]["harmony-responses"], *manifest["imports"].values()]
+    targets += [path for entry in manifest["exports"].values() for path in entry.values()]
+    for target in targets:  # every entry point the manifest names is in the tarball
+        pattern = target.removeprefix("./")
+        assert any(fnmatch.fnmatchcase(f, pattern) for f in files), (target, sorted(files))
+    repository_layout = ("dist/runtime/", "dist/generated/typescript/", "build/", "dist/test/")
+    outside = [f for f in files if f.startswith(repository_layout)]
+    assert not outside, outside  # no repository layout and no compiled tests
+    assert not [f for f in files if "/test/" in f or f.startswith(("src/", "node_modules/"))]
     assert "Apache License" in (package / "LICENSE").read_text(encoding="utf-8")

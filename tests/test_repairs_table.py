@@ -14,7 +14,7 @@ from harmony_responses import Role, load_harmony_encoding
 from harmony_responses._tables import spec
 from harmony_responses.stream import HarmonyStreamParser, Recovered
 from harmony_responses.stream.events import described
-from harmony_responses.stream.fill import fill
+from harmony_responses.texts import fill
 from harmonygen.config import load_config
 from harmonygen.loader import SpecError, load_project
 

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import ROOT, SHARED
 
-TS_PACKAGE = ROOT / "generated" / "typescript"
+TS_PACKAGE = ROOT / "runtime" / "typescript"
 
 OLD_NAMESPACE, NEW_NAMESPACE = "functions", "toolbox"
 OLD_CHANNEL, NEW_CHANNEL = "analysis", "thinking"
@@ -142,7 +142,9 @@ console.log(JSON.stringify({
 def _mutated_project(tmp: Path) -> Path:
     project = tmp / "project"
     for name in ("spec", "grammar", "templates", "runtime"):
-        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+        # not what a build made in the repository: the TypeScript package's copies of generated/, dist, build
+        build_products = shutil.ignore_patterns("__pycache__", "node_modules", "generated", "dist", "build")
+        shutil.copytree(ROOT / name, project / name, ignore=build_products)
     shutil.copy(ROOT / "pyproject.toml", project / "pyproject.toml")
     shutil.copy(ROOT / "LICENSE", project / "LICENSE")  # the npm package ships it
     fmt_path = project / "spec/harmony/format.json"
@@ -210,17 +212,17 @@ def mutated(generated: Path) -> tuple[Path, dict[str, object]]:
 @pytest.fixture(scope="module")
 def mutated_ts(generated: Path) -> dict[str, object]:
     """The mutated project's TypeScript package, compiled, doing what `SCRIPT` does in node."""
-    package = generated / "generated" / "typescript"
+    package = generated / "runtime" / "typescript"
     modules = TS_PACKAGE / "node_modules"
     if not (modules / ".bin" / "tsc").is_file():
         raise RuntimeError(f"{modules} is not installed: run `make ts-deps` (make test does)")
     (package / "node_modules").symlink_to(modules, target_is_directory=True)
-    (generated / "runtime" / "typescript" / "node_modules").symlink_to(modules, target_is_directory=True)
+    shutil.copytree(generated / "generated" / "typescript" / "src", package / "src" / "generated")  # as make ts-build
     build = subprocess.run([str(modules / ".bin" / "tsc"), "-p", str(package)], capture_output=True, text=True)
     assert build.returncode == 0, build.stdout + build.stderr
     script = generated.parent / "mutation.mjs"
     script.write_text(TS_SCRIPT, encoding="utf-8")
-    dist = package / "dist" / "runtime" / "typescript" / "src"
+    dist = package / "dist"
     env = {**os.environ, "TIKTOKEN_ENCODINGS_BASE": str(SHARED / "vocab")}
     run = subprocess.run(
         ["node", str(script), dist.as_uri(), NEW_NAMESPACE, NEW_CHANNEL, NEW_SPELLING],
@@ -301,7 +303,7 @@ def test_no_old_spelling_is_left_in_the_generated_output(mutated: tuple[Path, di
     project, _ = mutated
     generated = project / "generated"
     # MANIFEST.json holds paths and hashes; docs/api.md is the runtime's docstrings, prose written by hand;
-    # typescript/dist and node_modules are what tsc and npm make of it (tests included), not generation.
+    # node_modules is what npm makes of it, not generation.
     files = [
         p
         for p in generated.rglob("*")

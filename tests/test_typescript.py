@@ -68,7 +68,7 @@ def _known(text: str) -> str:
 
 
 VOCABULARY_SIZE = 201088
-SERVER = ROOT / "generated" / "typescript" / "dist" / "runtime" / "typescript" / "test" / "server.js"
+SERVER = ROOT / "runtime" / "typescript" / "build" / "test" / "server.js"
 EXAMPLES = int(os.environ.get("TS_EXAMPLES", "60"))
 FUNCTIONS = ["render_conversation", "render_conversation_for_completion", "render_conversation_for_training"]
 

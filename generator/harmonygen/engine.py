@@ -15,7 +15,7 @@ from . import __version__
 from .config import Config
 from .ir import ProjectIR
 from .ir_schema import validate_ir
-from .loader import load_project
+from .loader import fill, load_project
 from .pyprint import py_literal
 from .targets import docs as docs_target
 from .targets import python as python_target
@@ -27,7 +27,9 @@ from .tree import sync_tree
 MANIFEST = "MANIFEST.json"
 IR_FILE = "ir.json"
 # Build products that live beside generated sources: Python's caches, npm's install and tsc's output.
-_IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules", "dist"}
+_IGNORED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules", "dist", "build"}
+# What the TypeScript package's build puts in runtime/typescript (copies of generated/ and of the LICENSE).
+_BUILD_COPIES = ("typescript/src/generated", "typescript/LICENSE")
 
 
 @dataclass
@@ -74,6 +76,7 @@ def make_env(config: Config) -> jinja2.Environment:
     )
     env.filters["py"] = py_literal
     env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
+    env.filters["fill"] = fill
     return env
 
 
@@ -85,7 +88,8 @@ def _inputs(config: Config, ir_sources: list[str]) -> dict[str, str]:
     paths = {s for s in ir_sources if config.path(s).is_file()}
     for folder in (config.templates_dir, config.runtime_dir):
         for p in folder.rglob("*"):
-            if p.is_file() and not (set(p.parts) & _IGNORED_DIRS):
+            copy = folder == config.runtime_dir and p.relative_to(folder).as_posix().startswith(_BUILD_COPIES)
+            if p.is_file() and not (set(p.parts) & _IGNORED_DIRS) and not copy:
                 paths.add(str(p.relative_to(config.root)))
     return {rel: _sha(config.path(rel).read_bytes()) for rel in sorted(paths)}
 
@@ -107,7 +111,7 @@ def generate(config: Config) -> GenerateResult:
     package_outputs = python_target.emit(ir, env, config.templates)
     package_outputs += responses_target.emit(ir, env, config.templates)
     outputs += package_outputs
-    outputs += typescript_target.emit(ir, env, config.templates, config.root, config.runtime_dir, config.output_dir)
+    outputs += typescript_target.emit(ir, env, config.templates)
     outputs += docs_target.emit(ir, env, config.templates, (config.runtime_dir, config.runtime), package_outputs)
     files: dict[str, str] = {}
     for out in outputs:

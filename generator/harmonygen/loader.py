@@ -4,6 +4,7 @@ each other (a name one file uses must be defined by the file that owns it)."""
 from __future__ import annotations
 
 import json
+import re
 import string
 from typing import Any
 
@@ -50,6 +51,17 @@ GRAMMAR_FILE = "harmony.lark"
 # What the runtime relies on a channel or a content type being there for.
 CHANNEL_PURPOSES = ("reasoning", "preamble", "tool_calls", "answer")
 CONTENT_TYPE_PURPOSES = ("function_arguments",)
+# The texts a runtime fills, by spec file and top-level sections (None: the whole file but `texts` and `$` keys),
+# checked against format.json's placeholder rule.
+FILLED_TEXTS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    (FORMAT, None),
+    (PARSING, ("details", "errors")),
+    (MAPPING, None),
+    (REQUESTS, None),
+    (SERVER, None),
+)
+TEXTS_SECTION = "texts"
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?::(json|pyrepr))?\}")
 
 
 class _Doc:
@@ -298,6 +310,54 @@ def _near_miss_bars(par: _Doc) -> tuple[str, ...]:
     return tuple(bars)
 
 
+def fill(template: str, /, **values: object) -> str:
+    """`template` filled under format.json's placeholder rule (the docs templates' `fill` filter)."""
+
+    def one(match: re.Match[str]) -> str:
+        name, form = match.group(1), match.group(2)
+        if name is None:
+            return match.group(0)[0]
+        value = values[name]
+        if form is None:
+            return str(value)
+        return repr(value) if form == "pyrepr" else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def _strings_in(node: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    if isinstance(node, str):
+        return [(path, node)]
+    if isinstance(node, dict):
+        items: list[tuple[str | int, Any]] = [(k, v) for k, v in node.items() if not k.startswith("$")]
+    elif isinstance(node, list):
+        items = list(enumerate(node))
+    else:
+        return []
+    return [found for key, value in items for found in _strings_in(value, (*path, key))]
+
+
+def _check_texts(docs: dict[str, _Doc]) -> None:
+    """Every filled text uses only the placeholder rule's forms; `{name:pyrepr}` only the reference's texts."""
+    fmt = docs[FORMAT]
+    allowed = set(fmt.get(TEXTS_SECTION, "pyrepr_texts", kind=list))
+    for name, sections in FILLED_TEXTS:
+        doc = docs[name]
+        roots = sections if sections is not None else tuple(k for k in doc.data if k != TEXTS_SECTION)
+        for root in roots:
+            for path, text in _strings_in(doc.get(root), (root,)):
+                dotted = ".".join(str(p) for p in path)
+                for match in _PLACEHOLDER.finditer(text):
+                    if match.group(2) == "pyrepr" and not (name == FORMAT and dotted in allowed):
+                        raise doc.fail(path, f"uses {match.group(0)}, which only {FORMAT}'s texts.pyrepr_texts may use")
+                rest = _PLACEHOLDER.sub("", text)
+                if "{" in rest or "}" in rest:
+                    at = min(i for i in (rest.find("{"), rest.find("}")) if i >= 0)
+                    near = rest[max(0, at - 10) : at + 12]
+                    rule = f"{FORMAT}'s texts rule: write {{name}}, {{name:json}}, {{{{ or }}}}"
+                    raise doc.fail(path, f"has a brace that is no placeholder near {near!r}; {rule}")
+
+
 def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
     rules = _sentences(par, "recovery_rules", facts)
     details = _sentences(par, "details", facts)
@@ -543,6 +603,7 @@ def load_project(config: Config) -> ProjectIR:
     tok, fmt_doc = _Doc(config, TOKENS), _Doc(config, FORMAT)
     par, bi, mp = _Doc(config, PARSING), _Doc(config, BUILTINS), _Doc(config, MAPPING)
     rq, sv = _Doc(config, REQUESTS), _Doc(config, SERVER)
+    _check_texts({FORMAT: fmt_doc, MAPPING: mp, REQUESTS: rq, SERVER: sv, PARSING: par})
     encoding, tokens = _tokens(tok)
     fmt = _format(fmt_doc)
     parsing = _parsing(par, _facts(tokens, fmt))

@@ -1,12 +1,13 @@
-"""TypeScript target: the IR → `typescript/`, an ESM package whose hand-written half is runtime/typescript.
+"""TypeScript target: the IR → `typescript/src/`, the generated modules of the package rooted in runtime/typescript.
 
-The package is assembled from three parts:
+Two parts:
 - data modules (`src/_generated/*.ts`) lowered from the IR here and rendered from templates/typescript/;
 - the Open Responses types (`src/types/index.ts`), compiled from the IR's schemas by json-schema-to-typescript
-  (pinned in generator/node, run with node) and completed by a template;
-- `package.json`, `package-lock.json` and `tsconfig.json`, built as JSON from the runtime's manifest
-  (`runtime/typescript/package.json`: name, version, dependencies; its lock is copied) plus what the layout
-  decides: where the compiled runtime and data modules land, the `#generated/*` import alias, `bin`, `exports`.
+  (pinned in generator/node, run with node) and completed by a template.
+
+The package itself (package.json, tsconfig.json, lock, README) is runtime/typescript's own; its build copies
+`typescript/src/` into `runtime/typescript/src/generated/` (see `make ts-build`), which its `#generated/*` and
+`#types` import aliases point at, so the published paths are the package's (`dist/index.js`).
 
 Names are made here, never in templates: constants keep the Python target's names (the purpose of a fact,
 never its value), enum members are PascalCase. Output is a pure function of the IR and those two files.
@@ -15,7 +16,6 @@ never its value), enum members are PascalCase. Output is a pure function of the 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -36,29 +36,15 @@ TARGET = "typescript"
 TEMPLATE_DIR = TARGET
 DATA_DIR = "src/_generated"
 TYPES_DIR = "src/types"
-GENERATED_ALIAS = "#generated/*"
-TYPES_ALIAS = "#types"
-BIN_NAME = "harmony-responses"
-BIN_MODULE = "bin"
 INDEX_MODULE = "index"
-OUT_DIR = "dist"
 # The generator's own node tool (beside the harmonygen package, not in the project it generates).
 NODE_TOOL = Path(__file__).resolve().parents[2] / "node" / "schema-to-ts.mjs"
 TYPES_ROOT_NAME = "OpenResponses"
 JSON_VALUE = "JsonValue"
-README = "README.md"  # runtime/typescript/README.md, the npm package's page
-LICENSE = "LICENSE"  # the repository's license text
-
-# The runtime's manifest fields the package keeps as they are; the rest of package.json is the layout's.
-MANIFEST_FIELDS = ("name", "version", "license", "type", "engines", "dependencies", "devDependencies")
-# Fields the package keeps when the runtime's manifest has them: optional peers (ajv, which checks strict tools'
-# arguments when the user installs it, as the Python package's `validate` extra does).
-OPTIONAL_MANIFEST_FIELDS = ("peerDependencies", "peerDependenciesMeta")
-DESCRIPTION = "OpenAI's Harmony format and the Open Responses protocol, generated from a spec by harmonygen"
 
 
 class GenerationError(SpecError):
-    """The TypeScript target cannot be built from what it was given (missing tool, stale lock)."""
+    """The TypeScript target cannot be built from what it was given (a missing tool)."""
 
 
 @dataclass(frozen=True)
@@ -283,130 +269,6 @@ def run_schema_to_ts(bundle: dict[str, Any]) -> str:
     return _REFERENCED_BY.sub("", done.stdout)
 
 
-# -- the package files ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where things are, relative to the generated package folder."""
-
-    root_dir: str  # the folder both halves share: tsc mirrors it under dist/
-    runtime_src: str  # the hand-written sources
-    runtime_dir: str  # the runtime folder (tests, bench, manifest)
-    runtime_out: str  # where tsc writes the compiled runtime
-    data_out: str  # where tsc writes the compiled data modules
-    types_out: str
-
-
-def layout(package_dir: Path, runtime_dir: Path) -> Layout:
-    common = Path(os.path.commonpath([package_dir, runtime_dir]))
-
-    def rel(p: Path) -> str:
-        return Path(os.path.relpath(p, package_dir)).as_posix()
-
-    def out(p: Path) -> str:
-        return f"{OUT_DIR}/{p.relative_to(common).as_posix()}"
-
-    return Layout(
-        root_dir=rel(common) or ".",
-        runtime_src=rel(runtime_dir / "src"),
-        runtime_dir=rel(runtime_dir),
-        runtime_out=out(runtime_dir / "src"),
-        data_out=out(package_dir / DATA_DIR),
-        types_out=out(package_dir / TYPES_DIR),
-    )
-
-
-def package_json(manifest: dict[str, Any], lay: Layout) -> dict[str, Any]:
-    missing = [f for f in MANIFEST_FIELDS if f not in manifest]
-    if missing:
-        raise GenerationError(f"runtime/typescript/package.json lacks {missing}")
-    entry = f"./{lay.runtime_out}/{INDEX_MODULE}"
-    types_entry = f"./{lay.types_out}/{INDEX_MODULE}"
-    return {
-        "name": manifest["name"],
-        "version": manifest["version"],
-        "description": DESCRIPTION,
-        "license": manifest["license"],
-        "type": manifest["type"],
-        "engines": manifest["engines"],
-        "bin": {BIN_NAME: f"{lay.runtime_out}/{BIN_MODULE}.js"},
-        "exports": {
-            ".": {"types": f"{entry}.d.ts", "default": f"{entry}.js"},
-            "./types": {"types": f"{types_entry}.d.ts", "default": f"{types_entry}.js"},
-        },
-        "imports": {
-            GENERATED_ALIAS: f"./{lay.data_out}/*",
-            TYPES_ALIAS: f"{types_entry}.js",
-        },
-        "files": [lay.runtime_out, lay.data_out, lay.types_out, README, LICENSE],
-        "scripts": {"build": "tsc -p .", "test": f"node --test {OUT_DIR}/"},
-        "dependencies": manifest["dependencies"],
-        **{field: manifest[field] for field in OPTIONAL_MANIFEST_FIELDS if field in manifest},
-        "devDependencies": manifest["devDependencies"],
-    }
-
-
-def tsconfig_json(lay: Layout) -> dict[str, Any]:
-    return {
-        "compilerOptions": {
-            "target": "ES2022",
-            "lib": ["ES2022"],
-            "module": "NodeNext",
-            "moduleResolution": "NodeNext",
-            "types": ["node"],
-            "strict": True,
-            "noUncheckedIndexedAccess": True,
-            "noImplicitOverride": True,
-            "noImplicitReturns": True,
-            "noFallthroughCasesInSwitch": True,
-            "noUnusedLocals": True,
-            "noUnusedParameters": True,
-            "exactOptionalPropertyTypes": True,
-            "useUnknownInCatchVariables": True,
-            "verbatimModuleSyntax": True,
-            "forceConsistentCasingInFileNames": True,
-            "skipLibCheck": True,
-            "declaration": True,
-            "sourceMap": True,
-            "inlineSources": True,
-            "rootDir": lay.root_dir,
-            "outDir": OUT_DIR,
-            "paths": {
-                GENERATED_ALIAS: [f"./{DATA_DIR}/*"],
-                TYPES_ALIAS: [f"./{TYPES_DIR}/{INDEX_MODULE}.ts"],
-            },
-        },
-        "include": [
-            f"{DATA_DIR}/*.ts",
-            f"{TYPES_DIR}/*.ts",
-            f"{lay.runtime_dir}/src",
-            f"{lay.runtime_dir}/test",
-            f"{lay.runtime_dir}/bench",
-        ],
-    }
-
-
-def _lock(root: Path, runtime_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    lock_path = runtime_dir / "package-lock.json"
-    try:
-        lock = json.loads(lock_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GenerationError(f"{lock_path.relative_to(root)} is missing: run `npm install` in that folder") from None
-    top = lock.get("packages", {}).get("", {})
-    for field in ("name", "version", "dependencies", "devDependencies", *OPTIONAL_MANIFEST_FIELDS):
-        if top.get(field) != manifest.get(field):
-            raise GenerationError(
-                f"{lock_path.relative_to(root)} is stale ({field} differs from package.json): "
-                "run `npm install` in that folder"
-            )
-    return dict(lock)
-
-
-def _json_text(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
 # -- rendering --------------------------------------------------------------------------------------------
 
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
@@ -452,11 +314,7 @@ MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
 }
 
 
-def emit(
-    ir: ProjectIR, env: jinja2.Environment, templates: str, root: Path, runtime_dir: Path, output_dir: Path
-) -> list[Output]:
-    package_dir = output_dir / TARGET
-    ts_runtime = runtime_dir / TARGET
+def emit(ir: ProjectIR, env: jinja2.Environment, templates: str) -> list[Output]:
     outputs: list[Output] = []
     for name, (sections, make_context) in MODULES.items():
         template = f"{TEMPLATE_DIR}/{DATA_DIR}/{name}.jinja"
@@ -480,36 +338,4 @@ def emit(
             template=f"json-schema-to-typescript (generator/node) + {templates}/{types_template}",
         )
     )
-    manifest_path = ts_runtime / "package.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    lay = layout(package_dir, ts_runtime)
-    manifest_rel = manifest_path.relative_to(root).as_posix()
-    outputs += [
-        Output(
-            f"{TARGET}/package.json",
-            _json_text(package_json(manifest, lay)),
-            (manifest_rel,),
-            "harmonygen's TypeScript target (package_json)",
-        ),
-        Output(
-            f"{TARGET}/tsconfig.json",
-            _json_text(tsconfig_json(lay)),
-            (manifest_rel,),
-            "harmonygen's TypeScript target (tsconfig_json)",
-        ),
-        Output(
-            f"{TARGET}/package-lock.json",
-            _json_text(_lock(root, ts_runtime, manifest)),
-            ((ts_runtime / "package-lock.json").relative_to(root).as_posix(),),
-            "npm's lock of runtime/typescript, copied",
-        ),
-    ]
-    # The package's README and the repository's LICENSE, which npm packs whatever "files" says.
-    for name, source in ((README, ts_runtime / README), (LICENSE, root / LICENSE)):
-        if not source.is_file():
-            raise GenerationError(f"{source.relative_to(root).as_posix()} is missing (the npm package ships it)")
-        rel = source.relative_to(root).as_posix()
-        copier = "generator/harmonygen/targets/typescript.py"  # the repository's LICENSE is in no input folder
-        sources = (rel,) if rel.startswith("runtime/") else (rel, copier)
-        outputs.append(Output(f"{TARGET}/{name}", source.read_text(encoding="utf-8"), sources, f"{rel}, copied"))
     return outputs

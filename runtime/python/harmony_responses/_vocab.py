@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ._tables import spec as _spec
 from .errors import HarmonyError
+from .texts import fill
 
 
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
@@ -23,7 +24,7 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
 def _checked(data: bytes, where: str) -> bytes:
     actual = hashlib.sha256(data).hexdigest()
     if actual != _spec.RANKS_SHA256:
-        raise HarmonyError(_spec.ERR_RANKS_HASH_MISMATCH.format(path=where, actual=actual, expected=_spec.RANKS_SHA256))
+        raise HarmonyError(fill(_spec.ERR_RANKS_HASH_MISMATCH, path=where, actual=actual, expected=_spec.RANKS_SHA256))
     return data
 
 
@@ -56,7 +57,10 @@ def load_ranks() -> dict[bytes, int]:
         return ranks
     except Exception as exc:
         raise HarmonyError(
-            _spec.ERR_RANKS_MISSING.format(
-                file=_spec.RANKS_FILE, env_var=_spec.RANKS_ENV_VAR, reason=f"{type(exc).__name__}: {exc}"[:200]
+            fill(
+                _spec.ERR_RANKS_MISSING,
+                file=_spec.RANKS_FILE,
+                env_var=_spec.RANKS_ENV_VAR,
+                reason=f"{type(exc).__name__}: {exc}"[:200],
             )
         ) from exc

@@ -20,7 +20,11 @@ from .models import Conversation, Message, RenderConversationConfig, Role, conte
 from .prompt import add_prompt_parser
 from .respond import add_respond_parser
 from .stream import Event, HarmonyStreamParser, MessageEnd, ParsedMessage, Recovered
+from .texts import fill
 from .tool_namespace import render_tool_namespace
+
+# a role that is none of the roles, shown as JSON (the TypeScript CLI says the same)
+_ROLE_EXPECTED = "expected one of {roles:json}, found {found:json}"
 
 
 def _loc(base: str, loc: Sequence[int | str]) -> str:
@@ -39,7 +43,7 @@ def load_conversation(file: str) -> Conversation:
         if not isinstance(raw, dict):
             raise InputError(file, where, "expected a message object")
         if raw.get("role") not in roles:
-            raise InputError(file, f"{where}.role", f"expected one of {roles}, found {raw.get('role')!r}")
+            raise InputError(file, f"{where}.role", fill(_ROLE_EXPECTED, roles=roles, found=raw.get("role")))
         content = raw.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
@@ -180,13 +184,21 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _WholeOptions(argparse.ArgumentParser):
+    """A sub-command's parser: options are spelled out whole (no unique prefixes), as the TypeScript CLI reads them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harmony-responses",
         description="Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_WholeOptions)
     render = sub.add_parser("render", help="render a conversation (reference JSON form) to Harmony text")
     render.add_argument("file", help="conversation JSON file, or - for standard input")
     render.add_argument("--next-role", choices=[r.value for r in Role], help="append <|start|>ROLE for completion")

@@ -30,6 +30,7 @@ from .models import (
     SystemContent,
     TextContent,
 )
+from .texts import fill
 from .tool_namespace import render_tools_section
 
 
@@ -38,7 +39,7 @@ def _special_tokens() -> dict[str, int]:
     specials = dict(_spec.NAMED_TOKENS)
     for lo, hi in _spec.RESERVED_RANGES:
         for token in range(lo, hi + 1):
-            specials[_spec.RESERVED_SPELLING.format(id=token)] = token
+            specials[fill(_spec.RESERVED_SPELLING, id=token)] = token
     return specials
 
 
@@ -57,7 +58,7 @@ _EFFORT_TEXT = {effort: _spec.REASONING_RENDERED[effort.value] for effort in Rea
 _CONSTRAIN_SPELLING = _spec.SPELLING_CONSTRAIN
 _FUNCTIONS = _spec.HEADER_FUNCTION_NAMESPACE
 _RECIPIENT_PREFIX = _spec.HEADER_PART_SEPARATOR + _spec.HEADER_RECIPIENT_KEYWORD
-_FUNCTION_CHANNEL_NOTE = _spec.SYS_FUNCTION_CHANNEL_NOTE.format(channel=_spec.CHANNEL_TOOL_CALLS, namespace=_FUNCTIONS)
+_FUNCTION_CHANNEL_NOTE = fill(_spec.SYS_FUNCTION_CHANNEL_NOTE, channel=_spec.CHANNEL_TOOL_CALLS, namespace=_FUNCTIONS)
 
 
 def _has_function_tools(messages: Sequence[Message]) -> bool:
@@ -125,7 +126,7 @@ class HarmonyEncoding:
                 self._special_regex_cache[key] = pattern
             match = pattern.search(text)
             if match:
-                raise HarmonyError(_spec.ERR_DISALLOWED_SPECIAL.format(token=match.group()))
+                raise HarmonyError(fill(_spec.ERR_DISALLOWED_SPECIAL, token=match.group()))
         try:
             return self._enc.encode(text, allowed_special=allowed, disallowed_special=())
         except UnicodeEncodeError:
@@ -137,7 +138,7 @@ class HarmonyEncoding:
         n_base, specials = self._n_base, self._special_ids
         for token in out:
             if not (0 <= token < n_base or token in specials):
-                raise HarmonyError(_spec.ERR_INVALID_TOKEN.format(token=token))
+                raise HarmonyError(fill(_spec.ERR_INVALID_TOKEN, token=token))
         return out
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
@@ -175,18 +176,18 @@ class HarmonyEncoding:
         if sys.model_identity is not None:
             top.append(sys.model_identity)
         if sys.knowledge_cutoff is not None:
-            top.append(_spec.SYS_KNOWLEDGE_CUTOFF.format(value=sys.knowledge_cutoff))
+            top.append(fill(_spec.SYS_KNOWLEDGE_CUTOFF, value=sys.knowledge_cutoff))
         if sys.conversation_start_date is not None:
-            top.append(_spec.SYS_CURRENT_DATE.format(value=sys.conversation_start_date))
+            top.append(fill(_spec.SYS_CURRENT_DATE, value=sys.conversation_start_date))
         if top:
             sections.append(_spec.SYS_LINE_SEPARATOR.join(top))
         if sys.reasoning_effort is not None:
-            sections.append(_spec.SYS_REASONING.format(value=_EFFORT_TEXT[ReasoningEffort(sys.reasoning_effort)]))
+            sections.append(fill(_spec.SYS_REASONING, value=_EFFORT_TEXT[ReasoningEffort(sys.reasoning_effort)]))
         if sys.tools:
             sections.append(render_tools_section(sys.tools))
         cc = sys.channel_config
         if cc is not None and cc.valid_channels:
-            text = _spec.SYS_VALID_CHANNELS.format(channels=_spec.SYS_VALID_CHANNELS_JOINER.join(cc.valid_channels))
+            text = fill(_spec.SYS_VALID_CHANNELS, channels=_spec.SYS_VALID_CHANNELS_JOINER.join(cc.valid_channels))
             if cc.channel_required:
                 text += _spec.SYS_CHANNEL_REQUIRED
             if has_function_tools:
@@ -208,16 +209,14 @@ class HarmonyEncoding:
             out += self._encode_ordinary(content.text)
         elif isinstance(content, SystemContent):
             if role is not Role.SYSTEM:
-                raise HarmonyError(_spec.ERR_SYSTEM_CONTENT_MISPLACED.format(role=_spec.ROLE_DEBUG_NAMES[role.value]))
+                raise HarmonyError(fill(_spec.ERR_SYSTEM_CONTENT_MISPLACED, role=_spec.ROLE_DEBUG_NAMES[role.value]))
             out += self._encode_ordinary(self._system_text(content, has_function_tools))
         elif isinstance(content, DeveloperContent):
             if role is not Role.DEVELOPER:
-                raise HarmonyError(
-                    _spec.ERR_DEVELOPER_CONTENT_MISPLACED.format(role=_spec.ROLE_DEBUG_NAMES[role.value])
-                )
+                raise HarmonyError(fill(_spec.ERR_DEVELOPER_CONTENT_MISPLACED, role=_spec.ROLE_DEBUG_NAMES[role.value]))
             out += self._encode_ordinary(self._developer_text(content))
         else:
-            raise HarmonyError(_spec.ERR_UNKNOWN_CONTENT.format(raw=content))
+            raise HarmonyError(fill(_spec.ERR_UNKNOWN_CONTENT, raw=type(content).__name__))
 
     def _render_into(self, message: Message, out: list[int], has_function_tools: bool) -> None:
         piece = self._piece
@@ -353,7 +352,7 @@ def load_harmony_encoding(name: str | HarmonyEncodingName) -> HarmonyEncoding:
     """Load the Harmony encoding by name; the o200k_base ranks are found offline first."""
     value = name.value if isinstance(name, HarmonyEncodingName) else str(name)
     if value != _spec.ENCODING_NAME:
-        raise ValueError(_spec.ERR_UNKNOWN_ENCODING.format(name=value))
+        raise ValueError(fill(_spec.ERR_UNKNOWN_ENCODING, name=value))
     return HarmonyEncoding(value, _tiktoken_encoding(), _special_tokens())
 
 

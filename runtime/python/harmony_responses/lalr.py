@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ._tables import grammar as _grammar
 from ._tables import spec as _spec
 from .errors import HarmonyError
+from .texts import fill
 
 Reducer = Callable[[str, list[object]], object]
 
@@ -28,7 +29,7 @@ class GrammarError(HarmonyError):
         self.terminal = terminal
         self.expected = expected
         listed = ", ".join(sorted(expected)) or _spec.PARSE_ERR_NOTHING
-        super().__init__(_spec.PARSE_ERR_UNEXPECTED_TERMINAL.format(terminal=terminal, expected=listed))
+        super().__init__(fill(_spec.PARSE_ERR_UNEXPECTED_TERMINAL, terminal=terminal, expected=listed))
 
 
 def _no_value(origin: str, children: list[object]) -> object:

@@ -16,6 +16,7 @@ from ._tables import ReasoningEffort as ReasoningEffort
 from ._tables import Role as Role
 from ._tables import spec as _spec
 from .json_input import load_json
+from .texts import fill
 
 
 class Author(BaseModel):
@@ -196,7 +197,7 @@ _CONTENT_TYPES: dict[str, type[Content]] = {
 def content_from_dict(raw: dict[str, Any]) -> Content:
     kind = _CONTENT_TYPES.get(raw.get("type", "")) if isinstance(raw, dict) else None
     if kind is None:
-        raise ValueError(_spec.ERR_UNKNOWN_CONTENT.format(raw=raw))
+        raise ValueError(fill(_spec.ERR_UNKNOWN_CONTENT, raw=raw))
     return kind(**{k: v for k, v in raw.items() if k != "type"})
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._tables import spec as _spec
 from .errors import HarmonyError
 from .models import Author, Message, Role, TextContent
+from .texts import fill
 
 if TYPE_CHECKING:
     from .encoding import HarmonyEncoding
@@ -122,7 +123,7 @@ def parse_header_text(
                 parts.pop(0)
                 found = Role.TOOL
             else:
-                raise HarmonyError(_spec.ERR_PARSE_UNKNOWN_ROLE.format(role=role_text))
+                raise HarmonyError(fill(_spec.ERR_PARSE_UNKNOWN_ROLE, role=role_text))
         role = found
     if parts and parts[0] == role.value:
         parts.pop(0)
@@ -246,7 +247,7 @@ class StreamableParser:
                 self._header_tokens = []
                 self._state = StreamState.HEADER
             elif token is not None:
-                raise HarmonyError(_spec.ERR_PARSE_EXPECTED_START.format(token=token, start=_spec.TOKEN_START))
+                raise HarmonyError(fill(_spec.ERR_PARSE_EXPECTED_START, token=token, start=_spec.TOKEN_START))
 
     def _parse_header(self, tokens: list[int], role: Role | None) -> ParsedHeader:
         key = (tuple(tokens), role)
@@ -262,7 +263,7 @@ class StreamableParser:
             raise HarmonyError("could not decode header") from None
         header, rest = parse_header_text(text, role, True)
         if rest is not None:
-            raise HarmonyError(_spec.ERR_PARSE_HEADER_REMAINING.format(rest=rust_debug_str(rest)))
+            raise HarmonyError(fill(_spec.ERR_PARSE_HEADER_REMAINING, rest=rust_debug_str(rest)))
         return header
 
     def _content_token(self, token: int) -> None:

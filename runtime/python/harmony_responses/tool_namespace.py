@@ -14,6 +14,7 @@ from typing import Any
 
 from ._tables import spec as _spec
 from .models import ToolDescription, ToolNamespaceConfig
+from .texts import fill
 
 _COMMENT = _spec.TOOLS_COMMENT_PREFIX
 
@@ -227,20 +228,20 @@ def schema_to_typescript(schema: Any, indent: str = "") -> str:
 
 
 def _namespace_block(ns: ToolNamespaceConfig) -> str:
-    lines = [_spec.TOOLS_NAMESPACE_HEADING.format(name=ns.name)]
+    lines = [fill(_spec.TOOLS_NAMESPACE_HEADING, name=ns.name)]
     if ns.description is not None:
         prefix = _COMMENT if ns.tools else ""
         lines.extend(prefix + line for line in rust_lines(ns.description))
     if ns.tools:
-        lines.append(_spec.TOOLS_NAMESPACE_OPEN.format(name=ns.name))
+        lines.append(fill(_spec.TOOLS_NAMESPACE_OPEN, name=ns.name))
         for tool in ns.tools:
             lines.extend(_COMMENT + line for line in rust_lines(tool.description))
             if tool.parameters is not None:
                 params = schema_to_typescript(tool.parameters, "")
-                lines.append(_spec.TOOLS_TOOL_WITH_PARAMS.format(name=tool.name, params=params))
+                lines.append(fill(_spec.TOOLS_TOOL_WITH_PARAMS, name=tool.name, params=params))
             else:
-                lines.append(_spec.TOOLS_TOOL_WITHOUT_PARAMS.format(name=tool.name))
-        lines.append(_spec.TOOLS_NAMESPACE_CLOSE.format(name=ns.name))
+                lines.append(fill(_spec.TOOLS_TOOL_WITHOUT_PARAMS, name=tool.name))
+        lines.append(fill(_spec.TOOLS_NAMESPACE_CLOSE, name=ns.name))
     return _spec.TOOLS_BLOCK_JOINER.join(lines)
 
 

@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 
-import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./argparse.js";
+import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./args.js";
 import { CommandError, Crash, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds } from "./cliio.js";
 import { HarmonyError } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
@@ -21,11 +21,11 @@ import {
   ValidationError,
 } from "./models.js";
 import { prompt, promptCommand } from "./prompt.js";
-import { pyRepr, pyReprJson } from "./pyformat.js";
 import { respond, respondCommand } from "./respond.js";
 import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
 import { cpLength } from "./pytext.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
+import { fill } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
@@ -35,7 +35,7 @@ const DEMO = "demo";
 
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
-  for (const up of ["../../../../package.json", "../../../package.json", "../package.json"]) {
+  for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
     try {
       const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
       if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
@@ -45,6 +45,7 @@ function packageVersion(): string {
   }
   return "unknown (not installed)";
 }
+const ROLE_EXPECTED = "expected one of {roles:json}, found {found:json}"; // the Python CLI says the same
 const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
 
 function program(): ProgramSpec {
@@ -136,7 +137,7 @@ export function loadConversation(file: string): Conversation {
     if (!isJsonObject(raw)) throw new InputError(file, where, "expected a message object");
     const role = raw["role"];
     if (typeof role !== "string" || !roles.includes(role)) {
-      throw new InputError(file, `${where}.role`, `expected one of [${roles.map((r) => pyRepr(r)).join(", ")}], found ${pyReprJson(role)}`);
+      throw new InputError(file, `${where}.role`, fill(ROLE_EXPECTED, { roles, found: role ?? null }));
     }
     let content = raw["content"];
     if (typeof content === "string") content = [{ type: CONTENT_TYPE_TAGS[0] ?? "", text: content }];
@@ -230,8 +231,8 @@ function tools(values: Readonly<Record<string, Value>>, out: (text: string) => v
   const [name, description, list] = loadTools(String(values["file"]));
   const ns = truthy(values["namespace"]) ? values["namespace"] : truthy(name) ? name : spec.HEADER_FUNCTION_NAMESPACE;
   const desc = truthy(values["description"]) ? values["description"] : description;
-  if (typeof ns !== "string") throw new Crash(`namespace name ${pyReprJson(ns)} is not a string`);
-  if (desc !== null && typeof desc !== "string") throw new Crash(`namespace description ${pyReprJson(desc)} is not a string`);
+  if (typeof ns !== "string") throw new Crash(fill("namespace name {ns:json} is not a string", { ns }));
+  if (desc !== null && typeof desc !== "string") throw new Crash(fill("namespace description {desc:json} is not a string", { desc }));
   try {
     out(renderToolNamespace(ns, list, desc) + "\n");
   } catch (e) {

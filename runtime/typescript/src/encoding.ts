@@ -17,7 +17,7 @@ import {
   TextContent,
 } from "./models.js";
 import { StreamableParser } from "./parser.js";
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
 import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -25,7 +25,7 @@ import { type Vocabulary, vocabulary } from "./vocab.js";
 
 const FUNCTIONS = spec.HEADER_FUNCTION_NAMESPACE;
 const RECIPIENT_PREFIX = spec.HEADER_PART_SEPARATOR + spec.HEADER_RECIPIENT_KEYWORD;
-const FUNCTION_CHANNEL_NOTE = pyFormat(spec.SYS_FUNCTION_CHANNEL_NOTE, {
+const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, {
   channel: spec.CHANNEL_TOOL_CALLS,
   namespace: FUNCTIONS,
 });
@@ -115,7 +115,7 @@ export class HarmonyEncoding {
       const regex = this.specialRegex(disallowed);
       regex.lastIndex = 0;
       const match = regex.exec(text);
-      if (match !== null) throw new HarmonyError(pyFormat(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
+      if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
     }
     const usable = [...allowed].filter((s) => all.has(s));
     if (usable.length === 0) return this.encodeOrdinary(text);
@@ -135,7 +135,7 @@ export class HarmonyEncoding {
   /** The bytes of one token, or throws for an id outside the vocabulary. */
   tokenBytes(token: number): Uint8Array {
     const bytes = Number.isInteger(token) && token >= 0 ? this.vocab.tokenBytes[token] : undefined;
-    if (bytes === undefined) throw new HarmonyError(pyFormat(spec.ERR_INVALID_TOKEN, { token }));
+    if (bytes === undefined) throw new HarmonyError(fill(spec.ERR_INVALID_TOKEN, { token }));
     return bytes;
   }
 
@@ -149,9 +149,9 @@ export class HarmonyEncoding {
     const data = this.decodeBytes(tokens);
     const problem = firstUtf8Problem(data);
     if (problem !== null) {
-      if (problem.incomplete) throw new HarmonyError(pyFormat(spec.ERR_INVALID_UTF8_INCOMPLETE, { index: problem.start }));
+      if (problem.incomplete) throw new HarmonyError(fill(spec.ERR_INVALID_UTF8_INCOMPLETE, { index: problem.start }));
       throw new HarmonyError(
-        pyFormat(spec.ERR_INVALID_UTF8_SEQUENCE, { length: Math.max(1, problem.length), index: problem.start }),
+        fill(spec.ERR_INVALID_UTF8_SEQUENCE, { length: Math.max(1, problem.length), index: problem.start }),
       );
     }
     return decodeReplacing(data);
@@ -184,20 +184,20 @@ export class HarmonyEncoding {
     const sections: string[] = [];
     const top: string[] = [];
     if (sys.modelIdentity !== null) top.push(sys.modelIdentity);
-    if (sys.knowledgeCutoff !== null) top.push(pyFormat(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
+    if (sys.knowledgeCutoff !== null) top.push(fill(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
     if (sys.conversationStartDate !== null) {
-      top.push(pyFormat(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
+      top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
     }
     if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
     if (sys.reasoningEffort !== null) {
       const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
       if (rendered === undefined) throw new HarmonyError(`no rendering for reasoning effort ${sys.reasoningEffort}`);
-      sections.push(pyFormat(spec.SYS_REASONING, { value: rendered }));
+      sections.push(fill(spec.SYS_REASONING, { value: rendered }));
     }
     if (sys.tools !== null && sys.tools.size > 0) sections.push(renderToolsSection(sys.tools));
     const cc = sys.channelConfig;
     if (cc !== null && cc.validChannels.length > 0) {
-      let text = pyFormat(spec.SYS_VALID_CHANNELS, { channels: cc.validChannels.join(spec.SYS_VALID_CHANNELS_JOINER) });
+      let text = fill(spec.SYS_VALID_CHANNELS, { channels: cc.validChannels.join(spec.SYS_VALID_CHANNELS_JOINER) });
       if (cc.channelRequired) text += spec.SYS_CHANNEL_REQUIRED;
       if (functionTools) text += spec.SYS_LINE_SEPARATOR + FUNCTION_CHANNEL_NOTE;
       sections.push(text);
@@ -224,12 +224,12 @@ export class HarmonyEncoding {
       pushAll(out, this.encodeOrdinary(content.text));
     } else if (content instanceof SystemContent) {
       if (role !== Roles.System) {
-        throw new HarmonyError(pyFormat(spec.ERR_SYSTEM_CONTENT_MISPLACED, { role: this.debugName(role) }));
+        throw new HarmonyError(fill(spec.ERR_SYSTEM_CONTENT_MISPLACED, { role: this.debugName(role) }));
       }
       pushAll(out, this.encodeOrdinary(this.systemText(content, functionTools)));
     } else {
       if (role !== Roles.Developer) {
-        throw new HarmonyError(pyFormat(spec.ERR_DEVELOPER_CONTENT_MISPLACED, { role: this.debugName(role) }));
+        throw new HarmonyError(fill(spec.ERR_DEVELOPER_CONTENT_MISPLACED, { role: this.debugName(role) }));
       }
       pushAll(out, this.encodeOrdinary(this.developerText(content)));
     }
@@ -351,7 +351,7 @@ function pushAll(out: number[], items: readonly number[]): void {
 
 /** Load the Harmony encoding by name; the o200k_base ranks come with the gpt-tokenizer package. */
 export function loadHarmonyEncoding(name: HarmonyEncodingName | string): HarmonyEncoding {
-  if (name !== spec.ENCODING_NAME) throw new RangeError(pyFormat(spec.ERR_UNKNOWN_ENCODING, { name }));
+  if (name !== spec.ENCODING_NAME) throw new RangeError(fill(spec.ERR_UNKNOWN_ENCODING, { name }));
   return new HarmonyEncoding(name, vocabulary());
 }
 

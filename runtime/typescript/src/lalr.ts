@@ -7,7 +7,7 @@
  */
 
 import { HarmonyError } from "./errors.js";
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { grammar, spec } from "./tables.js";
 import { compareCodePoints } from "./toolNamespace.js";
 
@@ -26,7 +26,7 @@ export class GrammarError extends HarmonyError {
     readonly expectedTerminals: ReadonlySet<string>,
   ) {
     const listed = [...expectedTerminals].sort(compareCodePoints).join(", ") || spec.PARSE_ERR_NOTHING;
-    super(pyFormat(spec.PARSE_ERR_UNEXPECTED_TERMINAL, { terminal, expected: listed }));
+    super(fill(spec.PARSE_ERR_UNEXPECTED_TERMINAL, { terminal, expected: listed }));
   }
 }
 

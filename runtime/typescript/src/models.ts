@@ -8,7 +8,7 @@
 
 import { loadJson } from "./jsonInput.js";
 import { entriesOf, isJsonObject, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { ReasoningEffort, REASONING_EFFORT_VALUES, Role, ROLE_VALUES, spec } from "./tables.js";
 
 /**
@@ -32,7 +32,7 @@ export class ValidationError extends Error {
 export function parseRole(value: unknown): Role {
   const found = ROLE_VALUES.find((r) => r === value);
   if (found === undefined) {
-    throw new RangeError(pyFormat(spec.ERR_UNKNOWN_ROLE, { value: typeof value === "string" ? value : String(value) }));
+    throw new RangeError(fill(spec.ERR_UNKNOWN_ROLE, { value: typeof value === "string" ? value : String(value) }));
   }
   return found;
 }
@@ -384,7 +384,7 @@ export function contentFromDict(raw: unknown): Content {
   }
   if (kind === CONTENT_TAGS.system) return SystemContent.fromDict(raw);
   if (kind === CONTENT_TAGS.developer) return DeveloperContent.fromDict(raw);
-  throw new RangeError(pyFormat(spec.ERR_UNKNOWN_CONTENT, { raw: writeJson(raw) }));
+  throw new RangeError(fill(spec.ERR_UNKNOWN_CONTENT, { raw }));
 }
 
 /** One Harmony message: author, contents, and the optional channel, recipient and content type. */

@@ -9,7 +9,7 @@ import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { isPrintable } from "./pyformat.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
 import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -114,7 +114,7 @@ export function parseHeaderText(
         parts.shift();
         found = Roles.Tool;
       } else {
-        throw new HarmonyError(pyFormat(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
+        throw new HarmonyError(fill(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
       }
     } else {
       found = known;
@@ -228,7 +228,7 @@ export class StreamableParser {
       this.headerTokens = [];
       this.stateValue = StreamState.Header;
     } else if (token !== null) {
-      throw new HarmonyError(pyFormat(spec.ERR_PARSE_EXPECTED_START, { token, start: spec.TOKEN_START }));
+      throw new HarmonyError(fill(spec.ERR_PARSE_EXPECTED_START, { token, start: spec.TOKEN_START }));
     }
   }
 
@@ -241,7 +241,7 @@ export class StreamableParser {
       throw e;
     }
     const [header, rest] = parseHeaderText(text, role, true);
-    if (rest !== null) throw new HarmonyError(pyFormat(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
+    if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
     return header;
   }
 

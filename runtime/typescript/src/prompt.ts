@@ -9,7 +9,7 @@
  * change it and is refused. Mirrors the Python package's `prompt.py`, output byte for byte.
  */
 
-import type { CommandSpec, Value } from "./argparse.js";
+import type { CommandSpec, Value } from "./args.js";
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
 import { CommandError, displayName, loadEncoding, readJsonFile } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";

@@ -1,9 +1,11 @@
 /**
- * The spec's message templates use Python's `str.format` syntax (`{name}`, `{name!r}`, `{{`, `}}`); this
- * fills them in, so an error text reads the same in both languages.
+ * What is left of Python's formatting while parsing.json's texts still use `{name!r}` (until they take the
+ * spec's placeholder rule, see texts.ts) and the request validation still writes pydantic's and jsonschema's
+ * words (schema.ts, arguments.ts): `str.format` with `!r`, and `repr` of a JSON value.
  */
 
 import { floatRepr, isJsonObject, JsonFloat, keysOf } from "./json.js";
+import { pyrepr } from "./texts.js";
 
 export type FormatValue = string | number | boolean | null;
 
@@ -12,9 +14,8 @@ const FIELD = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(![rs])?\}/g;
 /** `template` with each field replaced by its value (`!r`: as Python's `repr` writes it). */
 export function pyFormat(template: string, values: Readonly<Record<string, FormatValue>>): string {
   return template.replace(FIELD, (whole: string, name: string | undefined, conversion: string | undefined) => {
-    if (whole === "{{") return "{";
-    if (whole === "}}") return "}";
-    if (name === undefined || !(name in values)) throw new Error(`template field ${whole} has no value`);
+    if (name === undefined) return whole.charAt(0);
+    if (!(name in values)) throw new Error(`template field ${whole} has no value`);
     const value = values[name] ?? null;
     return conversion === "!r" ? pyRepr(value) : pyStr(value);
   });
@@ -27,23 +28,9 @@ export function pyStr(value: FormatValue): string {
   return String(value);
 }
 
-/** A value as Python's `repr()` writes it (strings: quotes chosen and characters escaped like CPython). */
+/** A value as Python's `repr()` writes it. */
 export function pyRepr(value: FormatValue): string {
-  if (typeof value !== "string") return pyStr(value);
-  const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of value) {
-    const code = ch.codePointAt(0) ?? 0;
-    if (ch === quote || ch === "\\") out += "\\" + ch;
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (isPrintable(ch)) out += ch;
-    else if (code < 0x100) out += "\\x" + code.toString(16).padStart(2, "0");
-    else if (code < 0x10000) out += "\\u" + code.toString(16).padStart(4, "0");
-    else out += "\\U" + code.toString(16).padStart(8, "0");
-  }
-  return out + quote;
+  return typeof value === "string" ? pyrepr(value) : pyStr(value);
 }
 
 const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
@@ -56,18 +43,16 @@ export function isPrintable(ch: string): boolean {
 /** A JSON value as Python's `repr` writes the object `json.loads` made of it. */
 export function pyReprJson(value: unknown): string {
   if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
+  if (typeof value === "boolean") return value ? "True" : "False";
   if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") {
-    if (Number.isInteger(value)) return String(value);
-    if (Number.isNaN(value)) return "nan";
-    if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
-    return floatRepr(value);
+  if (typeof value === "number" || value instanceof JsonFloat) {
+    const x = Number(value);
+    if (Number.isNaN(x)) return "nan";
+    if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
+    return typeof value === "number" && Number.isInteger(x) ? String(x) : floatRepr(x);
   }
-  if (value instanceof JsonFloat) return Number.isFinite(value.value) ? floatRepr(value.value) : value.value > 0 ? "inf" : "-inf";
-  if (typeof value === "string") return pyRepr(value);
+  if (typeof value === "string") return pyrepr(value);
   if (Array.isArray(value)) return "[" + value.map(pyReprJson).join(", ") + "]";
-  if (isJsonObject(value)) return "{" + keysOf(value).map((k) => `${pyRepr(k)}: ${pyReprJson(value[k])}`).join(", ") + "}";
+  if (isJsonObject(value)) return "{" + keysOf(value).map((k) => `${pyrepr(k)}: ${pyReprJson(value[k])}`).join(", ") + "}";
   return String(value);
 }

@@ -11,7 +11,7 @@
 
 import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#types";
 
-import type { CommandSpec, Value } from "./argparse.js";
+import type { CommandSpec, Value } from "./args.js";
 import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
 import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, ResponseStreamer, tokensFromText } from "./bridge/items.js";
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";

@@ -8,7 +8,7 @@
 
 import { entriesOf, isJsonObject, JsonFloat, keysOf, writeJson, type JsonObject } from "./json.js";
 import { ToolDescription, ToolNamespaceConfig } from "./models.js";
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 
 const COMMENT = spec.TOOLS_COMMENT_PREFIX;
@@ -217,23 +217,23 @@ export function schemaToTypescript(schema: unknown, indent = ""): string {
 }
 
 function namespaceBlock(ns: ToolNamespaceConfig): string {
-  const lines = [pyFormat(spec.TOOLS_NAMESPACE_HEADING, { name: ns.name })];
+  const lines = [fill(spec.TOOLS_NAMESPACE_HEADING, { name: ns.name })];
   if (ns.description !== null) {
     const prefix = ns.tools.length > 0 ? COMMENT : "";
     for (const line of rustLines(ns.description)) lines.push(prefix + line);
   }
   if (ns.tools.length > 0) {
-    lines.push(pyFormat(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
+    lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
     for (const tool of ns.tools) {
       for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
       if (tool.parameters !== null) {
         const params = schemaToTypescript(tool.parameters, "");
-        lines.push(pyFormat(spec.TOOLS_TOOL_WITH_PARAMS, { name: tool.name, params }));
+        lines.push(fill(spec.TOOLS_TOOL_WITH_PARAMS, { name: tool.name, params }));
       } else {
-        lines.push(pyFormat(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name: tool.name }));
+        lines.push(fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name: tool.name }));
       }
     }
-    lines.push(pyFormat(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
+    lines.push(fill(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
   }
   return lines.join(spec.TOOLS_BLOCK_JOINER);
 }

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { BytePairEncodingCore } from "gpt-tokenizer/BytePairEncodingCore";
 import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
 
-import { pyFormat } from "./pyformat.js";
+import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 import { encodeUtf8 } from "./utf8.js";
 
@@ -19,7 +19,7 @@ import { encodeUtf8 } from "./utf8.js";
 export function allSpecialTokens(): Map<string, number> {
   const specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
   for (const [lo, hi] of spec.RESERVED_RANGES) {
-    for (let id = lo; id <= hi; id++) specials.set(pyFormat(spec.RESERVED_SPELLING, { id }), id);
+    for (let id = lo; id <= hi; id++) specials.set(fill(spec.RESERVED_SPELLING, { id }), id);
   }
   return specials;
 }

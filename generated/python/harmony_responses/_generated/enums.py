@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from ..texts import fill
 from .spec import ERR_UNKNOWN_ROLE
 
 
@@ -25,7 +26,7 @@ class Role(str, Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> Role:
-        raise ValueError(ERR_UNKNOWN_ROLE.format(value=value))
+        raise ValueError(fill(ERR_UNKNOWN_ROLE, value=value))
 
 
 class ReasoningEffort(str, Enum):

@@ -199,7 +199,7 @@ ERR_SYSTEM_CONTENT_MISPLACED: str = "SystemContent may only appear in system mes
 
 ERR_DEVELOPER_CONTENT_MISPLACED: str = "DeveloperContent may only appear in developer messages, found in {role}"
 
-ERR_DISALLOWED_SPECIAL: str = "Encountered text corresponding to disallowed special token {token!r}.\nIf you want this text to be encoded as a special token, pass it to `allowed_special`, e.g. `allowed_special={{'{token}', ...}}`.\nIf you want this text to be encoded as normal text, disable the check for this token by passing `disallowed_special=(enc.special_tokens_set - {{'{token}'}})`.\nTo disable this check for all special tokens, pass `disallowed_special=()`.\n"
+ERR_DISALLOWED_SPECIAL: str = "Encountered text corresponding to disallowed special token {token:pyrepr}.\nIf you want this text to be encoded as a special token, pass it to `allowed_special`, e.g. `allowed_special={{'{token}', ...}}`.\nIf you want this text to be encoded as normal text, disable the check for this token by passing `disallowed_special=(enc.special_tokens_set - {{'{token}'}})`.\nTo disable this check for all special tokens, pass `disallowed_special=()`.\n"
 
 ERR_INVALID_TOKEN: str = "Could not decode tokens: Invalid token error: Invalid token for decoding: {token}"
 
@@ -207,9 +207,9 @@ ERR_INVALID_UTF8_INCOMPLETE: str = "Could not decode tokens: Invalid utf-8 seque
 
 ERR_INVALID_UTF8_SEQUENCE: str = "Could not decode tokens: Invalid utf-8 sequence: invalid utf-8 sequence of {length} bytes from index {index}"
 
-ERR_UNKNOWN_ROLE: str = "Unknown role: {value!r}"
+ERR_UNKNOWN_ROLE: str = "Unknown role: {value:pyrepr}"
 
-ERR_UNKNOWN_CONTENT: str = "Unknown content variant: {raw}"
+ERR_UNKNOWN_CONTENT: str = "Unknown content variant: {raw:json}"
 
 ERR_UNKNOWN_ENCODING: str = "Invalid HarmonyEncodingName: {name}"
 

@@ -195,7 +195,7 @@ export const ERR_SYSTEM_CONTENT_MISPLACED: string = "SystemContent may only appe
 
 export const ERR_DEVELOPER_CONTENT_MISPLACED: string = "DeveloperContent may only appear in developer messages, found in {role}";
 
-export const ERR_DISALLOWED_SPECIAL: string = "Encountered text corresponding to disallowed special token {token!r}.\nIf you want this text to be encoded as a special token, pass it to `allowed_special`, e.g. `allowed_special={{'{token}', ...}}`.\nIf you want this text to be encoded as normal text, disable the check for this token by passing `disallowed_special=(enc.special_tokens_set - {{'{token}'}})`.\nTo disable this check for all special tokens, pass `disallowed_special=()`.\n";
+export const ERR_DISALLOWED_SPECIAL: string = "Encountered text corresponding to disallowed special token {token:pyrepr}.\nIf you want this text to be encoded as a special token, pass it to `allowed_special`, e.g. `allowed_special={{'{token}', ...}}`.\nIf you want this text to be encoded as normal text, disable the check for this token by passing `disallowed_special=(enc.special_tokens_set - {{'{token}'}})`.\nTo disable this check for all special tokens, pass `disallowed_special=()`.\n";
 
 export const ERR_INVALID_TOKEN: string = "Could not decode tokens: Invalid token error: Invalid token for decoding: {token}";
 
@@ -203,9 +203,9 @@ export const ERR_INVALID_UTF8_INCOMPLETE: string = "Could not decode tokens: Inv
 
 export const ERR_INVALID_UTF8_SEQUENCE: string = "Could not decode tokens: Invalid utf-8 sequence: invalid utf-8 sequence of {length} bytes from index {index}";
 
-export const ERR_UNKNOWN_ROLE: string = "Unknown role: {value!r}";
+export const ERR_UNKNOWN_ROLE: string = "Unknown role: {value:pyrepr}";
 
-export const ERR_UNKNOWN_CONTENT: string = "Unknown content variant: {raw}";
+export const ERR_UNKNOWN_CONTENT: string = "Unknown content variant: {raw:json}";
 
 export const ERR_UNKNOWN_ENCODING: string = "Invalid HarmonyEncodingName: {name}";
 

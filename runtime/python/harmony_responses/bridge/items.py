@@ -60,7 +60,7 @@ from ..stream import (
     Recovered,
     Region,
 )
-from ..stream.fill import fill
+from ..texts import fill
 from ..types import (
     CreateResponseBody,
     Error,
@@ -641,7 +641,7 @@ class ResponseBuilder:
 
     def _fail_parse(self, exc: HarmonyParseError) -> None:
         template = _spec.ERRORS[_spec.ERROR_MODEL_OUTPUT_INVALID]["message"]
-        self.fail(template.format(detail=exc))
+        self.fail(fill(template, detail=exc))
 
     def _handle(self, events: list[Event], eos_status: Status = Status.INCOMPLETE) -> OpenItem | None:
         opened = None

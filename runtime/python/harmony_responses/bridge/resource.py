@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from .._tables import spec as _spec
@@ -26,7 +27,7 @@ from ..types import (
     TextResponseFormat,
     Usage,
 )
-from .tools import ToolPlan, read_tools
+from .tools import ToolPlan, dump_parameters, read_tools
 
 ToolChoice = Any  # the echoed tool_choice: "auto" | "none" | "required" | FunctionToolChoice | AllowedToolChoice
 
@@ -94,10 +95,16 @@ def response_snapshot(
     """
     b = body if body is not None else CreateResponseBody()
     schemas = (tools if tools is not None else read_tools(b)).schemas
-    echoed = [
-        FunctionTool(name=t.name, description=t.description, parameters=schemas[t.name], strict=t.strict)
-        for t in (b.tools or [])
-        if isinstance(t, FunctionToolParam)  # the response's `tools` hold function tools only (namespace tools' not)
+    functions = [t for t in (b.tools or []) if isinstance(t, FunctionToolParam)]  # namespace tools are not echoed
+    names = Counter(t.name for t in functions)
+    echoed = [  # a name declared twice (a request refused for it) echoes each declaration's own schema
+        FunctionTool(
+            name=t.name,
+            description=t.description,
+            parameters=schemas[t.name] if names[t.name] == 1 else dump_parameters(t),
+            strict=t.strict,
+        )
+        for t in functions
     ]
     reasoning = Reasoning(effort=b.reasoning.effort, summary=b.reasoning.summary) if b.reasoning is not None else None
     extra: dict[str, Any] = {_spec.RESPONSE_REPAIRS_FIELD: repairs} if repairs else {}

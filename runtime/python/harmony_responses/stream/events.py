@@ -11,7 +11,7 @@ from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..errors import HarmonyError
 from ..models import Author, Message, TextContent
-from .fill import fill
+from ..texts import fill
 
 Mode = Literal["strict", "lenient"]
 RECOVERY_RULES: dict[str, str] = dict(_spec.RECOVERY_RULES)

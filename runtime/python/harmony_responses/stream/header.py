@@ -43,8 +43,8 @@ from .._tables import Role
 from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..lalr import GrammarError, IncrementalParser
+from ..texts import fill
 from .events import described
-from .fill import fill
 from .lexer import CONTROL_TERMINALS, SPELLINGS
 
 Report = Callable[[str, str, str, int], None]  # rule, detail, text set aside, position

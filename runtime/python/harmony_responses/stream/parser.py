@@ -35,6 +35,7 @@ from .._tables import Role, Terminator
 from .._tables import grammar as _grammar
 from .._tables import spec as _spec
 from ..lalr import GrammarError, IncrementalParser
+from ..texts import fill
 from .events import (
     ContentDelta,
     Event,
@@ -47,7 +48,6 @@ from .events import (
     described,
     messages_of,
 )
-from .fill import fill
 from .header import (
     CHANNELS,
     FUNCTIONS_PREFIX,

@@ -37,8 +37,7 @@ import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from
 
 import type { HarmonyEncoding } from "../encoding.js";
 import { type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
-import { pyFormat } from "../pyformat.js";
-import { fill } from "../stream/fill.js";
+import { fill } from "../texts.js";
 import { strip } from "../pytext.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
@@ -535,7 +534,7 @@ export class ResponseBuilder<D> {
 
   private failParse(exc: HarmonyParseError): void {
     const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
-    this.fail(pyFormat(template, { detail: exc.message }));
+    this.fail(fill(template, { detail: exc.message }));
   }
 
   private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {

@@ -32,7 +32,7 @@ import { type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "..
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
 import { cpLength } from "../pytext.js";
 import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig } from "../models.js";
-import { pyFormat, pyRepr } from "../pyformat.js";
+import { fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
 import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";
@@ -92,7 +92,7 @@ export class RequestError extends Error {
     if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
     const values: Record<string, string> = {};
     for (const [key, value] of Object.entries(fields)) values[key] = value instanceof Verbatim ? value.text : shown(value);
-    return new RequestError(entry.code, pyFormat(entry.message, values), param);
+    return new RequestError(entry.code, fill(entry.message, values), param);
   }
 
   /** The error as the spec's `ErrorPayload` (the `error` of an error event or response body). */
@@ -375,7 +375,7 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
     const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
     return [kept, { mode, allowed: mode === "none" ? [] : names.filter((n) => allowed.includes(n)) }];
   }
-  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyRepr(String(choice))) });
+  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyrepr(String(choice))) });
 }
 
 /** The tool constraint a sampler should enforce for `body` (e.g. `required`: the first message must call). */
@@ -386,8 +386,8 @@ export function toolPolicy(body: CreateResponseBody): ToolPolicy {
 function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   if (!fmt.name) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name");
   if (fmt.schema === undefined || fmt.schema === null) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema");
-  const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, pyFormat(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
-  const head = fmt.description ? pyFormat(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) + spec.SYS_LINE_SEPARATOR : "";
+  const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
+  const head = fmt.description ? fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) + spec.SYS_LINE_SEPARATOR : "";
   lines.push(head + writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] }));
   return lines.join(spec.SYS_SECTION_SEPARATOR);
 }

@@ -3,7 +3,7 @@
 import { HarmonyError } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import { Author, Message, TextContent } from "../models.js";
-import { fill, type FillValue } from "./fill.js";
+import { fill } from "../texts.js";
 import { grammar, type Role, spec, type Terminator } from "../tables.js";
 
 export type Mode = "strict" | "lenient";
@@ -12,6 +12,7 @@ export type Mode = "strict" | "lenient";
 export const RECOVERY_RULES: Readonly<Record<string, string>> = { ...spec.RECOVERY_RULES };
 
 /** A repair's values, filled into its detail text. */
+type FillValue = string | number | bigint | boolean | null;
 export type RepairValues = Readonly<Record<string, FillValue>>;
 
 /**

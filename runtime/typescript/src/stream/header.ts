@@ -30,7 +30,7 @@
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { fill } from "./fill.js";
+import { fill } from "../texts.js";
 import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
