@@ -285,10 +285,8 @@ def cli(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
                 del os.environ["COLUMNS"]
             else:
                 os.environ["COLUMNS"] = columns
-        return flag_library_words(
-            argv,
-            {"code": code, "stdout": out.getvalue().replace(folder, "{dir}"), "stderr": err.getvalue().replace(folder, "{dir}")},
-        )
+        stdout, stderr = out.getvalue().replace(folder, "{dir}"), err.getvalue().replace(folder, "{dir}")
+        return flag_library_words(argv, {"code": code, "stdout": stdout, "stderr": stderr})
 
 
 HELP = "<help text of the flag library>"
