@@ -106,11 +106,11 @@ def _why_not_public(address: IPAddress) -> str | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return _why_not_public(address.ipv4_mapped)
     for test, words in (
+        ("is_unspecified", "the unspecified address"),
         ("is_loopback", "a loopback address"),
         ("is_link_local", "a link-local address"),
-        ("is_private", "a private address"),
         ("is_multicast", "a multicast address"),
-        ("is_unspecified", "the unspecified address"),
+        ("is_private", "a private address"),
         ("is_reserved", "a reserved address"),
     ):
         if getattr(address, test):
