@@ -16,11 +16,19 @@ from typing import Any
 
 import httpx
 import pytest
-from responses_checker import assert_valid_response, check_stream
 from websockets.sync.client import connect
 
-from serverkit import FakeEngine, Server, sse_events
-from webkit import Web, fake_web, post, serving
+from webkit import (
+    FakeEngine,
+    Server,
+    Web,
+    assert_valid_response,
+    check_stream,
+    fake_web,
+    post,
+    serving,
+    sse_events,
+)
 
 WEB_SEARCH = {"type": "web_search"}
 SOURCES = ["web_search_call.action.sources"]

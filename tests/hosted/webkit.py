@@ -15,7 +15,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "server"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from serverkit import Proc, Server  # noqa: E402
+from responses_checker import assert_valid_response, check_stream  # noqa: E402
+
+from serverkit import FakeEngine, Proc, Server, sse_events  # noqa: E402
+
+__all__ = [
+    "FakeEngine",
+    "Server",
+    "Web",
+    "assert_valid_response",
+    "check_stream",
+    "fake_web",
+    "post",
+    "serving",
+    "sse_events",
+]
 
 FAKE_WEB = ROOT / "tests" / "services" / "fake_web.py"
 
