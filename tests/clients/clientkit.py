@@ -219,16 +219,21 @@ def proxy(server: Server) -> Iterator[Recorder]:
     recorder = Recorder(server.url)
     try:
         yield recorder
-        for exchange in recorder.exchanges:
-            if exchange.events:
-                for event in exchange.events:
-                    assert_valid_event(event)
-                if exchange.events[0].get("type") == "response.created":
-                    check_stream(exchange.events)
-            elif exchange.status == 200 and exchange.method == "POST" and exchange.path == "/v1/responses":
-                assert_valid_response(exchange.response)
+        check_exchanges(recorder)
     finally:
         recorder.close()
+
+
+def check_exchanges(recorder: Recorder) -> None:
+    """Every response and event the server sent through `recorder` is valid, and every stream in order."""
+    for exchange in recorder.exchanges:
+        if exchange.events:
+            for event in exchange.events:
+                assert_valid_event(event)
+            if exchange.events[0].get("type") == "response.created":
+                check_stream(exchange.events)
+        elif exchange.status == 200 and exchange.method == "POST" and exchange.path == "/v1/responses":
+            assert_valid_response(exchange.response)
 
 
 def responses_of(recorder: Recorder) -> list[dict[str, Any]]:

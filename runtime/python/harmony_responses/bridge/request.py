@@ -94,6 +94,7 @@ from ..types import (
     SystemMessageItemParam,
     UnavailableTool,
     UserMessageItemParam,
+    WebSearchCallItemParam,
     is_vendor_type,
 )
 from .tools import (
@@ -203,6 +204,8 @@ class Capabilities:
     truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools no one here runs (see `split_tools`)
+    web_search: bool = False  # runs `web_search` tools: include `web_search_call.action.sources`
+    runs_tools: frozenset[str] = frozenset()  # tool types the caller runs itself (hosted tools with a backend)
 
 
 NOTHING_MORE = Capabilities()
@@ -215,7 +218,7 @@ class Verbatim(str):
 
 
 # The capabilities the spec names must be the caller's (`Capabilities`) flags.
-_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools"}
+_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools", "runs_tools"}
 _NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
 _NAMED |= set(_spec.INCLUDES.values())
 if not (_NAMED - {None}) <= _FLAGS:
@@ -362,7 +365,7 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
         check_json_value(raw, "")
     except JSONInputError as exc:
         raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=Verbatim(exc.reason)) from None
-    raw, unavailable = split_tools(raw, capabilities.hosted_tools)
+    raw, unavailable = split_tools(raw, capabilities.hosted_tools, capabilities.runs_tools)
     try:
         body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
@@ -387,9 +390,13 @@ _HOSTED_REASON = (
 )
 
 
-def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[str, Any], list[UnavailableTool]]:
+def split_tools(
+    raw: Mapping[str, Any], policy: HostedTools, runs: frozenset[str] = frozenset()
+) -> tuple[Mapping[str, Any], list[UnavailableTool]]:
     """The body with the tools the bridge renders only, and the declared tools left out (the server would have to
     run them: `web_search`, `custom`, `local_shell`, ...). With `HostedTools.REJECT` such a tool is a 400 naming it.
+    A tool of a type in `runs` is run by the caller (a hosted tool it has a backend for): left out of the body too,
+    but not listed (the caller reads it from the raw body, `hosted_tools_declared`).
 
     A tool whose `type` is not a string is left for the schema to report."""
     tools = raw.get("tools")
@@ -401,6 +408,8 @@ def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[st
         kind = tool.get("type") if isinstance(tool, Mapping) else None
         if not isinstance(kind, str) or kind in _TOOL_TYPES:
             kept.append(tool)
+            continue
+        if kind in runs:
             continue
         if policy is HostedTools.REJECT:
             raise RequestError.of(
@@ -415,9 +424,18 @@ def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[st
         unavailable.append(
             UnavailableTool(type=kind, name=name if isinstance(name, str) else None, reason=_HOSTED_REASON)
         )
-    if not unavailable:
+    if len(kept) == len(tools):
         return raw, []
     return {**raw, "tools": kept}, unavailable
+
+
+def hosted_tools_declared(raw: Mapping[str, Any], runs: frozenset[str]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The declared tools of a type in `runs` (the ones `split_tools` leaves to the caller), with their index in
+    `tools`."""
+    tools = raw.get("tools")
+    if not isinstance(tools, list):
+        return []
+    return [(i, t) for i, t in enumerate(tools) if isinstance(t, Mapping) and t.get("type") in runs]
 
 
 def unavailable_tools(body: CreateResponseBody) -> list[dict[str, Any]]:
@@ -690,6 +708,32 @@ def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
     raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
 
 
+# A `web_search_call` without the conversation it stood for (`harmony:hosted`: a client that dropped the field) →
+# the browser call its action names, by the order of the browser's functions: search, open, find.
+_BROWSER = _spec.BUILTIN_NAMESPACES[_spec.HOSTED_KINDS["web_search"]["namespace"]]
+_ACTION_CALLS = dict(zip(("search", "open_page", "find_in_page"), (t["name"] for t in _BROWSER["tools"]), strict=True))
+_ACTION_ARGUMENT = {"search": ("query", "query"), "open_page": ("url", "id"), "find_in_page": ("pattern", "pattern")}
+_LOST_OUTPUT = "(the tool's output did not come back with this item)"
+
+
+def _hosted_call(item: WebSearchCallItemParam) -> list[Message]:
+    """A hosted tool's call item sent back as input: the call the model wrote and the tool message it read (as the
+    item's `harmony:hosted` keeps them), else the call its action names, with no output."""
+    record = item.harmony_hosted
+    if record is not None:
+        call = _assistant(record.arguments, record.channel, record.content_type).with_recipient(record.recipient)
+        return [call, _tool_message(ToolCall(record.author or record.recipient, record.channel), record.output)]
+    action = item.action
+    if action is None:
+        return []
+    key, argument = _ACTION_ARGUMENT[action.type]
+    value = getattr(action, key, None)
+    recipient = _BROWSER["name"] + _spec.HEADER_NAMESPACE_SEPARATOR + _ACTION_CALLS[action.type]
+    arguments = json.dumps({argument: value} if value is not None else {}, ensure_ascii=False)
+    call = _assistant(arguments, _spec.CHANNEL_REASONING).with_recipient(recipient)
+    return [call, _tool_message(ToolCall(recipient, _spec.CHANNEL_REASONING), _LOST_OUTPUT)]
+
+
 def _reasoning(item: ReasoningItemParam, where: str, sealed: ReasoningReader | None = None) -> Message | None:
     """The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed
     reasoning (`encrypted_content`) is opened by `sealed`, and refused without it."""
@@ -756,6 +800,8 @@ def items_to_messages(
             turns.extend(compaction(item, where))
         elif isinstance(item, ExtensionItem):
             turns.append(_extension(item, where, calls))
+        elif isinstance(item, WebSearchCallItemParam):
+            turns.extend(_hosted_call(item))
         else:  # pragma: no cover - the union is closed
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
     return ItemMessages(instructions, turns)

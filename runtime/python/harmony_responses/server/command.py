@@ -16,6 +16,7 @@ from typing import Any
 
 from .banner import startup_lines
 from .engines.spec import ENGINES_HELP
+from .hosted.flags import add_hosted_arguments, hosted_overrides
 from .settings import HostedTools, MediaPolicy, ReasoningEvents, Settings, SettingsError
 
 log = logging.getLogger("harmony_responses.server")
@@ -91,6 +92,7 @@ def add_serve_parser(sub: Any) -> None:
         help="declared tools the server cannot run (web_search, custom, ...): omit them from the prompt and list "
         "them in the response's harmony:unavailable_tools (default), or reject the request with a 400",
     )
+    add_hosted_arguments(p)
     p.set_defaults(func=serve, file=None)
 
 
@@ -120,6 +122,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str]) -> Set
         "idle_timeout": args.idle_timeout,
         "max_connections": args.max_connections,
         "hosted_tools": HostedTools(args.hosted_tools) if args.hosted_tools else None,
+        **hosted_overrides(args),
     }
     return Settings.from_env(environ, **overrides)
 

@@ -70,6 +70,7 @@ from .engines.base import (
     ToolSpec,
 )
 from .errors import ErrorKind, error_payload
+from .hosted.loop import HostedRun
 from .media import with_media_placeholders
 from .settings import MediaPolicy
 from .structured import AnswerFormat, answer_format
@@ -175,6 +176,7 @@ class Plan:
     parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
     dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
     answer: AnswerFormat | None = None  # the JSON Schema the answer must follow (`text.format`), see `structured`
+    hosted: HostedRun | None = None  # the hosted tools the server runs for this response (`hosted.loop`)
 
     @property
     def policy(self) -> ToolPolicy:
@@ -196,20 +198,23 @@ def plan_request(
     compaction: CompactionReader | None = None,
     window: int = DEFAULT_CONTEXT_WINDOW,
     reasoning: ReasoningReader | None = None,
+    hosted: HostedRun | None = None,
 ) -> Plan:
     """The plan for a request; `RequestError` for what the model cannot take.
 
     `history` and `calls` (`KnownCalls.to_json()`) are the stored turns a `previous_response_id` continues,
     and beside them `history_rendered` the token ids of those already rendered; `compaction` opens compaction items,
-    `reasoning` reasoning items sealed in `encrypted_content`.
+    `reasoning` reasoning items sealed in `encrypted_content`; `hosted` the hosted tools the server runs (their
+    namespaces are declared in the system message, as Harmony declares built-in tools).
     The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
     it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
     """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
     known = KnownCalls.from_json(calls or {})
+    system = hosted.system() if hosted is not None else None
     parts = conversation_parts(
-        body, history=history, calls=known, compaction=compaction, reasoning=reasoning, checked=True
+        body, history=history, calls=known, compaction=compaction, reasoning=reasoning, system=system, checked=True
     )
     planned = parts.tools  # read once: the prompt's tool sections, the engine's tools, the response builder
     policy, schemas = planned.policy, planned.schemas
@@ -257,13 +262,14 @@ def plan_request(
         parts=parts,
         dropped_turns=fitted.dropped_turns,
         answer=None if prefill else answer_format(body),  # a forced call leaves no answer to constrain
+        hosted=hosted,
     )
 
 
-def plan_for(state: ServerState, body: CreateResponseBody, prior: Prior) -> Plan:
+def plan_for(state: ServerState, body: CreateResponseBody, prior: Prior, hosted: HostedRun | None = None) -> Plan:
     """The plan of a Responses request on this server, the same for HTTP and WebSocket: the request's own budget
     (else the server's default) after the stored turns `prior` holds, in the server's context window, with its
-    compaction and sealed-reasoning readers."""
+    compaction and sealed-reasoning readers, and the hosted tools the server runs for it (`hosted`)."""
     settings = state.settings
     return plan_request(
         body,
@@ -277,6 +283,7 @@ def plan_for(state: ServerState, body: CreateResponseBody, prior: Prior) -> Plan
         compaction=state.seal.reader(),
         window=settings.context_window,
         reasoning=state.reasoning.reader(),
+        hosted=hosted,
     )
 
 

@@ -71,6 +71,13 @@ class Settings:
     idle_timeout: float = 5.0  # seconds a connection may wait for its first (or next) request before it is closed
     max_connections: int = 4096  # open connections per worker; one more gets 503 instead of a failed accept()
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools the server cannot run: left out, or a 400
+    # Hosted tools (server/hosted/, docs/hosted-tools.md): each backend is off unless configured.
+    web_search: str = ""  # a SearXNG-compatible search API's base URL (`GET /search?q=...&format=json`); "" is off
+    hosted_allow: tuple[str, ...] = ()  # hosts, addresses or CIDRs hosted tools may reach beyond public addresses
+    hosted_deny: tuple[str, ...] = ()  # hosts, addresses or CIDRs hosted tools may never reach (wins over allow)
+    hosted_timeout: float = 30.0  # seconds per hosted tool call (a fetch, a search, a kernel run, an MCP call)
+    hosted_max_calls: int = 16  # hosted tool calls one response may make (the tool budget; `max_tool_calls` lowers it)
+    hosted_max_bytes: int = 4 * 1024 * 1024  # the largest body one fetch reads (a page, a search answer)
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
@@ -83,6 +90,8 @@ class Settings:
             "context_window",
             "max_head_bytes",
             "max_connections",
+            "hosted_max_calls",
+            "hosted_max_bytes",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -91,11 +100,21 @@ class Settings:
             raise SettingsError(f"port must be 0..65535, got {self.port}")
         if self.engine_timeout <= 0:
             raise SettingsError(f"engine_timeout must be positive, got {self.engine_timeout}")
-        for seconds in ("store_recover_interval", "receive_timeout", "idle_timeout"):
+        for seconds in ("store_recover_interval", "receive_timeout", "idle_timeout", "hosted_timeout"):
             if getattr(self, seconds) <= 0:
                 raise SettingsError(f"{seconds} must be positive, got {getattr(self, seconds)}")
         if self.shutdown_timeout < 0:
             raise SettingsError(f"shutdown_timeout must be at least 0, got {self.shutdown_timeout}")
+        from .hosted.policy import PolicyError, parse_rule  # httpx is imported only when the server runs
+
+        for name in ("hosted_allow", "hosted_deny"):
+            for entry in getattr(self, name):
+                try:
+                    parse_rule(entry)
+                except PolicyError as exc:
+                    raise SettingsError(f"{name}: {exc}") from None
+        if self.web_search and not self.web_search.startswith(("http://", "https://")):
+            raise SettingsError(f"web_search must be an http:// or https:// URL, got {self.web_search!r}")
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self

@@ -1,0 +1,48 @@
+"""The `serve` flags of the hosted tools (each is also `HARMONY_RESPONSES_<NAME>`, see `server.settings`).
+
+Kept here, apart from `server.command`, so each hosted backend adds its own flags beside the others'.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_hosted_arguments(p: argparse.ArgumentParser) -> None:
+    """The hosted tools' flags, on `serve`'s parser."""
+    g = p.add_argument_group("hosted tools", "tools the server runs itself; each is off unless configured")
+    g.add_argument(
+        "--web-search",
+        metavar="URL",
+        help="run web_search tools (gpt-oss's browser tool) against this SearXNG-compatible search API "
+        "(GET URL/search?q=...&format=json); off by default",
+    )
+    g.add_argument(
+        "--hosted-allow",
+        action="append",
+        metavar="HOST|CIDR",
+        help="let hosted tools reach this host name, address or range (repeatable); by default they reach public "
+        "addresses only: never loopback, private or link-local ones",
+    )
+    g.add_argument(
+        "--hosted-deny",
+        action="append",
+        metavar="HOST|CIDR",
+        help="never let hosted tools reach this host name, address or range (repeatable; wins over --hosted-allow)",
+    )
+    g.add_argument("--hosted-timeout", type=float, help="seconds per hosted tool call (30)")
+    g.add_argument("--hosted-max-calls", type=int, help="hosted tool calls one response may make (16)")
+    g.add_argument("--hosted-max-bytes", type=int, help="the largest body one hosted fetch reads (4 MiB)")
+
+
+def hosted_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the hosted flags give (None: not given)."""
+    return {
+        "web_search": args.web_search,
+        "hosted_allow": tuple(args.hosted_allow) if args.hosted_allow else None,
+        "hosted_deny": tuple(args.hosted_deny) if args.hosted_deny else None,
+        "hosted_timeout": args.hosted_timeout,
+        "hosted_max_calls": args.hosted_max_calls,
+        "hosted_max_bytes": args.hosted_max_bytes,
+    }
