@@ -1,0 +1,172 @@
+"""`code_interpreter` tools, run through gpt-oss's `python` tool in the sandbox's containers (`sandbox.py`).
+
+A request declares `{"type": "code_interpreter", "container": {"type": "auto"} | "cntr_..."}`. The response's
+session offers the model the Harmony `python` namespace; the model's message to `python` is source code, run
+in the container's kernel, and the kernel's output is the python tool's message back. `auto` uses the
+container of the response this one continues (`previous_response_id`), while it is live, and otherwise makes
+a new one at the first call; a container id must name a live container of this server process (made by an
+earlier response or by `POST /v1/containers`), else the request is a 400 naming `tools[i].container`.
+
+The `code_interpreter_call` item carries `code`, `container_id` and, when the request's `include` asks for
+`code_interpreter_call.outputs`, `outputs` (`[{"type": "logs", "logs": ...}]`; null otherwise, as OpenAI's API
+does). A call the sandbox ended (wall-clock timeout, CPU, memory or process limit, a dead kernel, no free
+container) is a tool error: the item is `failed` and the model reads what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...bridge.request import RequestError
+from ...models import ToolNamespaceConfig
+from .base import HostedCall, HostedContext, HostedKind, HostedResult
+from .sandbox import CellEnd, CellResult, Container, Sandbox, SandboxConfig, SandboxUnavailable
+
+RECIPIENT = "python"
+OUTPUTS_INCLUDE = "code_interpreter_call.outputs"
+MEMORY_LIMITS = ("1g", "4g", "16g", "64g")  # OpenAI's `container.memory_limit` values
+KEEP_CHAINS = 4096  # response id → container id entries kept for `auto` continuation
+
+
+def _owner_key(context: HostedContext) -> str | None:
+    """The digest of the API key the response was made with (a container belongs to it), when the loop says."""
+    owner = getattr(context, "owner", None)
+    if owner is None:
+        return None
+    return str(getattr(owner, "digest", owner))
+
+
+class CodeInterpreterSession:
+    """One response's code_interpreter tool: its container (made at the first call when `auto`)."""
+
+    def __init__(self, backend: CodeInterpreterBackend, context: HostedContext, container_id: str | None) -> None:
+        self.backend = backend
+        self.context = context
+        self.container_id = container_id
+        self.outputs = OUTPUTS_INCLUDE in context.include
+
+    def namespaces(self) -> Sequence[ToolNamespaceConfig]:
+        return (ToolNamespaceConfig.python(),)
+
+    def items(self) -> Sequence[Mapping[str, Any]]:
+        return ()
+
+    def claims(self, recipient: str) -> bool:
+        return recipient == RECIPIENT or recipient.startswith(RECIPIENT + ".")  # `python.exec` is still python
+
+    async def _container(self) -> Container:
+        sandbox = self.backend.sandbox
+        if self.container_id is not None:
+            found = sandbox.get(self.container_id)
+            if found is not None:
+                return found
+        container = await sandbox.create(owner=_owner_key(self.context))
+        self.container_id = container.id
+        return container
+
+    async def call(self, call: HostedCall, *, timeout: float) -> HostedResult:
+        code = call.arguments
+        try:
+            container = await self._container()
+        except SandboxUnavailable as exc:
+            outcome = CellResult(CellEnd.REFUSED, error=str(exc))
+            return self._result(code, "", outcome)
+        self.backend.remember(self.context.response_id, container.id)
+        outcome = await self.backend.sandbox.execute(container, code, timeout)
+        return self._result(code, container.id, outcome)
+
+    def _result(self, code: str, container_id: str, outcome: CellResult) -> HostedResult:
+        text = outcome.text()
+        item: dict[str, Any] = {"code": code, "container_id": container_id, "outputs": None}
+        if self.outputs:
+            item["outputs"] = [{"type": "logs", "logs": text}] if text else []
+        error = outcome.error if outcome.failed else None
+        return HostedResult(text=text, error=error, item=item, author=RECIPIENT)
+
+    async def aclose(self) -> None:
+        if self.container_id is not None:
+            self.backend.remember(self.context.response_id, self.container_id)
+
+
+class CodeInterpreterBackend:
+    """The server's code interpreter: its sandbox, and which container each response used."""
+
+    kind = HostedKind.CODE_INTERPRETER
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.sandbox = Sandbox(config)
+        self._chains: dict[str, str] = {}  # response id → the container it used (for `auto` continuations)
+
+    def remember(self, response_id: str, container_id: str) -> None:
+        self._chains.pop(response_id, None)
+        self._chains[response_id] = container_id
+        while len(self._chains) > KEEP_CHAINS:
+            self._chains.pop(next(iter(self._chains)))
+
+    def check(self, tool: Mapping[str, Any], where: str) -> None:
+        container = tool.get("container", {"type": "auto"})
+        if isinstance(container, str):
+            if self.sandbox.get(container) is None:
+                raise RequestError(
+                    f"no live container {container!r} on this server (expired, deleted, or never made here); "
+                    'use {"type": "auto"} or POST /v1/containers',
+                    f"{where}.container",
+                )
+            return
+        if not isinstance(container, Mapping) or container.get("type") != "auto":
+            raise RequestError(
+                'container must be a container id or {"type": "auto"}',
+                f"{where}.container",
+            )
+        if container.get("file_ids"):
+            raise RequestError(
+                "this server has no Files API to copy into a container: file_ids cannot be honoured",
+                f"{where}.container.file_ids",
+            )
+        limit = container.get("memory_limit")
+        if limit is not None and limit not in MEMORY_LIMITS:
+            raise RequestError(
+                f"memory_limit must be one of {', '.join(MEMORY_LIMITS)}", f"{where}.container.memory_limit"
+            )
+        if limit is not None and _gib(limit) * 1024**3 > self.sandbox.config.memory_bytes:
+            mib = self.sandbox.config.memory_bytes // (1024 * 1024)
+            raise RequestError(
+                f"memory_limit {limit} is more than this server's containers have ({mib} MiB)",
+                f"{where}.container.memory_limit",
+            )
+
+    async def open(self, tools: Sequence[Mapping[str, Any]], context: HostedContext) -> CodeInterpreterSession:
+        container_id: str | None = None
+        for tool in tools:  # the first tool naming a container wins; several code_interpreter tools are one python
+            named = tool.get("container")
+            if isinstance(named, str):
+                container_id = named
+                break
+        if container_id is None and context.previous_response_id is not None:
+            container_id = self._chains.get(context.previous_response_id)
+        return CodeInterpreterSession(self, context, container_id)
+
+    async def aclose(self) -> None:
+        await asyncio.shield(self.sandbox.aclose())
+
+
+def _gib(limit: str) -> int:
+    return int(limit.rstrip("g"))
+
+
+def sandbox_config(settings: Any) -> SandboxConfig:
+    """The sandbox's limits from the server's settings (`--code-interpreter-*`, `--hosted-timeout`)."""
+    return SandboxConfig(
+        root=settings.code_interpreter_dir,
+        python=settings.code_interpreter_python,
+        timeout=settings.hosted_timeout,
+        cpu_seconds=settings.code_interpreter_cpu_seconds,
+        cpu_life_seconds=max(1800, 20 * settings.code_interpreter_cpu_seconds),
+        memory_bytes=settings.code_interpreter_memory_mb * 1024 * 1024,
+        processes=settings.code_interpreter_processes,
+        output_bytes=settings.code_interpreter_output_bytes,
+        idle_seconds=settings.code_interpreter_idle,
+        max_containers=settings.code_interpreter_max_containers,
+    )
