@@ -21,6 +21,7 @@ from typing import Any
 
 from ...bridge.request import RequestError
 from ...models import ToolNamespaceConfig
+from ..settings import Settings
 from .base import HostedCall, HostedContext, HostedKind, HostedResult
 from .sandbox import CellEnd, CellResult, Container, Sandbox, SandboxConfig, SandboxUnavailable
 
@@ -106,6 +107,15 @@ class CodeInterpreterBackend:
             self._chains.pop(next(iter(self._chains)))
 
     def check(self, tool: Mapping[str, Any], where: str) -> None:
+        unknown = sorted(set(tool) - {"type", "container", "allowed_callers"})
+        if unknown:
+            raise RequestError(f"unknown field {unknown[0]!r} of a code_interpreter tool", f"{where}.{unknown[0]}")
+        callers = tool.get("allowed_callers")
+        if callers is not None and (not isinstance(callers, list) or any(c != "direct" for c in callers)):
+            raise RequestError(
+                'only the model itself calls the python tool here: allowed_callers may only be ["direct"]',
+                f"{where}.allowed_callers",
+            )
         container = tool.get("container", {"type": "auto"})
         if isinstance(container, str):
             if self.sandbox.get(container) is None:
@@ -119,6 +129,15 @@ class CodeInterpreterBackend:
             raise RequestError(
                 'container must be a container id or {"type": "auto"}',
                 f"{where}.container",
+            )
+        extra = sorted(set(container) - {"type", "file_ids", "memory_limit", "network_policy"})
+        if extra:
+            raise RequestError(f"unknown field {extra[0]!r} of the container", f"{where}.container.{extra[0]}")
+        policy = container.get("network_policy")
+        if policy is not None and (not isinstance(policy, Mapping) or policy.get("type") != "disabled"):
+            raise RequestError(
+                'a container here never reaches the network: network_policy may only be {"type": "disabled"}',
+                f"{where}.container.network_policy",
             )
         if container.get("file_ids"):
             raise RequestError(
@@ -156,7 +175,7 @@ def _gib(limit: str) -> int:
     return int(limit.rstrip("g"))
 
 
-def sandbox_config(settings: Any) -> SandboxConfig:
+def sandbox_config(settings: Settings) -> SandboxConfig:
     """The sandbox's limits from the server's settings (`--code-interpreter-*`, `--hosted-timeout`)."""
     return SandboxConfig(
         root=settings.code_interpreter_dir,
@@ -170,3 +189,23 @@ def sandbox_config(settings: Any) -> SandboxConfig:
         idle_seconds=settings.code_interpreter_idle,
         max_containers=settings.code_interpreter_max_containers,
     )
+
+
+def check_code_interpreter(settings: Settings) -> str | None:
+    """With `--code-interpreter`: start and stop one sandboxed kernel, or say in one line why it cannot be."""
+    if not settings.code_interpreter:
+        return None
+    config = sandbox_config(settings)
+
+    async def probe() -> None:
+        sandbox = Sandbox(config)
+        try:
+            await sandbox.check()
+        finally:
+            await sandbox.aclose()
+
+    try:
+        asyncio.run(probe())
+    except (SandboxUnavailable, OSError) as exc:
+        return f"--code-interpreter: {exc}"
+    return None

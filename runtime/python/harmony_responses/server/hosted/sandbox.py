@@ -267,6 +267,8 @@ class Sandbox:
         self.root = Path(config.root or tempfile.mkdtemp(prefix="harmony-containers-"))
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
+        for stale in self.root.glob("cntr_*"):  # a previous server's containers: not live in this one
+            shutil.rmtree(stale, ignore_errors=True)
         self.python = config.python or sys.executable
         self.containers: dict[str, Container] = {}
         self._free_slots = list(range(config.max_containers))
@@ -282,7 +284,11 @@ class Sandbox:
         ]
         if self.python == sys.executable:
             candidates += [sys.prefix, sys.base_prefix, sys.exec_prefix]
-        outside = {f for f in candidates if f and not any(f == s or f.startswith(s + "/") for s in SYSTEM_FOLDERS)}
+        outside = {
+            f
+            for f in candidates
+            if f not in ("", "/") and not any(f == s or f.startswith(s + "/") for s in SYSTEM_FOLDERS)
+        }
         return sorted(outside)
 
     def command(self, container: Container) -> list[str]:
@@ -322,14 +328,16 @@ class Sandbox:
     async def check(self) -> None:
         """Start and stop one kernel; `SandboxUnavailable` naming why when that fails (run at start-up)."""
         if shutil.which(self.config.bwrap) is None:
-            raise SandboxUnavailable(
-                f"code interpreter: {self.config.bwrap!r} not found (Debian: apt-get install bubblewrap)"
-            )
+            raise SandboxUnavailable(f"{self.config.bwrap!r} not found (Debian: apt-get install bubblewrap)")
+        if not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
+            raise SandboxUnavailable(f"the sandbox's Python {self.python!r} is not an executable file")
+        if self.as_root and shutil.which("setpriv") is None:
+            raise SandboxUnavailable("setpriv not found (Debian: util-linux), needed to drop root in the sandbox")
         container = await self.create(name="start-up check")
         try:
             outcome = await self.execute(container, "1 + 1")
             if outcome.result != "2":
-                raise SandboxUnavailable(f"code interpreter: the sandboxed kernel answered {outcome.text()!r}")
+                raise SandboxUnavailable(f"the sandboxed kernel did not work: {outcome.text()!r}")
         finally:
             await self.delete(container.id)
 
