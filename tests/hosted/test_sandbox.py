@@ -324,3 +324,31 @@ def test_a_cancelled_call_ends_its_kernel(bwrap: str) -> None:
         assert (await sb.execute(c, "2 + 2")).result == "4"
 
     run(bwrap, body)
+
+
+def test_a_server_that_is_not_root_gets_the_same_sandbox(bwrap: str, tmp_path: Path) -> None:
+    """As another user, bwrap makes a user namespace itself: no network, and the process limit still binds."""
+    import json
+    import sys
+
+    import harmony_responses.server.hosted.sandbox as sandbox_module
+
+    python = "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
+    argv = [python, str(Path(__file__).with_name("sandbox_unprivileged.py")), sandbox_module.__file__]
+    if os.geteuid() == 0:
+        tmp_path.chmod(0o777)
+        argv = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", *argv]
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["as_root"] is False
+    assert got["uid"]["text"] == f"({65534 if os.geteuid() == 0 else os.geteuid()}, 7)"
+    assert got["fork"]["end"] in ("limit", "died") and "Resource temporarily unavailable" in got["fork"]["text"]
+    assert got["net"]["end"] == "ran" and "ConnectionRefusedError" in got["net"]["text"]
