@@ -45,7 +45,11 @@ class CodeInterpreterSession:
     def __init__(self, backend: CodeInterpreterBackend, context: HostedContext, container_id: str | None) -> None:
         self.backend = backend
         self.context = context
-        self.container_id = container_id
+        # `auto` with nothing to continue: an id reserved now (the items name it), the container made at the first
+        # call, so a response that never calls python costs nothing
+        self.reserved = container_id is None
+        self.container_id = container_id or Sandbox.new_id()
+        self.owner = _owner_key(context)
         self.outputs = OUTPUTS_INCLUDE in context.include
 
     def namespaces(self) -> Sequence[ToolNamespaceConfig]:
@@ -57,15 +61,21 @@ class CodeInterpreterSession:
     def claims(self, recipient: str) -> bool:
         return recipient == RECIPIENT or recipient.startswith(RECIPIENT + ".")  # `python.exec` is still python
 
+    def pending(self) -> Sequence[HostedCall]:
+        return ()
+
+    def started(self, call: HostedCall) -> Mapping[str, Any]:
+        return {"code": call.arguments, "container_id": self.container_id, "outputs": None}
+
     async def _container(self) -> Container:
+        """The session's container: live, or made now under the id the session's items already carry."""
         sandbox = self.backend.sandbox
-        if self.container_id is not None:
-            found = sandbox.get(self.container_id)
-            if found is not None:
-                return found
-        container = await sandbox.create(owner=_owner_key(self.context))
-        self.container_id = container.id
-        return container
+        found = sandbox.get(self.container_id)
+        if found is not None and (found.owner is None or self.owner is None or found.owner == self.owner):
+            return found
+        if not self.reserved or found is not None:  # expired, never ours, or another key's: a new container
+            self.container_id, self.reserved = Sandbox.new_id(), True
+        return await sandbox.create(owner=self.owner, container_id=self.container_id)
 
     async def call(self, call: HostedCall, *, timeout: float) -> HostedResult:
         code = call.arguments
@@ -73,8 +83,8 @@ class CodeInterpreterSession:
             container = await self._container()
         except SandboxUnavailable as exc:
             outcome = CellResult(CellEnd.REFUSED, error=str(exc))
-            return self._result(code, "", outcome)
-        self.backend.remember(self.context.response_id, container.id)
+            return self._result(code, self.container_id, outcome)
+        self.backend.remember(getattr(self.context, "response_id", None), container.id)
         outcome = await self.backend.sandbox.execute(container, code, timeout)
         return self._result(code, container.id, outcome)
 
@@ -87,8 +97,8 @@ class CodeInterpreterSession:
         return HostedResult(text=text, error=error, item=item, author=RECIPIENT)
 
     async def aclose(self) -> None:
-        if self.container_id is not None:
-            self.backend.remember(self.context.response_id, self.container_id)
+        if self.backend.sandbox.get(self.container_id) is not None:
+            self.backend.remember(getattr(self.context, "response_id", None), self.container_id)
 
 
 class CodeInterpreterBackend:
@@ -100,7 +110,9 @@ class CodeInterpreterBackend:
         self.sandbox = Sandbox(config)
         self._chains: dict[str, str] = {}  # response id → the container it used (for `auto` continuations)
 
-    def remember(self, response_id: str, container_id: str) -> None:
+    def remember(self, response_id: str | None, container_id: str) -> None:
+        if response_id is None:
+            return
         self._chains.pop(response_id, None)
         self._chains[response_id] = container_id
         while len(self._chains) > KEEP_CHAINS:
@@ -163,6 +175,12 @@ class CodeInterpreterBackend:
             if isinstance(named, str):
                 container_id = named
                 break
+        if container_id is None:  # `auto`: the newest container the conversation sent back, else the chain's
+            for item in reversed(list(getattr(context, "history", ()))):
+                named = item.get("container_id") if isinstance(item, Mapping) else None
+                if isinstance(item, Mapping) and item.get("type") == "code_interpreter_call" and isinstance(named, str):
+                    container_id = named
+                    break
         if container_id is None and context.previous_response_id is not None:
             container_id = self._chains.get(context.previous_response_id)
         return CodeInterpreterSession(self, context, container_id)

@@ -346,8 +346,13 @@ class Sandbox:
     def get(self, container_id: str) -> Container | None:
         return self.containers.get(container_id)
 
-    async def create(self, name: str = "", owner: str | None = None) -> Container:
-        """A new empty container; past the cap the least recently used idle one is reaped first."""
+    @staticmethod
+    def new_id() -> str:
+        return "cntr_" + secrets.token_hex(24)
+
+    async def create(self, name: str = "", owner: str | None = None, container_id: str | None = None) -> Container:
+        """A new empty container (with `container_id` when given: one a response reserved); past the cap the
+        least recently used idle one is reaped first."""
         if self._closed:
             raise SandboxUnavailable("the code interpreter is shutting down")
         self._ensure_reaper()
@@ -359,7 +364,7 @@ class Sandbox:
                 )
             await self.delete(min(idle, key=lambda c: c.last_active).id)
         slot = self._free_slots.pop(0)
-        container_id = "cntr_" + secrets.token_hex(24)
+        container_id = container_id or self.new_id()
         folder = self.root / container_id
         folder.mkdir(mode=0o700)
         if self.as_root:
