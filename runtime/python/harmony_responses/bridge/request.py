@@ -195,6 +195,7 @@ class Capabilities:
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools no one here runs (see `split_tools`)
     web_search: bool = False  # runs `web_search` tools: include `web_search_call.action.sources`
+    code_interpreter: bool = False  # runs `code_interpreter` tools: include `code_interpreter_call.outputs`
     runs_tools: frozenset[str] = frozenset()  # tool types the caller runs itself (hosted tools with a backend)
 
 

@@ -19,7 +19,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...bridge.request import RequestError
+from ..._tables import spec as _spec
+from ...bridge import RequestError, Verbatim
 from ...models import ToolNamespaceConfig
 from ..settings import Settings
 from .base import HostedCall, HostedContext, HostedKind, HostedResult
@@ -50,6 +51,7 @@ class CodeInterpreterSession:
         self.reserved = container_id is None
         self.container_id = container_id or Sandbox.new_id()
         self.owner = _owner_key(context)
+        self.response_id: str | None = None  # learnt from the first call
         self.outputs = OUTPUTS_INCLUDE in context.include
 
     def namespaces(self) -> Sequence[ToolNamespaceConfig]:
@@ -84,7 +86,8 @@ class CodeInterpreterSession:
         except SandboxUnavailable as exc:
             outcome = CellResult(CellEnd.REFUSED, error=str(exc))
             return self._result(code, self.container_id, outcome)
-        self.backend.remember(getattr(self.context, "response_id", None), container.id)
+        self.response_id = call.response_id
+        self.backend.remember(call.response_id, container.id)
         outcome = await self.backend.sandbox.execute(container, code, timeout)
         return self._result(code, container.id, outcome)
 
@@ -98,7 +101,7 @@ class CodeInterpreterSession:
 
     async def aclose(self) -> None:
         if self.backend.sandbox.get(self.container_id) is not None:
-            self.backend.remember(getattr(self.context, "response_id", None), self.container_id)
+            self.backend.remember(self.response_id, self.container_id)
 
 
 class CodeInterpreterBackend:
@@ -119,54 +122,45 @@ class CodeInterpreterBackend:
             self._chains.pop(next(iter(self._chains)))
 
     def check(self, tool: Mapping[str, Any], where: str) -> None:
-        unknown = sorted(set(tool) - {"type", "container", "allowed_callers"})
-        if unknown:
-            raise RequestError(f"unknown field {unknown[0]!r} of a code_interpreter tool", f"{where}.{unknown[0]}")
+        for key in tool:
+            if key not in ("type", "container", "allowed_callers"):
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, f"{where}.{key}")
         callers = tool.get("allowed_callers")
         if callers is not None and (not isinstance(callers, list) or any(c != "direct" for c in callers)):
-            raise RequestError(
-                'only the model itself calls the python tool here: allowed_callers may only be ["direct"]',
-                f"{where}.allowed_callers",
-            )
+            raise _not_honoured(f"{where}.allowed_callers", callers, "only the model itself calls the python tool here")
         container = tool.get("container", {"type": "auto"})
         if isinstance(container, str):
             if self.sandbox.get(container) is None:
-                raise RequestError(
-                    f"no live container {container!r} on this server (expired, deleted, or never made here); "
-                    'use {"type": "auto"} or POST /v1/containers',
+                raise RequestError.of(
+                    _spec.REQUEST_ERROR_INVALID,
                     f"{where}.container",
+                    reason=Verbatim(
+                        f"no live container {container!r} on this server (expired, deleted, or never made here); "
+                        'use {"type": "auto"} or POST /v1/containers'
+                    ),
                 )
             return
         if not isinstance(container, Mapping) or container.get("type") != "auto":
-            raise RequestError(
-                'container must be a container id or {"type": "auto"}',
-                f"{where}.container",
-            )
-        extra = sorted(set(container) - {"type", "file_ids", "memory_limit", "network_policy"})
-        if extra:
-            raise RequestError(f"unknown field {extra[0]!r} of the container", f"{where}.container.{extra[0]}")
+            reason = Verbatim('a container id or {"type": "auto"} is expected')
+            raise RequestError.of(_spec.REQUEST_ERROR_INVALID, f"{where}.container", reason=reason)
+        for key in container:
+            if key not in ("type", "file_ids", "memory_limit", "network_policy"):
+                raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, f"{where}.container.{key}")
         policy = container.get("network_policy")
         if policy is not None and (not isinstance(policy, Mapping) or policy.get("type") != "disabled"):
-            raise RequestError(
-                'a container here never reaches the network: network_policy may only be {"type": "disabled"}',
-                f"{where}.container.network_policy",
-            )
+            why = 'a container here never reaches the network: only {"type": "disabled"}'
+            raise _not_honoured(f"{where}.container.network_policy", policy, why)
         if container.get("file_ids"):
-            raise RequestError(
-                "this server has no Files API to copy into a container: file_ids cannot be honoured",
-                f"{where}.container.file_ids",
-            )
+            why = "this server has no Files API to copy files into a container from"
+            raise _not_honoured(f"{where}.container.file_ids", container["file_ids"], why)
         limit = container.get("memory_limit")
         if limit is not None and limit not in MEMORY_LIMITS:
-            raise RequestError(
-                f"memory_limit must be one of {', '.join(MEMORY_LIMITS)}", f"{where}.container.memory_limit"
-            )
+            reason = Verbatim(f"one of {', '.join(MEMORY_LIMITS)}")
+            raise RequestError.of(_spec.REQUEST_ERROR_INVALID, f"{where}.container.memory_limit", reason=reason)
         if limit is not None and _gib(limit) * 1024**3 > self.sandbox.config.memory_bytes:
             mib = self.sandbox.config.memory_bytes // (1024 * 1024)
-            raise RequestError(
-                f"memory_limit {limit} is more than this server's containers have ({mib} MiB)",
-                f"{where}.container.memory_limit",
-            )
+            why = f"this server's containers have {mib} MiB (--code-interpreter-memory-mb)"
+            raise _not_honoured(f"{where}.container.memory_limit", limit, why)
 
     async def open(self, tools: Sequence[Mapping[str, Any]], context: HostedContext) -> CodeInterpreterSession:
         container_id: str | None = None
@@ -187,6 +181,10 @@ class CodeInterpreterBackend:
 
     async def aclose(self) -> None:
         await asyncio.shield(self.sandbox.aclose())
+
+
+def _not_honoured(where: str, value: Any, why: str) -> RequestError:
+    return RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, where, value=value, why=Verbatim(why))
 
 
 def _gib(limit: str) -> int:

@@ -24,12 +24,18 @@ from ...models import Role
 from ..errors import ErrorKind, ServerError
 from ..state import ServerState
 from ..stored import owner_of
+from .base import HostedKind
+from .code_interpreter import CodeInterpreterBackend
 from .sandbox import Container, ContainerFile, Sandbox
 
 PREFIX = "/v1/containers"
 NETWORK_POLICIES = ("disabled",)  # a container never reaches the network
 
-SandboxOf = Callable[[ServerState], Sandbox | None]
+
+def sandbox_of(state: ServerState) -> Sandbox | None:
+    """The sandbox of the server's code interpreter (None without `--code-interpreter`)."""
+    backend = state.hosted.backends.get(HostedKind.CODE_INTERPRETER)
+    return backend.sandbox if isinstance(backend, CodeInterpreterBackend) else None
 
 
 def container_object(sandbox: Sandbox, c: Container) -> dict[str, Any]:
@@ -82,8 +88,8 @@ def _page(data: list[dict[str, Any]], request: Request) -> dict[str, Any]:
     }
 
 
-def routes(sandbox_of: SandboxOf) -> list[Route]:
-    """The Containers API routes, reading the sandbox through `sandbox_of(state)` (None: not configured)."""
+def routes() -> list[Route]:
+    """The Containers API routes (every one a 404 without `--code-interpreter`)."""
 
     def sandbox_for(request: Request) -> tuple[Sandbox, str]:
         state: ServerState = request.app.state.server

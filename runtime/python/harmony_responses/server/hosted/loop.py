@@ -201,7 +201,7 @@ async def _hosted_call(
     kind, claimed = found
     row = _spec.HOSTED_KINDS[kind.value]
     item_id = random_id(row["id_prefix"])
-    call = HostedCall(held.recipient, held.arguments, item_id, None, held.channel)
+    call = HostedCall(held.recipient, held.arguments, item_id, None, held.channel, builder.response_id)
     given = dict(claimed.started(call))
     started = {"type": row["item"], "id": item_id, "status": Status.IN_PROGRESS.value, **given}
     own = started["type"] == row["item"]  # the kind's own item: its events too
