@@ -15,8 +15,9 @@ from clientkit import Recorder
 from openai import OpenAI
 from openai.types.responses import ResponseCodeInterpreterToolCall
 from responses_checker import assert_valid_event, assert_valid_response, check_stream
-from serverkit import Server
 from services.bubblewrap import ensure_bwrap
+
+from serverkit import Server
 
 pytestmark = pytest.mark.clients
 
