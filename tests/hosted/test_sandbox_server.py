@@ -191,6 +191,7 @@ class HealthWatch:
     ids=["fork-bomb", "infinite-loop", "10GB", "sleep"],
 )
 def test_limits_end_as_a_tool_error_and_the_server_keeps_serving(server: Server, code: str, words: str) -> None:
+    create(server, {"model": "gpt-oss", "input": ask("'warm'"), "tools": [CI]})  # the server's first response is slow
     watch = HealthWatch(server.url)
     try:
         response = create(
@@ -203,6 +204,7 @@ def test_limits_end_as_a_tool_error_and_the_server_keeps_serving(server: Server,
     (call,) = calls(response)
     assert call["status"] == "failed", call
     assert words in answer(response), "the model read what happened"
+    print(f"{code.splitlines()[-1]!r}: slowest /health {watch.slowest * 1000:.0f} ms of {watch.count}")
     assert not watch.failures and watch.count >= 3
     assert watch.slowest < 1.0, f"/health took {watch.slowest:.2f}s while the sandbox was busy"
     after = create(server, {"model": "gpt-oss", "input": ask("1 + 1"), "tools": [CI]})

@@ -9,7 +9,8 @@ requests, as a notebook cell: the value of a last bare expression is shown (its 
 `Out[n]`; an exception is reported as its traceback (the cell's own frames only), and the kernel stays up.
 
 Before it reads any code it sets its own limits from its arguments (trusted code at that point; a cell can
-lower them, never raise a hard limit): address space, file size, process count, and CPU time. CPU time is
+lower them, never raise a hard limit): address space, file size, process count, and CPU time; and it drops to
+the lowest CPU priority (nice 19, SCHED_IDLE), so a runaway cell never takes the CPU from the server. CPU time is
 given per cell: the soft limit is moved to the time used so far plus the per-cell allowance before each cell,
 so a runaway cell gets SIGXCPU, which ends the cell as an error and keeps the state; the hard limit (the
 kernel's whole life) kills it outright. The cell's output goes to two files on the sandbox's private /tmp
@@ -43,6 +44,17 @@ def _on_xcpu(signum: int, frame: Any) -> None:
 def _limit(which: int, value: int) -> None:
     if value > 0:
         resource.setrlimit(which, (value, value))
+
+
+def _lowest_priority() -> None:
+    """Nice 19 and the idle scheduling class, for the kernel and all it starts (neither can be undone without a
+    privilege the kernel lacks): code that spins or forks takes only the CPU the server and the engine leave."""
+    try:
+        os.nice(19)
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):
+        pass
+    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))
 
 
 def _cpu_used() -> float:
@@ -171,6 +183,7 @@ def main(argv: list[str]) -> int:
     capture = Capture(os.environ.get("TMPDIR", "/tmp"))
     signal.signal(signal.SIGXCPU, _on_xcpu)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file past the size limit is an OSError, not a kill
+    _lowest_priority()
     _limit(resource.RLIMIT_AS, memory)
     _limit(resource.RLIMIT_FSIZE, file_size)
     _limit(resource.RLIMIT_NPROC, nproc)
