@@ -273,3 +273,23 @@ def test_events_are_json_lines(server: Server) -> None:
     failed = [e["item"] for e in done if e["item"]["type"] == "code_interpreter_call"]
     assert [c["status"] for c in failed] == ["failed"]
     assert json.loads(json.dumps(events[-1]))["type"] == "response.completed"
+
+
+def test_a_container_belongs_to_the_key_that_made_it() -> None:
+    proc = Server("--engine", "demo", "--code-interpreter", env={"HARMONY_RESPONSES_API_KEYS": "key-a,key-b"})
+    try:
+        a = {"Authorization": "Bearer key-a"}
+        b = {"Authorization": "Bearer key-b"}
+        assert httpx.get(proc.url + "/v1/containers", timeout=30).status_code == 401, "no key, no containers"
+        made = httpx.post(proc.url + "/v1/containers", json={"name": "a's"}, headers=a, timeout=30).json()
+        where = f"{proc.url}/v1/containers/{made['id']}"
+        assert httpx.get(where, headers=a, timeout=30).status_code == 200
+        assert httpx.get(where, headers=b, timeout=30).status_code == 404
+        assert httpx.get(where + "/files", headers=b, timeout=30).status_code == 404
+        assert httpx.delete(where, headers=b, timeout=30).status_code == 404
+        assert [c["id"] for c in httpx.get(proc.url + "/v1/containers", headers=b, timeout=30).json()["data"]] == []
+        assert [c["id"] for c in httpx.get(proc.url + "/v1/containers", headers=a, timeout=30).json()["data"]] == [
+            made["id"]
+        ]
+    finally:
+        proc.stop()
