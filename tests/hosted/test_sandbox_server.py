@@ -293,3 +293,18 @@ def test_a_container_belongs_to_the_key_that_made_it() -> None:
         ]
     finally:
         proc.stop()
+
+
+def test_a_background_response_runs_its_code_too(server: Server) -> None:
+    queued = create(
+        server, {"model": "gpt-oss", "input": ask("sum(range(10))"), "tools": [CI], "background": True, "store": True}
+    )
+    deadline = time.monotonic() + 60
+    polled = queued
+    while polled["status"] in ("queued", "in_progress") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        polled = httpx.get(f"{server.url}/v1/responses/{queued['id']}", timeout=30).json()
+    assert polled["status"] == "completed", polled
+    assert_valid_response(polled)
+    (call,) = calls(polled)
+    assert call["status"] == "completed" and "45" in answer(polled)
