@@ -308,3 +308,19 @@ def test_a_background_response_runs_its_code_too(server: Server) -> None:
     assert_valid_response(polled)
     (call,) = calls(polled)
     assert call["status"] == "completed" and "45" in answer(polled)
+
+
+def test_output_items_sent_back_as_input_continue_the_container(server: Server) -> None:
+    first = create(server, {"model": "gpt-oss", "input": ask("kept = 'across turns'"), "tools": [CI], "store": False})
+    (call,) = calls(first)
+    turn = [{"role": "user", "content": ask("kept = 'across turns'")}, *first["output"]]
+    turn.append({"role": "user", "content": ask("kept.upper()")})
+    second = create(server, {"model": "gpt-oss", "input": turn, "tools": [CI], "store": False})
+    (again,) = calls(second)
+    assert again["container_id"] == call["container_id"], "auto takes the container the conversation sent back"
+    assert "ACROSS TURNS" in answer(second)
+    bare = [
+        {k: v for k, v in item.items() if k != "harmony:hosted"} if isinstance(item, dict) else item for item in turn
+    ]
+    third = create(server, {"model": "gpt-oss", "input": bare, "tools": [CI], "store": False})
+    assert calls(third)[0]["container_id"] == call["container_id"], "without harmony:hosted: from code and id"
