@@ -707,6 +707,21 @@ HOSTED_KINDS: dict[str, Any] = {
         "failed": ["response.web_search_call.completed"],
         "includes": ["web_search_call.action.sources"],
     },
+    "code_interpreter": {
+        "tool_types": ["code_interpreter"],
+        "item": "code_interpreter_call",
+        "id_prefix": "ci",
+        "namespace": "python",
+        "before": [
+            "response.code_interpreter_call.in_progress",
+            "response.code_interpreter_call_code.delta",
+            "response.code_interpreter_call_code.done",
+            "response.code_interpreter_call.interpreting",
+        ],
+        "completed": ["response.code_interpreter_call.completed"],
+        "failed": ["response.code_interpreter_call.completed"],
+        "includes": ["code_interpreter_call.outputs"],
+    },
 }
 """Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values."""
 
@@ -1041,6 +1056,7 @@ INCLUDES: dict[str, str | None] = {
     "message.output_text.logprobs": "logprobs",
     "reasoning.encrypted_content": "encrypted_reasoning",
     "web_search_call.action.sources": "web_search",
+    "code_interpreter_call.outputs": "code_interpreter",
 }
 """`include` values → the capability that honours it."""
 

@@ -15,6 +15,16 @@ AssistantMessageItemParamContent1 = TypeAliasType(
 )
 
 
+class CodeInterpreterOutputImage(SpecModel):
+    type: Literal["image"] = "image"
+    url: str
+
+
+class CodeInterpreterOutputLogs(SpecModel):
+    type: Literal["logs"] = "logs"
+    logs: str
+
+
 CompactResponseMethodPublicBodyInput = TypeAliasType(
     "CompactResponseMethodPublicBodyInput", Annotated[str, Field(max_length=10485760)]
 )
@@ -279,6 +289,43 @@ class RefusalContentParam(SpecModel):
     refusal: Annotated[str, Field(max_length=10485760)]
 
 
+class ResponseCodeInterpreterCallCodeDeltaStreamingEvent(SpecModel):
+    type: Literal["response.code_interpreter_call_code.delta"] = "response.code_interpreter_call_code.delta"
+    sequence_number: int
+    output_index: int
+    item_id: str
+    delta: str
+
+
+class ResponseCodeInterpreterCallCodeDoneStreamingEvent(SpecModel):
+    type: Literal["response.code_interpreter_call_code.done"] = "response.code_interpreter_call_code.done"
+    sequence_number: int
+    output_index: int
+    item_id: str
+    code: str
+
+
+class ResponseCodeInterpreterCallCompletedStreamingEvent(SpecModel):
+    type: Literal["response.code_interpreter_call.completed"] = "response.code_interpreter_call.completed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseCodeInterpreterCallInProgressStreamingEvent(SpecModel):
+    type: Literal["response.code_interpreter_call.in_progress"] = "response.code_interpreter_call.in_progress"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseCodeInterpreterCallInterpretingStreamingEvent(SpecModel):
+    type: Literal["response.code_interpreter_call.interpreting"] = "response.code_interpreter_call.interpreting"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
 class ResponseFunctionCallArgumentsDeltaStreamingEvent(SpecModel):
     type: Literal["response.function_call_arguments.delta"] = "response.function_call_arguments.delta"
     sequence_number: int
@@ -533,6 +580,38 @@ class AllowedToolsParam(SpecModel):
 
 
 Annotation = TypeAliasType("Annotation", UrlCitationBody)
+
+
+CodeInterpreterCallOutputs = TypeAliasType(
+    "CodeInterpreterCallOutputs",
+    Annotated[CodeInterpreterOutputLogs | CodeInterpreterOutputImage, Field(discriminator="type")],
+)
+
+
+class CodeInterpreterCall(SpecModel):
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
+    code: str | None = None
+    container_id: str
+    outputs: list[CodeInterpreterCallOutputs] | None = None
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+CodeInterpreterCallItemParamOutputs = TypeAliasType(
+    "CodeInterpreterCallItemParamOutputs",
+    Annotated[CodeInterpreterOutputLogs | CodeInterpreterOutputImage, Field(discriminator="type")],
+)
+
+
+class CodeInterpreterCallItemParam(SpecModel):
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str | None = None
+    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"] | None = None
+    code: str | None = None
+    container_id: str | None = None
+    outputs: list[CodeInterpreterCallItemParamOutputs] | None = None
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
 
 
 CreateResponseBodyTools = TypeAliasType(
@@ -878,6 +957,7 @@ _ITEM_PARAM_TAGS: dict[tuple[str | None, str | None], str] = {
     ("function_call", None): "FunctionCallItemParam",
     ("function_call_output", None): "FunctionCallOutputItemParam",
     ("web_search_call", None): "WebSearchCallItemParam",
+    ("code_interpreter_call", None): "CodeInterpreterCallItemParam",
 }
 
 ItemParam = TypeAliasType(
@@ -893,6 +973,7 @@ ItemParam = TypeAliasType(
         | Annotated[FunctionCallItemParam, Tag("FunctionCallItemParam")]
         | Annotated[FunctionCallOutputItemParam, Tag("FunctionCallOutputItemParam")]
         | Annotated[WebSearchCallItemParam, Tag("WebSearchCallItemParam")]
+        | Annotated[CodeInterpreterCallItemParam, Tag("CodeInterpreterCallItemParam")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_PARAM_TAGS, "ExtensionItem")),
     ],
@@ -937,7 +1018,9 @@ class CreateResponseBody(SpecModel):
     model: str | None = None
     input: CreateResponseBodyInput | list[ItemParam] | None = None
     previous_response_id: str | None = None
-    include: list[IncludeEnum | Literal["web_search_call.action.sources"]] | None = None
+    include: list[IncludeEnum | Literal["web_search_call.action.sources", "code_interpreter_call.outputs"]] | None = (
+        None
+    )
     tools: list[CreateResponseBodyTools] | None = None
     tool_choice: ToolChoiceParam | None = None
     metadata: MetadataParam | None = None
@@ -969,6 +1052,7 @@ _ITEM_FIELD_TAGS: dict[tuple[str | None, str | None], str] = {
     ("reasoning", None): "ReasoningBody",
     ("compaction", None): "CompactionBody",
     ("web_search_call", None): "WebSearchCall",
+    ("code_interpreter_call", None): "CodeInterpreterCall",
 }
 
 ItemField = TypeAliasType(
@@ -980,6 +1064,7 @@ ItemField = TypeAliasType(
         | Annotated[ReasoningBody, Tag("ReasoningBody")]
         | Annotated[CompactionBody, Tag("CompactionBody")]
         | Annotated[WebSearchCall, Tag("WebSearchCall")]
+        | Annotated[CodeInterpreterCall, Tag("CodeInterpreterCall")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_FIELD_TAGS, "ExtensionItem")),
     ],
@@ -1116,7 +1201,12 @@ StreamingEvent = TypeAliasType(
         | ErrorStreamingEvent
         | ResponseWebSearchCallInProgressStreamingEvent
         | ResponseWebSearchCallSearchingStreamingEvent
-        | ResponseWebSearchCallCompletedStreamingEvent,
+        | ResponseWebSearchCallCompletedStreamingEvent
+        | ResponseCodeInterpreterCallInProgressStreamingEvent
+        | ResponseCodeInterpreterCallCodeDeltaStreamingEvent
+        | ResponseCodeInterpreterCallCodeDoneStreamingEvent
+        | ResponseCodeInterpreterCallInterpretingStreamingEvent
+        | ResponseCodeInterpreterCallCompletedStreamingEvent,
         Field(discriminator="type"),
     ],
 )

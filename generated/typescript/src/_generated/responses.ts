@@ -80,6 +80,75 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "harmony:content_type": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
     },
   },
+  "CodeInterpreterCall": {
+    "type": "object",
+    "required": ["type", "id", "status", "container_id"],
+    "properties": {
+      "type": { "type": "string", "enum": ["code_interpreter_call"], "default": "code_interpreter_call" },
+      "id": { "type": "string" },
+      "status": { "type": "string", "enum": ["in_progress", "completed", "incomplete", "interpreting", "failed"] },
+      "code": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "container_id": { "type": "string" },
+      "outputs": {
+        "anyOf": [
+          {
+            "type": "array",
+            "items": {
+              "oneOf": [
+                { "$ref": "#/$defs/CodeInterpreterOutputLogs" },
+                { "$ref": "#/$defs/CodeInterpreterOutputImage" },
+              ],
+              "discriminator": { "propertyName": "type" },
+            },
+          },
+          { "type": "null" },
+        ],
+      },
+      "harmony:hosted": { "anyOf": [{ "$ref": "#/$defs/HostedToolMessage" }, { "type": "null" }] },
+    },
+  },
+  "CodeInterpreterCallItemParam": {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+      "type": { "type": "string", "enum": ["code_interpreter_call"], "default": "code_interpreter_call" },
+      "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "status": {
+        "anyOf": [
+          { "type": "string", "enum": ["in_progress", "completed", "incomplete", "interpreting", "failed"] },
+          { "type": "null" },
+        ],
+      },
+      "code": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "container_id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "outputs": {
+        "anyOf": [
+          {
+            "type": "array",
+            "items": {
+              "oneOf": [
+                { "$ref": "#/$defs/CodeInterpreterOutputLogs" },
+                { "$ref": "#/$defs/CodeInterpreterOutputImage" },
+              ],
+              "discriminator": { "propertyName": "type" },
+            },
+          },
+          { "type": "null" },
+        ],
+      },
+      "harmony:hosted": { "anyOf": [{ "$ref": "#/$defs/HostedToolMessage" }, { "type": "null" }] },
+    },
+  },
+  "CodeInterpreterOutputImage": {
+    "type": "object",
+    "required": ["type", "url"],
+    "properties": { "type": { "type": "string", "enum": ["image"], "default": "image" }, "url": { "type": "string" } },
+  },
+  "CodeInterpreterOutputLogs": {
+    "type": "object",
+    "required": ["type", "logs"],
+    "properties": { "type": { "type": "string", "enum": ["logs"], "default": "logs" }, "logs": { "type": "string" } },
+  },
   "CompactResource": {
     "type": "object",
     "required": ["id", "object", "output", "created_at", "usage"],
@@ -156,7 +225,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
         "items": {
           "anyOf": [
             { "$ref": "#/$defs/IncludeEnum" },
-            { "type": "string", "enum": ["web_search_call.action.sources"] },
+            { "type": "string", "enum": ["web_search_call.action.sources", "code_interpreter_call.outputs"] },
           ],
         },
       },
@@ -463,6 +532,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/ReasoningBody" },
       { "$ref": "#/$defs/CompactionBody" },
       { "$ref": "#/$defs/WebSearchCall" },
+      { "$ref": "#/$defs/CodeInterpreterCall" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -478,6 +548,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/FunctionCallItemParam" },
       { "$ref": "#/$defs/FunctionCallOutputItemParam" },
       { "$ref": "#/$defs/WebSearchCallItemParam" },
+      { "$ref": "#/$defs/CodeInterpreterCallItemParam" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -695,6 +766,78 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     "properties": {
       "type": { "type": "string", "enum": ["refusal"], "default": "refusal" },
       "refusal": { "type": "string", "maxLength": 10485760 },
+    },
+  },
+  "ResponseCodeInterpreterCallCodeDeltaStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id", "delta"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.code_interpreter_call_code.delta"],
+        "default": "response.code_interpreter_call_code.delta",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+      "delta": { "type": "string" },
+    },
+  },
+  "ResponseCodeInterpreterCallCodeDoneStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id", "code"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.code_interpreter_call_code.done"],
+        "default": "response.code_interpreter_call_code.done",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+      "code": { "type": "string" },
+    },
+  },
+  "ResponseCodeInterpreterCallCompletedStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.code_interpreter_call.completed"],
+        "default": "response.code_interpreter_call.completed",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+    },
+  },
+  "ResponseCodeInterpreterCallInProgressStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.code_interpreter_call.in_progress"],
+        "default": "response.code_interpreter_call.in_progress",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+    },
+  },
+  "ResponseCodeInterpreterCallInterpretingStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.code_interpreter_call.interpreting"],
+        "default": "response.code_interpreter_call.interpreting",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
     },
   },
   "ResponseCompletedStreamingEvent": {
@@ -1192,6 +1335,11 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/ResponseWebSearchCallInProgressStreamingEvent" },
       { "$ref": "#/$defs/ResponseWebSearchCallSearchingStreamingEvent" },
       { "$ref": "#/$defs/ResponseWebSearchCallCompletedStreamingEvent" },
+      { "$ref": "#/$defs/ResponseCodeInterpreterCallInProgressStreamingEvent" },
+      { "$ref": "#/$defs/ResponseCodeInterpreterCallCodeDeltaStreamingEvent" },
+      { "$ref": "#/$defs/ResponseCodeInterpreterCallCodeDoneStreamingEvent" },
+      { "$ref": "#/$defs/ResponseCodeInterpreterCallInterpretingStreamingEvent" },
+      { "$ref": "#/$defs/ResponseCodeInterpreterCallCompletedStreamingEvent" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -1465,8 +1613,17 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       { "type": "reasoning", "role": null, "model": "ReasoningBody" },
       { "type": "compaction", "role": null, "model": "CompactionBody" },
       { "type": "web_search_call", "role": null, "model": "WebSearchCall" },
+      { "type": "code_interpreter_call", "role": null, "model": "CodeInterpreterCall" },
     ],
-    "models": ["Message", "FunctionCall", "FunctionCallOutput", "ReasoningBody", "CompactionBody", "WebSearchCall"],
+    "models": [
+      "Message",
+      "FunctionCall",
+      "FunctionCallOutput",
+      "ReasoningBody",
+      "CompactionBody",
+      "WebSearchCall",
+      "CodeInterpreterCall",
+    ],
     "fallback": "ExtensionItem",
   },
   "ItemParam": {
@@ -1486,6 +1643,7 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       { "type": "function_call", "role": null, "model": "FunctionCallItemParam" },
       { "type": "function_call_output", "role": null, "model": "FunctionCallOutputItemParam" },
       { "type": "web_search_call", "role": null, "model": "WebSearchCallItemParam" },
+      { "type": "code_interpreter_call", "role": null, "model": "CodeInterpreterCallItemParam" },
     ],
     "models": [
       "ItemReferenceParam",
@@ -1498,6 +1656,7 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       "FunctionCallItemParam",
       "FunctionCallOutputItemParam",
       "WebSearchCallItemParam",
+      "CodeInterpreterCallItemParam",
     ],
     "fallback": "ExtensionItem",
   },
@@ -1535,5 +1694,10 @@ export const STREAMING_EVENT_TYPES: readonly string[] = [
   "response.web_search_call.in_progress",
   "response.web_search_call.searching",
   "response.web_search_call.completed",
+  "response.code_interpreter_call.in_progress",
+  "response.code_interpreter_call_code.delta",
+  "response.code_interpreter_call_code.done",
+  "response.code_interpreter_call.interpreting",
+  "response.code_interpreter_call.completed",
 ];
 

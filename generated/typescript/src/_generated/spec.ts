@@ -688,6 +688,21 @@ export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
     "failed": ["response.web_search_call.completed"],
     "includes": ["web_search_call.action.sources"],
   },
+  "code_interpreter": {
+    "tool_types": ["code_interpreter"],
+    "item": "code_interpreter_call",
+    "id_prefix": "ci",
+    "namespace": "python",
+    "before": [
+      "response.code_interpreter_call.in_progress",
+      "response.code_interpreter_call_code.delta",
+      "response.code_interpreter_call_code.done",
+      "response.code_interpreter_call.interpreting",
+    ],
+    "completed": ["response.code_interpreter_call.completed"],
+    "failed": ["response.code_interpreter_call.completed"],
+    "includes": ["code_interpreter_call.outputs"],
+  },
 };
 
 export const INPUT_CALL_SCHEMA: string = "ExtensionCallItemParam";
@@ -1001,6 +1016,7 @@ export const INCLUDES: Readonly<Record<string, string | null>> = {
   "message.output_text.logprobs": "logprobs",
   "reasoning.encrypted_content": "encrypted_reasoning",
   "web_search_call.action.sources": "web_search",
+  "code_interpreter_call.outputs": "code_interpreter",
 };
 
 /** The server's own errors by handle → HTTP status (null: only a stored response's error), type, code. */

@@ -5,7 +5,8 @@
  */
 
 export type ToolChoiceValueEnum = "none" | "auto" | "required";
-export type ItemField = Message | FunctionCall | FunctionCallOutput | ReasoningBody | CompactionBody | WebSearchCall;
+export type ItemField =
+  Message | FunctionCall | FunctionCallOutput | ReasoningBody | CompactionBody | WebSearchCall | CodeInterpreterCall;
 export type MessageStatus = "in_progress" | "completed" | "incomplete";
 export type MessageRole = "user" | "assistant" | "system" | "developer";
 export type ImageDetail = "low" | "high" | "auto";
@@ -21,7 +22,8 @@ export type ItemParam =
   | AssistantMessageItemParam
   | FunctionCallItemParam
   | FunctionCallOutputItemParam
-  | WebSearchCallItemParam;
+  | WebSearchCallItemParam
+  | CodeInterpreterCallItemParam;
 export type IncludeEnum = "reasoning.encrypted_content" | "message.output_text.logprobs";
 export type ToolChoiceParam = SpecificFunctionParam | ToolChoiceValueEnum | AllowedToolsParam;
 export type TextFormatParam = TextResponseFormat | JsonSchemaResponseFormatParam;
@@ -59,7 +61,12 @@ export type StreamingEvent =
   | ErrorStreamingEvent
   | ResponseWebSearchCallInProgressStreamingEvent
   | ResponseWebSearchCallSearchingStreamingEvent
-  | ResponseWebSearchCallCompletedStreamingEvent;
+  | ResponseWebSearchCallCompletedStreamingEvent
+  | ResponseCodeInterpreterCallInProgressStreamingEvent
+  | ResponseCodeInterpreterCallCodeDeltaStreamingEvent
+  | ResponseCodeInterpreterCallCodeDoneStreamingEvent
+  | ResponseCodeInterpreterCallInterpretingStreamingEvent
+  | ResponseCodeInterpreterCallCompletedStreamingEvent;
 export type WebSocketResponseCreateEvent = {
   type: "response.create";
   stream?: null;
@@ -138,6 +145,40 @@ export interface UrlCitationParam {
 export interface RefusalContentParam {
   type: "refusal";
   refusal: string;
+}
+export interface CodeInterpreterCall {
+  type: "code_interpreter_call";
+  id: string;
+  status: "in_progress" | "completed" | "incomplete" | "interpreting" | "failed";
+  code?: string | null;
+  container_id: string;
+  outputs?: (CodeInterpreterOutputLogs | CodeInterpreterOutputImage)[] | null;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface CodeInterpreterOutputLogs {
+  type: "logs";
+  logs: string;
+}
+export interface CodeInterpreterOutputImage {
+  type: "image";
+  url: string;
+}
+export interface HostedToolMessage {
+  recipient: string;
+  arguments: string;
+  channel?: string | null;
+  content_type?: string | null;
+  author?: string | null;
+  output: string;
+}
+export interface CodeInterpreterCallItemParam {
+  type: "code_interpreter_call";
+  id?: string | null;
+  status?: ("in_progress" | "completed" | "incomplete" | "interpreting" | "failed") | null;
+  code?: string | null;
+  container_id?: string | null;
+  outputs?: (CodeInterpreterOutputLogs | CodeInterpreterOutputImage)[] | null;
+  "harmony:hosted"?: HostedToolMessage | null;
 }
 export interface CompactResource {
   id: string;
@@ -287,14 +328,6 @@ export interface WebSearchActionFind {
   pattern: string;
   url: string;
 }
-export interface HostedToolMessage {
-  recipient: string;
-  arguments: string;
-  channel?: string | null;
-  content_type?: string | null;
-  author?: string | null;
-  output: string;
-}
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
@@ -402,7 +435,7 @@ export interface CreateResponseBody {
   model?: string | null;
   input?: (string | ItemParam[]) | null;
   previous_response_id?: string | null;
-  include?: (IncludeEnum | "web_search_call.action.sources")[];
+  include?: (IncludeEnum | ("web_search_call.action.sources" | "code_interpreter_call.outputs"))[];
   tools?: (FunctionToolParam | NamespaceToolParam)[] | null;
   tool_choice?: ToolChoiceParam | null;
   metadata?: MetadataParam | null;
@@ -539,6 +572,38 @@ export interface JsonSchemaResponseFormat {
 export interface Reasoning {
   effort: ReasoningEffortEnum | null;
   summary: ReasoningSummaryEnum | null;
+}
+export interface ResponseCodeInterpreterCallCodeDeltaStreamingEvent {
+  type: "response.code_interpreter_call_code.delta";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+  delta: string;
+}
+export interface ResponseCodeInterpreterCallCodeDoneStreamingEvent {
+  type: "response.code_interpreter_call_code.done";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+  code: string;
+}
+export interface ResponseCodeInterpreterCallCompletedStreamingEvent {
+  type: "response.code_interpreter_call.completed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseCodeInterpreterCallInProgressStreamingEvent {
+  type: "response.code_interpreter_call.in_progress";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseCodeInterpreterCallInterpretingStreamingEvent {
+  type: "response.code_interpreter_call.interpreting";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
 }
 export interface ResponseCompletedStreamingEvent {
   type: "response.completed";
@@ -821,8 +886,8 @@ export interface ExtensionItem {
   [key: string]: unknown;
 }
 
-/** `ItemField`, or a vendor-prefixed item (6 spec variants + `ExtensionItem`). */
+/** `ItemField`, or a vendor-prefixed item (7 spec variants + `ExtensionItem`). */
 export type ItemFieldOrExtension = ItemField | ExtensionItem;
 
-/** `ItemParam`, or a vendor-prefixed item (10 spec variants + `ExtensionItem`). */
+/** `ItemParam`, or a vendor-prefixed item (11 spec variants + `ExtensionItem`). */
 export type ItemParamOrExtension = ItemParam | ExtensionItem;

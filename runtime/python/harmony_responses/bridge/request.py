@@ -76,6 +76,8 @@ from ..models import (
 from ..types import (
     AllowedToolsParam,
     AssistantMessageItemParam,
+    CodeInterpreterCallItemParam,
+    CodeInterpreterOutputLogs,
     CompactionSummaryItemParam,
     CreateResponseBody,
     DeveloperMessageItemParam,
@@ -205,6 +207,7 @@ class Capabilities:
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools no one here runs (see `split_tools`)
     web_search: bool = False  # runs `web_search` tools: include `web_search_call.action.sources`
+    code_interpreter: bool = False  # runs `code_interpreter` tools: include `code_interpreter_call.outputs`
     runs_tools: frozenset[str] = frozenset()  # tool types the caller runs itself (hosted tools with a backend)
 
 
@@ -716,13 +719,22 @@ _ACTION_ARGUMENT = {"search": ("query", "query"), "open_page": ("url", "id"), "f
 _LOST_OUTPUT = "(the tool's output did not come back with this item)"
 
 
-def _hosted_call(item: WebSearchCallItemParam) -> list[Message]:
+_PYTHON = _spec.HOSTED_KINDS["code_interpreter"]["namespace"]
+
+
+def _hosted_call(item: WebSearchCallItemParam | CodeInterpreterCallItemParam) -> list[Message]:
     """A hosted tool's call item sent back as input: the call the model wrote and the tool message it read (as the
-    item's `harmony:hosted` keeps them), else the call its action names, with no output."""
+    item's `harmony:hosted` keeps them), else the call its action (or code) names, with its logs or no output."""
     record = item.harmony_hosted
     if record is not None:
         call = _assistant(record.arguments, record.channel, record.content_type).with_recipient(record.recipient)
         return [call, _tool_message(ToolCall(record.author or record.recipient, record.channel), record.output)]
+    if isinstance(item, CodeInterpreterCallItemParam):
+        if item.code is None:
+            return []
+        logs = [o.logs for o in item.outputs or () if isinstance(o, CodeInterpreterOutputLogs)]
+        call = _assistant(item.code, _spec.CHANNEL_REASONING).with_recipient(_PYTHON)
+        return [call, _tool_message(ToolCall(_PYTHON, _spec.CHANNEL_REASONING), "\n".join(logs) or _LOST_OUTPUT)]
     action = item.action
     if action is None:
         return []
@@ -800,7 +812,7 @@ def items_to_messages(
             turns.extend(compaction(item, where))
         elif isinstance(item, ExtensionItem):
             turns.append(_extension(item, where, calls))
-        elif isinstance(item, WebSearchCallItemParam):
+        elif isinstance(item, WebSearchCallItemParam | CodeInterpreterCallItemParam):
             turns.extend(_hosted_call(item))
         else:  # pragma: no cover - the union is closed
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)

@@ -58,6 +58,7 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .hosted import containers
 from .hosted.backends import HostedService
 from .hosted.loop import HostedRun
 from .inspect import inspect
@@ -455,6 +456,7 @@ def create_app(
             Route(_RESPONSES + "/{response_id}", _with_state(delete_response), methods=["DELETE"]),
             Route(_RESPONSES + "/{response_id}/input_items", _with_state(list_input_items), methods=["GET"]),
             Route(_RESPONSES + "/{response_id}/cancel", _with_state(cancel_response), methods=["POST"]),
+            *containers.routes(),  # the code interpreter's containers and their files
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),

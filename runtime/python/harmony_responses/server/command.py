@@ -217,6 +217,10 @@ def serve(args: argparse.Namespace) -> int:
         else:
             settings = settings.replace(engine=engine)
             problem = check_store(settings)
+    if problem is None:
+        from .hosted.code_interpreter import check_code_interpreter
+
+        problem = check_code_interpreter(settings)
     if problem is not None:
         one_line = " ".join(problem.split())  # a driver's message may span lines
         print(f"harmony-responses serve: {one_line}", file=sys.stderr)

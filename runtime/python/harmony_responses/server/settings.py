@@ -78,6 +78,15 @@ class Settings:
     hosted_timeout: float = 30.0  # seconds per hosted tool call (a fetch, a search, a kernel run, an MCP call)
     hosted_max_calls: int = 16  # hosted tool calls one response may make (the tool budget; `max_tool_calls` lowers it)
     hosted_max_bytes: int = 4 * 1024 * 1024  # the largest body one fetch reads (a page, a search answer)
+    code_interpreter: bool = False  # run code_interpreter tools (the python tool) in bubblewrap sandboxes
+    code_interpreter_cpu_seconds: int = 30  # CPU seconds per call (the wall clock per call is hosted_timeout)
+    code_interpreter_memory_mb: int = 1024  # address space of a container's kernel and of each of its processes
+    code_interpreter_processes: int = 64  # processes and threads of one container (a fork bomb stops there)
+    code_interpreter_output_bytes: int = 65536  # stdout and stderr of one call are each cut there
+    code_interpreter_idle: float = 1200.0  # seconds an unused container lives before it is reaped
+    code_interpreter_max_containers: int = 16  # live containers per server process
+    code_interpreter_dir: str = ""  # folder holding the containers' files; "" is a new temporary folder
+    code_interpreter_python: str = ""  # the Python run inside the sandbox; "" is the server's own
 
     def validate(self) -> Settings:
         """Self, or `SettingsError` naming the first bad value."""
@@ -92,6 +101,11 @@ class Settings:
             "max_connections",
             "hosted_max_calls",
             "hosted_max_bytes",
+            "code_interpreter_cpu_seconds",
+            "code_interpreter_memory_mb",
+            "code_interpreter_processes",
+            "code_interpreter_output_bytes",
+            "code_interpreter_max_containers",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -100,7 +114,13 @@ class Settings:
             raise SettingsError(f"port must be 0..65535, got {self.port}")
         if self.engine_timeout <= 0:
             raise SettingsError(f"engine_timeout must be positive, got {self.engine_timeout}")
-        for seconds in ("store_recover_interval", "receive_timeout", "idle_timeout", "hosted_timeout"):
+        for seconds in (
+            "store_recover_interval",
+            "receive_timeout",
+            "idle_timeout",
+            "hosted_timeout",
+            "code_interpreter_idle",
+        ):
             if getattr(self, seconds) <= 0:
                 raise SettingsError(f"{seconds} must be positive, got {getattr(self, seconds)}")
         if self.shutdown_timeout < 0:
@@ -115,6 +135,10 @@ class Settings:
                     raise SettingsError(f"{name}: {exc}") from None
         if self.web_search and not self.web_search.startswith(("http://", "https://")):
             raise SettingsError(f"web_search must be an http:// or https:// URL, got {self.web_search!r}")
+        if self.code_interpreter and self.workers > 1:
+            raise SettingsError(
+                "code_interpreter keeps each container's kernel in one server process: it needs workers = 1"
+            )
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self
@@ -166,6 +190,11 @@ def _convert(name: str, annotation: Any, raw: str, where: str) -> Any:
     try:
         if kind == "int":
             return int(raw)
+        if kind == "bool":
+            lowered = raw.strip().lower()
+            if lowered not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ValueError(raw)
+            return lowered in ("1", "true", "yes", "on")
         if kind == "float":
             return float(raw)
         if kind == "MediaPolicy":

@@ -124,6 +124,7 @@ export interface Capabilities {
   readonly truncation?: boolean; // shortens an input too long for the context
   readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
   readonly webSearch?: boolean; // runs `web_search` tools (a server's): include `web_search_call.action.sources`
+  readonly codeInterpreter?: boolean; // runs `code_interpreter` tools (a server's): include `code_interpreter_call.outputs`
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
   readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
 }
@@ -140,6 +141,7 @@ const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
   truncation: "truncation",
   encrypted_reasoning: "encryptedReasoning",
   web_search: "webSearch",
+  code_interpreter: "codeInterpreter",
 };
 // The capabilities the spec names must be the caller's flags.
 for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {

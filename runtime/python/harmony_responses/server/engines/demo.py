@@ -11,6 +11,9 @@ answers in valid Harmony by rule:
   asks to search → `browser.search` for that message, then `browser.open` of the first hit, then `browser.find`
   of its longest word (the last of the longest; or of words the user put in quotes), then an answer citing the
   line found (`【{cursor}†L{n}】`); a browser error on the way → an answer that reports it;
+- the system message declares the `python` tool (the server runs `code_interpreter`) and the user's last message
+  holds a fenced code block (```` ```python ... ``` ````) → a call to `python` with that code, then (a tool output
+  follows) an answer quoting what python said;
 - otherwise → reasoning, then an answer quoting the user's last message;
 - the prompt ends inside a call's header (the server forced the call) → the arguments and `<|call|>`;
 - the prompt ends inside the answer's header and the request carries a JSON Schema (the second step of a
@@ -47,6 +50,9 @@ _CURSOR = re.compile(r"^\[(\d+)\] ")  # the browser's display starts with its cu
 _MATCH = re.compile(r"match at L(\d+)")
 _NUMBERED = re.compile(r"^L\d+: ")  # a displayed line's number
 _QUOTED = re.compile(r"[\"“]([^\"”]+)[\"”]")
+_PYTHON = ToolNamespaceConfig.python()
+_PYTHON_BLOCK = render_tool_namespace(_PYTHON.name, _PYTHON.tools, _PYTHON.description)
+_FENCED = re.compile(r"```[A-Za-z0-9_+-]*\n(.*?)```", re.DOTALL)  # a Markdown code block: the code to run
 
 
 example_value = instance  # the arguments of a call, the answer of a structured output (see .instance)
@@ -100,6 +106,10 @@ class DemoEngine(Engine):
             browsing = self._browse(user_text, outputs)
             if browsing is not None:
                 return browsing
+        fenced = _FENCED.search(user_text) if _PYTHON_BLOCK in system else None
+        if fenced is not None and not outputs:
+            thought = "The user gave me code to run, so I run it with python. (demo engine)"
+            return self._tool_call(thought, _PYTHON.name, fenced.group(1).rstrip("\n"))
         if outputs:
             return self._after_tool(outputs[-1])
         if request.tools:
@@ -165,12 +175,12 @@ class DemoEngine(Engine):
         )
 
     def _browser_call(self, thought: str, recipient: str, arguments: dict[str, object]) -> list[int]:
-        call = (
-            Message.from_role_and_content(Role.ASSISTANT, json.dumps(arguments, ensure_ascii=False))
-            .with_channel(_spec.CHANNEL_REASONING)
-            .with_recipient(recipient)
-        )
-        out = self._render([self._analysis(thought), call], last_returns=False)
+        return self._tool_call(thought, recipient, json.dumps(arguments, ensure_ascii=False))
+
+    def _tool_call(self, thought: str, recipient: str, body: str) -> list[int]:
+        """Reasoning, then a built-in tool's call on the reasoning channel, as gpt-oss writes one."""
+        call = Message.from_role_and_content(Role.ASSISTANT, body).with_channel(_spec.CHANNEL_REASONING)
+        out = self._render([self._analysis(thought), call.with_recipient(recipient)], last_returns=False)
         out[-1] = _spec.TOKEN_CALL
         return out
 

@@ -1,7 +1,8 @@
 """The hosted backends of one server process, built from its settings (each off unless configured).
 
 `HostedService.from_settings` builds one `HostedBackend` per configured kind: `--web-search URL` gives web search
-through the browser tool; the other kinds add theirs here. The service tells the bridge which tool types the server
+through the browser tool, `--code-interpreter` code_interpreter through the python tool in sandboxed kernels; the
+other kinds add theirs here. The service tells the bridge which tool types the server
 runs (`capabilities`), opens a request's `HostedRun` (`open`), and closes the backends at shutdown (`aclose`).
 """
 
@@ -47,6 +48,10 @@ class HostedService:
                 settings.web_search, policy, max_bytes=settings.hosted_max_bytes, timeout=settings.hosted_timeout
             )
             backends[HostedKind.WEB_SEARCH] = WebSearchBackend(provider, max_bytes=settings.hosted_max_bytes)
+        if settings.code_interpreter:
+            from .code_interpreter import CodeInterpreterBackend, sandbox_config
+
+            backends[HostedKind.CODE_INTERPRETER] = CodeInterpreterBackend(sandbox_config(settings))
         return cls(
             backends, policy, settings.hosted_timeout, settings.hosted_max_calls, settings.context_window, metrics
         )
@@ -56,7 +61,10 @@ class HostedService:
         if not self.backends:
             return capabilities
         return dataclasses.replace(
-            capabilities, runs_tools=tool_types(self.backends), web_search=HostedKind.WEB_SEARCH in self.backends
+            capabilities,
+            runs_tools=tool_types(self.backends),
+            web_search=HostedKind.WEB_SEARCH in self.backends,
+            code_interpreter=HostedKind.CODE_INTERPRETER in self.backends,
         )
 
     async def open(self, raw: Mapping[str, Any]) -> HostedRun | None:

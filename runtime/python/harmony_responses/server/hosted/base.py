@@ -76,6 +76,7 @@ class HostedCall:
     call_id: str  # the output item's id (`ws_...`, `ci_...`, `mcp_...`): a backend may key its own state by it
     container: str | None = None  # the container the request names (code_interpreter), else None
     channel: str | None = None  # the channel the call was written on (for `pending` calls: the tool message's)
+    response_id: str | None = None  # the response the call is made in (a later `previous_response_id` names it)
 
 
 @dataclass(frozen=True)

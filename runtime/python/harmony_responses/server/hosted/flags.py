@@ -34,6 +34,21 @@ def add_hosted_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--hosted-timeout", type=float, help="seconds per hosted tool call (30)")
     g.add_argument("--hosted-max-calls", type=int, help="hosted tool calls one response may make (16)")
     g.add_argument("--hosted-max-bytes", type=int, help="the largest body one hosted fetch reads (4 MiB)")
+    g.add_argument(
+        "--code-interpreter",
+        action="store_true",
+        default=None,
+        help="run code_interpreter tools (gpt-oss's python tool): a stateful kernel per container, in a bubblewrap "
+        "sandbox with no network and a read-only system (needs bwrap: apt-get install bubblewrap); off by default",
+    )
+    g.add_argument("--code-interpreter-cpu-seconds", type=int, metavar="N", help="CPU seconds per python call (30)")
+    g.add_argument("--code-interpreter-memory-mb", type=int, metavar="MB", help="memory of a container (1024)")
+    g.add_argument("--code-interpreter-processes", type=int, metavar="N", help="processes of a container (64)")
+    g.add_argument("--code-interpreter-output-bytes", type=int, metavar="N", help="stdout/stderr per call (64 KiB)")
+    g.add_argument("--code-interpreter-idle", type=float, metavar="SECONDS", help="idle container lifetime (1200)")
+    g.add_argument("--code-interpreter-max-containers", type=int, metavar="N", help="live containers (16)")
+    g.add_argument("--code-interpreter-dir", metavar="DIR", help="where the containers' files live (a temp folder)")
+    g.add_argument("--code-interpreter-python", metavar="PATH", help="the Python run in the sandbox (the server's)")
 
 
 def hosted_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -45,4 +60,13 @@ def hosted_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "hosted_timeout": args.hosted_timeout,
         "hosted_max_calls": args.hosted_max_calls,
         "hosted_max_bytes": args.hosted_max_bytes,
+        "code_interpreter": args.code_interpreter,
+        "code_interpreter_cpu_seconds": args.code_interpreter_cpu_seconds,
+        "code_interpreter_memory_mb": args.code_interpreter_memory_mb,
+        "code_interpreter_processes": args.code_interpreter_processes,
+        "code_interpreter_output_bytes": args.code_interpreter_output_bytes,
+        "code_interpreter_idle": args.code_interpreter_idle,
+        "code_interpreter_max_containers": args.code_interpreter_max_containers,
+        "code_interpreter_dir": args.code_interpreter_dir,
+        "code_interpreter_python": args.code_interpreter_python,
     }

@@ -209,7 +209,7 @@ async def _hosted_call(
     kind, claimed = found
     row = _spec.HOSTED_KINDS[kind.value]
     item_id = random_id(row["id_prefix"])
-    call = HostedCall(held.recipient, held.arguments, item_id, None, held.channel)
+    call = HostedCall(held.recipient, held.arguments, item_id, None, held.channel, builder.response_id)
     try:
         given = dict(claimed.started(call))
     except Exception:  # a backend's bug: the item goes out with what the loop knows
