@@ -220,3 +220,23 @@ def test_bad_declarations(fields: dict[str, Any], param: str) -> None:
     with pytest.raises(RequestError) as caught:
         McpBackend().check(declared("http://mcp.example/mcp", **fields), "tools[0]")
     assert caught.value.param == param
+
+
+def test_timeout_and_output_limit(mcp_server: McpProcess) -> None:
+    async def run() -> list[Any]:
+        session = await McpBackend(max_output_bytes=1).open([declared(mcp_server.url)], context(timeout=1.0))
+        try:
+            return [
+                await session.call(HostedCall("notes.slow", '{"seconds": 5}', "mcp_1"), timeout=1.0),
+                await session.call(HostedCall("notes.add", '{"a": 20, "b": 22}', "mcp_2"), timeout=5.0),
+            ]
+        finally:
+            await session.aclose()
+
+    slow, cut = asyncio.run(run())
+    assert slow.error is not None and slow.item["error"] == {
+        "type": "mcp_protocol_error",
+        "code": -32001,
+        "message": "the MCP server did not answer in time",
+    }
+    assert cut.text.startswith("4\n[output cut at 1 bytes]")

@@ -386,10 +386,10 @@ def _failure(exc: BaseException) -> str:
         return f"the MCP server answered an error: {exc.error.message}"
     if isinstance(exc, httpx2.HTTPStatusError):
         return f"the MCP server answered HTTP {exc.response.status_code}"
+    if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
+        return "the MCP server did not answer in time"
     if isinstance(exc, (httpx2.TransportError, httpcore2.NetworkError, OSError)):
         return f"could not reach the MCP server: {exc or type(exc).__name__}"
-    if isinstance(exc, TimeoutError):
-        return "the MCP server did not answer in time"
     return f"the MCP server could not be used: {type(exc).__name__}: {exc}"
 
 
@@ -401,7 +401,7 @@ def _error_item(exc: BaseException, message: str) -> dict[str, Any]:
         return {"type": "http_error", "code": exc.response.status_code, "message": message}
     if isinstance(exc, MCPError):
         return {"type": "mcp_protocol_error", "code": exc.error.code, "message": message}
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
         return {"type": "mcp_protocol_error", "code": _TIMEOUT_CODE, "message": message}
     return {"type": "http_error", "code": 0, "message": message}
 
