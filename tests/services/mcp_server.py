@@ -69,9 +69,10 @@ def build(token: str) -> MCPServer:
         await asyncio.sleep(seconds)
         return "awake"
 
-    @server.custom_route("/_calls", methods=["GET"])
     async def calls(request: Request) -> JSONResponse:
         return JSONResponse(CALLS)
+
+    server.custom_route("/_calls", methods=["GET"])(calls)
 
     return server
 
