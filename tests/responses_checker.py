@@ -76,22 +76,28 @@ def assert_valid_extension_item(item: dict[str, Any]) -> None:
         assert key in item and isinstance(item[key], kind), f"extension item field {key!r}: {item.get(key)!r}"
 
 
+def _outside(item: Any) -> bool:
+    """An item outside the document's unions: vendor-prefixed (checked by the extension rule), or one of OpenAI's
+    that spec/overrides/responses.json adds to `ItemField` (checked by its schema there); either is checked here."""
+    if is_extension(item):
+        assert_valid_extension_item(item)
+        return True
+    if isinstance(item, dict) and item.get("type") in added_members("ItemField"):
+        assert_valid_added(added_members("ItemField")[item["type"]], item)
+        return True
+    return False
+
+
 def _strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
-    """Vendor-prefixed items are outside the spec's closed unions: check them by the extension rule, and
-    validate everything around them against the document."""
+    """Vendor-prefixed items, and OpenAI's items the overrides add, are outside the spec's closed unions: check them
+    by the extension rule or their override schema, and validate everything around them against the document."""
     out = dict(data)
     if "response" in out:
         response = dict(out["response"])
-        for item in response["output"]:
-            if is_extension(item):
-                assert_valid_extension_item(item)
-        response["output"] = [i for i in response["output"] if not is_extension(i)]
+        response["output"] = [i for i in response["output"] if not _outside(i)]
         out["response"] = response
     if "output" in out:
-        for item in out["output"]:
-            if is_extension(item):
-                assert_valid_extension_item(item)
-        out["output"] = [i for i in out["output"] if not is_extension(i)]
+        out["output"] = [i for i in out["output"] if not _outside(i)]
     return out
 
 
@@ -126,7 +132,31 @@ def request_document() -> dict[str, Any]:
     for entry in overrides["schemas"]:
         assert entry["schema"] not in schemas, f"the override adds {entry['schema']}, which the document has"
         schemas[entry["schema"]] = _component_refs(entry["definition"])
+    for entry in overrides.get("members", []):  # StreamingEvent is no component: its events are checked by name
+        if entry["schema"] not in schemas:
+            continue
+        union = schemas[entry["schema"]]
+        union["oneOf"] = [*union["oneOf"], {"$ref": "#/components/schemas/" + entry["member"]}]
     return data
+
+
+@cache
+def added_members(union: str) -> dict[str, str]:
+    """The members spec/overrides/responses.json adds to `union` (`members`), by the `type` they carry."""
+    overrides = json.loads(OVERRIDES.read_text(encoding="utf-8"))
+    added = {entry["schema"]: entry["definition"] for entry in overrides["schemas"]}
+    out = {}
+    for entry in overrides.get("members", []):
+        if entry["schema"] == union:
+            (kind,) = added[entry["member"]]["properties"]["type"]["enum"]
+            out[kind] = entry["member"]
+    return out
+
+
+def assert_valid_added(name: str, value: Any) -> None:
+    """An item or event the overrides add, against its schema there (the document's, overrides applied)."""
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in request_validator(name).iter_errors(value)]
+    assert not errors, f"{name}: {errors[:3]}"
 
 
 @cache
@@ -178,8 +208,14 @@ def assert_valid_request(body: Any) -> None:
 
 
 def assert_valid_event(event: dict[str, Any]) -> None:
-    if is_extension(event.get("item")):
-        assert_valid_extension_item(event["item"])
+    added = added_members("StreamingEvent").get(event.get("type", ""))
+    if added is not None:
+        assert_valid_added(added, event)
+        return
+    if is_extension(event.get("item")) or (
+        isinstance(event.get("item"), dict) and event["item"].get("type") in added_members("ItemField")
+    ):
+        _outside(event["item"])
         rest = {k: v for k, v in event.items() if k != "item"}
         item_schema_free = {**rest, "item": {"type": "message", "id": "x", "status": "completed", "role": "assistant",
                                              "content": []}}  # fmt: skip
@@ -196,6 +232,13 @@ def assert_valid_response(response: dict[str, Any]) -> None:
         for e in component_validator("ResponseResource").iter_errors(_strip_extensions(response))
     ]
     assert not errors, errors[:3]
+
+
+@cache
+def hosted_items() -> dict[str, dict[str, Any]]:
+    """The output item type of each kind of hosted tool (spec/mapping `hosted`) → its row (events in order)."""
+    mapping = json.loads(MAPPING.read_text(encoding="utf-8"))
+    return {row["item"]: row for row in mapping.get("hosted", {}).values()}
 
 
 def check_stream(events: list[dict[str, Any]]) -> None:
@@ -251,6 +294,17 @@ def check_stream(events: list[dict[str, Any]]) -> None:
                 assert body[i + 1]["type"] == "response.content_part.done"
                 assert body[i + 1]["part"]["text"] == text
                 i += 2
+        elif kind in hosted_items():  # a tool the server ran: its kind's events, in the spec's order
+            row = hosted_items()[kind]
+            seen = []
+            while i < len(body) and body[i]["type"] != "response.output_item.done":
+                assert (body[i]["item_id"], body[i]["output_index"]) == (item_id, index), body[i]
+                seen.append(body[i]["type"])
+                i += 1
+            if i == len(body):
+                break
+            failed = body[i]["item"]["status"] == "failed"
+            assert seen == row["before"] + row["failed" if failed else "completed"], seen
         elif kind == "function_call":
             assert item["arguments"] == "" and item["status"] == "in_progress"
             args = ""

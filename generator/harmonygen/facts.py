@@ -164,6 +164,13 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
             "Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events.",
         ),
         Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
+        Fact(
+            "HOSTED_KINDS",
+            m.hosted,
+            "Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null),"
+            " the events before the tool runs and after it answered or failed, and its `include` values.",
+            ("map", "str", "json"),
+        ),
     ]
     out += _group("input", m.input.items())
     out += _group("response", m.response.items())

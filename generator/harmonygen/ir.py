@@ -185,6 +185,7 @@ class MappingIR:
     sse: dict[str, str]
     chat: dict[str, Any]
     event_order: dict[str, tuple[str, ...]]  # item shape (text, arguments, plain) → its events in order
+    hosted: dict[str, dict[str, Any]]  # hosted tool kind → its tool types, item type and prefix, namespace, events
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,8 @@ class SchemaOverrideIR:
     synced: Any  # the property as synced (None: the override adds it, or adds a whole schema)
     replacement: Any  # the property's JSON Schema, or the added schema (`required`: `{"required": [...]}`)
     reason: str
-    keyword: str = "properties"  # what it replaces: a property, or the schema's `required` list ("required")
+    keyword: str = "properties"  # what it replaces: a property, the schema's `required` list ("required"), or a
+    # member added to a union's `oneOf` ("members": `replacement` is the member's `$ref`)
 
 
 @dataclass(frozen=True)

@@ -341,6 +341,27 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         order[item.kind] = (*seq, stream["item_done"])
     response = mp.strings("response")
     _check_header_fields(mp, response, responses)
+    hosted: dict[str, dict[str, Any]] = {}
+    for kind in mp.table("hosted"):
+        path = ("hosted", kind)
+        item_type = mp.get(*path, "item", kind=str)
+        if item_type not in item_types:
+            raise mp.fail((*path, "item"), f"{item_type!r} is no output item type of spec/responses or its overrides")
+        hosted[kind] = {
+            "tool_types": [
+                mp.get(*path, "tool_types", i, kind=str) for i in range(len(mp.get(*path, "tool_types", kind=list)))
+            ],
+            "item": item_type,
+            "id_prefix": mp.get(*path, "id_prefix", kind=str),
+            "namespace": mp.opt(*path, "namespace", kind=str),
+            **{
+                key: [event((*path, key, i)) for i in range(len(mp.get(*path, key, kind=list)))]
+                for key in ("before", "completed", "failed")
+            },
+            "includes": [
+                mp.get(*path, "includes", i, kind=str) for i in range(len(mp.get(*path, "includes", kind=list)))
+            ],
+        }
     return MappingIR(
         items=tuple(items),
         input=_input(mp, items, responses),
@@ -351,6 +372,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         sse=mp.strings("sse"),
         chat=mp.table("chat"),
         event_order=order,
+        hosted=hosted,
     )
 
 

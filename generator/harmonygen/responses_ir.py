@@ -84,7 +84,8 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
     if not isinstance(doc, dict):
         raise SpecError(f"{rel}: $ should be an object")
     out: list[SchemaOverrideIR] = []
-    for section, keys in (("properties", PROPERTY_KEYS), ("required", REQUIRED_KEYS), ("schemas", SCHEMA_KEYS)):
+    sections = (("properties", PROPERTY_KEYS), ("required", REQUIRED_KEYS), ("schemas", SCHEMA_KEYS))
+    for section, keys in (*sections, ("members", MEMBER_KEYS)):
         entries = doc.get(section, [])
         if not isinstance(entries, list):
             raise SpecError(f"{rel}: $[{section!r}] should be a list")
@@ -93,9 +94,14 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
             if not isinstance(entry, dict) or set(entry) != set(keys):
                 found = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
                 raise SpecError(f"{where} should be an object with exactly the keys {sorted(keys)}, found {found}")
-            for key in ("schema", "reason", *(("property",) if section == "properties" else ())):
+            named = {"properties": ("property",), "members": ("member",)}.get(section, ())
+            for key in ("schema", "reason", *named):
                 if not isinstance(entry[key], str) or not entry[key]:
                     raise SpecError(f"{where}[{key!r}] should be a non-empty string")
+            if section == "members":  # a schema added to a synced union (`oneOf`)
+                ref = {"$ref": entry["member"] + ".json"}
+                out.append(SchemaOverrideIR(entry["schema"], None, None, ref, entry["reason"], "members"))
+                continue
             if section == "required":
                 lists = (entry["synced"], entry["replacement"])
                 if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists):
@@ -118,12 +124,15 @@ def read_overrides(doc: Any, rel: str) -> tuple[SchemaOverrideIR, ...]:
 PROPERTY_KEYS = ("schema", "property", "synced", "replacement", "reason")
 SCHEMA_KEYS = ("schema", "definition", "reason")
 REQUIRED_KEYS = ("schema", "synced", "replacement", "reason")
+MEMBER_KEYS = ("schema", "member", "reason")
 
 
 def apply_overrides(schemas: dict[str, Any], overrides: tuple[SchemaOverrideIR, ...], rel: str) -> dict[str, Any]:
     """`schemas` with `overrides` applied (a new dict; the synced schemas are not changed in place)."""
     out = dict(schemas)
     for o in overrides:
+        if o.keyword == "members":
+            continue  # once every added schema is in (below)
         if o.keyword == "required":
             if o.schema not in out:
                 raise SpecError(f"{rel}: overrides {o.schema}.required, but spec/responses has no schema {o.schema!r}")
@@ -153,6 +162,15 @@ def apply_overrides(schemas: dict[str, Any], overrides: tuple[SchemaOverrideIR, 
             )
         props[o.property] = o.replacement
         out[o.schema] = target
+    for o in overrides:
+        if o.keyword != "members":
+            continue
+        union = out.get(o.schema)
+        if not isinstance(union, dict) or not isinstance(union.get("oneOf"), list):
+            raise SpecError(f"{rel}: adds a member to {o.schema!r}, which is no union (`oneOf`) in spec/responses")
+        if o.replacement in union["oneOf"]:
+            raise SpecError(f"{rel}: {o.schema} already has the member {o.replacement['$ref']}")
+        out[o.schema] = {**union, "oneOf": [*union["oneOf"], o.replacement]}
     for o in overrides:  # every reference an override makes must resolve
         for ref in _refs(o.replacement):
             if ref.removesuffix(".json") not in out:

@@ -632,6 +632,25 @@ EVENT_ORDER: dict[str, tuple[str, ...]] = {
 }
 """Item kind → its events, in order."""
 
+HOSTED_KINDS: dict[str, Any] = {
+    "web_search": {
+        "tool_types": [
+            "web_search",
+            "web_search_preview",
+            "web_search_2025_08_26",
+            "web_search_preview_2025_03_11",
+        ],
+        "item": "web_search_call",
+        "id_prefix": "ws",
+        "namespace": "browser",
+        "before": ["response.web_search_call.in_progress", "response.web_search_call.searching"],
+        "completed": ["response.web_search_call.completed"],
+        "failed": ["response.web_search_call.completed"],
+        "includes": ["web_search_call.action.sources"],
+    },
+}
+"""Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values."""
+
 INPUT_CALL_SCHEMA: str = "ExtensionCallItemParam"
 
 INPUT_TOOL_OUTPUT_TYPE: str = "harmony:tool_output"
@@ -655,6 +674,8 @@ RESPONSE_NAMESPACE_FIELD: str = "namespace"
 RESPONSE_UNAVAILABLE_TOOLS_FIELD: str = "harmony:unavailable_tools"
 
 RESPONSE_LABELS_FIELD: str = "harmony:labels"
+
+RESPONSE_HOSTED_FIELD: str = "harmony:hosted"
 
 STREAM_OPENING: tuple[str, ...] = ("response.created", "response.in_progress")
 
@@ -957,7 +978,11 @@ LABEL_FIELDS: dict[str, str] = {
 }
 """Request fields that only label a request → what they label: accepted with any value, kept."""
 
-INCLUDES: dict[str, str | None] = {"message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": "encrypted_reasoning"}
+INCLUDES: dict[str, str | None] = {
+    "message.output_text.logprobs": "logprobs",
+    "reasoning.encrypted_content": "encrypted_reasoning",
+    "web_search_call.action.sources": "web_search",
+}
 """`include` values → the capability that honours it."""
 
 SERVER_ERRORS: dict[str, dict[str, Any]] = {

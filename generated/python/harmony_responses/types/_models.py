@@ -128,6 +128,15 @@ class FunctionToolParam(SpecModel):
     type: Literal["function"] = "function"
 
 
+class HostedToolMessage(SpecModel):
+    recipient: str
+    arguments: str
+    channel: str | None = None
+    content_type: str | None = None
+    author: str | None = None
+    output: str
+
+
 ImageDetail = TypeAliasType("ImageDetail", Literal["low", "high", "auto"])
 
 
@@ -343,6 +352,27 @@ class ResponseRefusalDoneStreamingEvent(SpecModel):
     refusal: str
 
 
+class ResponseWebSearchCallCompletedStreamingEvent(SpecModel):
+    type: Literal["response.web_search_call.completed"] = "response.web_search_call.completed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseWebSearchCallInProgressStreamingEvent(SpecModel):
+    type: Literal["response.web_search_call.in_progress"] = "response.web_search_call.in_progress"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseWebSearchCallSearchingStreamingEvent(SpecModel):
+    type: Literal["response.web_search_call.searching"] = "response.web_search_call.searching"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
 ResponsesToolParam = TypeAliasType("ResponsesToolParam", FunctionToolParam)
 
 
@@ -453,6 +483,22 @@ class UserMessageItemParam(SpecModel):
 
 
 VerbosityEnum = TypeAliasType("VerbosityEnum", Literal["low", "medium", "high"])
+
+
+class WebSearchActionFind(SpecModel):
+    type: Literal["find_in_page"] = "find_in_page"
+    pattern: str
+    url: str
+
+
+class WebSearchActionOpenPage(SpecModel):
+    type: Literal["open_page"] = "open_page"
+    url: str | None = None
+
+
+class WebSearchSource(SpecModel):
+    type: Literal["url"] = "url"
+    url: str
 
 
 class WebSocketErrorEventError(SpecModel):
@@ -774,6 +820,31 @@ class TextParam(SpecModel):
 ToolChoiceParam = TypeAliasType("ToolChoiceParam", SpecificToolChoiceParam | ToolChoiceValueEnum | AllowedToolsParam)
 
 
+class WebSearchActionSearch(SpecModel):
+    type: Literal["search"] = "search"
+    query: str | None = None
+    queries: list[str] | None = None
+    sources: list[WebSearchSource] | None = None
+
+
+class WebSearchCall(SpecModel):
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"]
+    action: Annotated[
+        WebSearchActionSearch | WebSearchActionOpenPage | WebSearchActionFind, Field(discriminator="type")
+    ]
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+class WebSearchCallItemParam(SpecModel):
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str | None = None
+    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] | None = None
+    action: WebSearchActionSearch | WebSearchActionOpenPage | WebSearchActionFind | None = None
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
 AssistantMessageItemParamContent = TypeAliasType(
     "AssistantMessageItemParamContent",
     Annotated[OutputTextContentParam | RefusalContentParam, Field(discriminator="type")],
@@ -806,6 +877,7 @@ _ITEM_PARAM_TAGS: dict[tuple[str | None, str | None], str] = {
     ("message", "assistant"): "AssistantMessageItemParam",
     ("function_call", None): "FunctionCallItemParam",
     ("function_call_output", None): "FunctionCallOutputItemParam",
+    ("web_search_call", None): "WebSearchCallItemParam",
 }
 
 ItemParam = TypeAliasType(
@@ -820,6 +892,7 @@ ItemParam = TypeAliasType(
         | Annotated[AssistantMessageItemParam, Tag("AssistantMessageItemParam")]
         | Annotated[FunctionCallItemParam, Tag("FunctionCallItemParam")]
         | Annotated[FunctionCallOutputItemParam, Tag("FunctionCallOutputItemParam")]
+        | Annotated[WebSearchCallItemParam, Tag("WebSearchCallItemParam")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_PARAM_TAGS, "ExtensionItem")),
     ],
@@ -864,7 +937,7 @@ class CreateResponseBody(SpecModel):
     model: str | None = None
     input: CreateResponseBodyInput | list[ItemParam] | None = None
     previous_response_id: str | None = None
-    include: list[IncludeEnum] | None = None
+    include: list[IncludeEnum | Literal["web_search_call.action.sources"]] | None = None
     tools: list[CreateResponseBodyTools] | None = None
     tool_choice: ToolChoiceParam | None = None
     metadata: MetadataParam | None = None
@@ -895,6 +968,7 @@ _ITEM_FIELD_TAGS: dict[tuple[str | None, str | None], str] = {
     ("function_call_output", None): "FunctionCallOutput",
     ("reasoning", None): "ReasoningBody",
     ("compaction", None): "CompactionBody",
+    ("web_search_call", None): "WebSearchCall",
 }
 
 ItemField = TypeAliasType(
@@ -905,6 +979,7 @@ ItemField = TypeAliasType(
         | Annotated[FunctionCallOutput, Tag("FunctionCallOutput")]
         | Annotated[ReasoningBody, Tag("ReasoningBody")]
         | Annotated[CompactionBody, Tag("CompactionBody")]
+        | Annotated[WebSearchCall, Tag("WebSearchCall")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_FIELD_TAGS, "ExtensionItem")),
     ],
@@ -1038,7 +1113,10 @@ StreamingEvent = TypeAliasType(
         | ResponseOutputTextAnnotationAddedStreamingEvent
         | ResponseFunctionCallArgumentsDeltaStreamingEvent
         | ResponseFunctionCallArgumentsDoneStreamingEvent
-        | ErrorStreamingEvent,
+        | ErrorStreamingEvent
+        | ResponseWebSearchCallInProgressStreamingEvent
+        | ResponseWebSearchCallSearchingStreamingEvent
+        | ResponseWebSearchCallCompletedStreamingEvent,
         Field(discriminator="type"),
     ],
 )

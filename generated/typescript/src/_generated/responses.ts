@@ -151,7 +151,15 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
         ],
       },
       "previous_response_id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
-      "include": { "type": "array", "items": { "$ref": "#/$defs/IncludeEnum" } },
+      "include": {
+        "type": "array",
+        "items": {
+          "anyOf": [
+            { "$ref": "#/$defs/IncludeEnum" },
+            { "type": "string", "enum": ["web_search_call.action.sources"] },
+          ],
+        },
+      },
       "tools": {
         "anyOf": [
           {
@@ -369,6 +377,18 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "type": { "type": "string", "enum": ["function"], "default": "function" },
     },
   },
+  "HostedToolMessage": {
+    "type": "object",
+    "required": ["recipient", "arguments", "output"],
+    "properties": {
+      "recipient": { "type": "string" },
+      "arguments": { "type": "string" },
+      "channel": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "content_type": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "author": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "output": { "type": "string" },
+    },
+  },
   "ImageDetail": { "type": "string", "enum": ["low", "high", "auto"] },
   "IncludeEnum": { "type": "string", "enum": ["reasoning.encrypted_content", "message.output_text.logprobs"] },
   "IncompleteDetails": { "type": "object", "required": ["reason"], "properties": { "reason": { "type": "string" } } },
@@ -442,6 +462,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/FunctionCallOutput" },
       { "$ref": "#/$defs/ReasoningBody" },
       { "$ref": "#/$defs/CompactionBody" },
+      { "$ref": "#/$defs/WebSearchCall" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -456,6 +477,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/AssistantMessageItemParam" },
       { "$ref": "#/$defs/FunctionCallItemParam" },
       { "$ref": "#/$defs/FunctionCallOutputItemParam" },
+      { "$ref": "#/$defs/WebSearchCallItemParam" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -1087,6 +1109,48 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       "harmony:labels": { "type": "object", "additionalProperties": true },
     },
   },
+  "ResponseWebSearchCallCompletedStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.web_search_call.completed"],
+        "default": "response.web_search_call.completed",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+    },
+  },
+  "ResponseWebSearchCallInProgressStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.web_search_call.in_progress"],
+        "default": "response.web_search_call.in_progress",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+    },
+  },
+  "ResponseWebSearchCallSearchingStreamingEvent": {
+    "type": "object",
+    "required": ["type", "sequence_number", "output_index", "item_id"],
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": ["response.web_search_call.searching"],
+        "default": "response.web_search_call.searching",
+      },
+      "sequence_number": { "type": "integer" },
+      "output_index": { "type": "integer" },
+      "item_id": { "type": "string" },
+    },
+  },
   "ResponsesToolParam": { "$ref": "#/$defs/FunctionToolParam" },
   "ServiceTierEnum": { "type": "string", "enum": ["auto", "default", "flex", "priority"] },
   "SpecificFunctionParam": {
@@ -1125,6 +1189,9 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       { "$ref": "#/$defs/ResponseFunctionCallArgumentsDeltaStreamingEvent" },
       { "$ref": "#/$defs/ResponseFunctionCallArgumentsDoneStreamingEvent" },
       { "$ref": "#/$defs/ErrorStreamingEvent" },
+      { "$ref": "#/$defs/ResponseWebSearchCallInProgressStreamingEvent" },
+      { "$ref": "#/$defs/ResponseWebSearchCallSearchingStreamingEvent" },
+      { "$ref": "#/$defs/ResponseWebSearchCallCompletedStreamingEvent" },
     ],
     "discriminator": { "propertyName": "type" },
   },
@@ -1272,6 +1339,84 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     },
   },
   "VerbosityEnum": { "type": "string", "enum": ["low", "medium", "high"] },
+  "WebSearchActionFind": {
+    "type": "object",
+    "required": ["type", "pattern", "url"],
+    "properties": {
+      "type": { "type": "string", "enum": ["find_in_page"], "default": "find_in_page" },
+      "pattern": { "type": "string" },
+      "url": { "type": "string" },
+    },
+  },
+  "WebSearchActionOpenPage": {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+      "type": { "type": "string", "enum": ["open_page"], "default": "open_page" },
+      "url": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+    },
+  },
+  "WebSearchActionSearch": {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+      "type": { "type": "string", "enum": ["search"], "default": "search" },
+      "query": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "queries": { "anyOf": [{ "type": "array", "items": { "type": "string" } }, { "type": "null" }] },
+      "sources": { "anyOf": [{ "type": "array", "items": { "$ref": "#/$defs/WebSearchSource" } }, { "type": "null" }] },
+    },
+  },
+  "WebSearchCall": {
+    "type": "object",
+    "required": ["type", "id", "status", "action"],
+    "properties": {
+      "type": { "type": "string", "enum": ["web_search_call"], "default": "web_search_call" },
+      "id": { "type": "string" },
+      "status": { "type": "string", "enum": ["in_progress", "searching", "completed", "failed", "incomplete"] },
+      "action": {
+        "oneOf": [
+          { "$ref": "#/$defs/WebSearchActionSearch" },
+          { "$ref": "#/$defs/WebSearchActionOpenPage" },
+          { "$ref": "#/$defs/WebSearchActionFind" },
+        ],
+        "discriminator": { "propertyName": "type" },
+      },
+      "harmony:hosted": { "anyOf": [{ "$ref": "#/$defs/HostedToolMessage" }, { "type": "null" }] },
+    },
+  },
+  "WebSearchCallItemParam": {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+      "type": { "type": "string", "enum": ["web_search_call"], "default": "web_search_call" },
+      "id": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+      "status": {
+        "anyOf": [
+          { "type": "string", "enum": ["in_progress", "searching", "completed", "failed", "incomplete"] },
+          { "type": "null" },
+        ],
+      },
+      "action": {
+        "anyOf": [
+          {
+            "oneOf": [
+              { "$ref": "#/$defs/WebSearchActionSearch" },
+              { "$ref": "#/$defs/WebSearchActionOpenPage" },
+              { "$ref": "#/$defs/WebSearchActionFind" },
+            ],
+            "discriminator": { "propertyName": "type" },
+          },
+          { "type": "null" },
+        ],
+      },
+      "harmony:hosted": { "anyOf": [{ "$ref": "#/$defs/HostedToolMessage" }, { "type": "null" }] },
+    },
+  },
+  "WebSearchSource": {
+    "type": "object",
+    "required": ["type", "url"],
+    "properties": { "type": { "type": "string", "enum": ["url"], "default": "url" }, "url": { "type": "string" } },
+  },
   "WebSocketErrorEvent": {
     "type": "object",
     "required": ["type", "status", "error"],
@@ -1319,8 +1464,9 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       { "type": "function_call_output", "role": null, "model": "FunctionCallOutput" },
       { "type": "reasoning", "role": null, "model": "ReasoningBody" },
       { "type": "compaction", "role": null, "model": "CompactionBody" },
+      { "type": "web_search_call", "role": null, "model": "WebSearchCall" },
     ],
-    "models": ["Message", "FunctionCall", "FunctionCallOutput", "ReasoningBody", "CompactionBody"],
+    "models": ["Message", "FunctionCall", "FunctionCallOutput", "ReasoningBody", "CompactionBody", "WebSearchCall"],
     "fallback": "ExtensionItem",
   },
   "ItemParam": {
@@ -1339,6 +1485,7 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       { "type": "message", "role": "assistant", "model": "AssistantMessageItemParam" },
       { "type": "function_call", "role": null, "model": "FunctionCallItemParam" },
       { "type": "function_call_output", "role": null, "model": "FunctionCallOutputItemParam" },
+      { "type": "web_search_call", "role": null, "model": "WebSearchCallItemParam" },
     ],
     "models": [
       "ItemReferenceParam",
@@ -1350,6 +1497,7 @@ export const ITEM_UNIONS: Readonly<Record<string, { readonly variants: readonly 
       "AssistantMessageItemParam",
       "FunctionCallItemParam",
       "FunctionCallOutputItemParam",
+      "WebSearchCallItemParam",
     ],
     "fallback": "ExtensionItem",
   },
@@ -1384,5 +1532,8 @@ export const STREAMING_EVENT_TYPES: readonly string[] = [
   "response.function_call_arguments.delta",
   "response.function_call_arguments.done",
   "error",
+  "response.web_search_call.in_progress",
+  "response.web_search_call.searching",
+  "response.web_search_call.completed",
 ];
 

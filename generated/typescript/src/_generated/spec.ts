@@ -617,6 +617,20 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
 
+/** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values. */
+export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
+  "web_search": {
+    "tool_types": ["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"],
+    "item": "web_search_call",
+    "id_prefix": "ws",
+    "namespace": "browser",
+    "before": ["response.web_search_call.in_progress", "response.web_search_call.searching"],
+    "completed": ["response.web_search_call.completed"],
+    "failed": ["response.web_search_call.completed"],
+    "includes": ["web_search_call.action.sources"],
+  },
+};
+
 export const INPUT_CALL_SCHEMA: string = "ExtensionCallItemParam";
 
 export const INPUT_TOOL_OUTPUT_TYPE: string = "harmony:tool_output";
@@ -640,6 +654,8 @@ export const RESPONSE_NAMESPACE_FIELD: string = "namespace";
 export const RESPONSE_UNAVAILABLE_TOOLS_FIELD: string = "harmony:unavailable_tools";
 
 export const RESPONSE_LABELS_FIELD: string = "harmony:labels";
+
+export const RESPONSE_HOSTED_FIELD: string = "harmony:hosted";
 
 export const STREAM_OPENING: readonly string[] = ["response.created", "response.in_progress"];
 
@@ -922,7 +938,11 @@ export const LABEL_FIELDS: Readonly<Record<string, string>> = {
 };
 
 /** `include` values → the capability that honours it. */
-export const INCLUDES: Readonly<Record<string, string | null>> = { "message.output_text.logprobs": "logprobs", "reasoning.encrypted_content": "encrypted_reasoning" };
+export const INCLUDES: Readonly<Record<string, string | null>> = {
+  "message.output_text.logprobs": "logprobs",
+  "reasoning.encrypted_content": "encrypted_reasoning",
+  "web_search_call.action.sources": "web_search",
+};
 
 /** The server's own errors by handle → HTTP status (null: only a stored response's error), type, code. */
 export const SERVER_ERRORS: Readonly<Record<string, { readonly status: number | null; readonly type: string; readonly code: string }>> = {

@@ -5,7 +5,7 @@
  */
 
 export type ToolChoiceValueEnum = "none" | "auto" | "required";
-export type ItemField = Message | FunctionCall | FunctionCallOutput | ReasoningBody | CompactionBody;
+export type ItemField = Message | FunctionCall | FunctionCallOutput | ReasoningBody | CompactionBody | WebSearchCall;
 export type MessageStatus = "in_progress" | "completed" | "incomplete";
 export type MessageRole = "user" | "assistant" | "system" | "developer";
 export type ImageDetail = "low" | "high" | "auto";
@@ -20,7 +20,8 @@ export type ItemParam =
   | DeveloperMessageItemParam
   | AssistantMessageItemParam
   | FunctionCallItemParam
-  | FunctionCallOutputItemParam;
+  | FunctionCallOutputItemParam
+  | WebSearchCallItemParam;
 export type IncludeEnum = "reasoning.encrypted_content" | "message.output_text.logprobs";
 export type ToolChoiceParam = SpecificFunctionParam | ToolChoiceValueEnum | AllowedToolsParam;
 export type TextFormatParam = TextResponseFormat | JsonSchemaResponseFormatParam;
@@ -55,7 +56,10 @@ export type StreamingEvent =
   | ResponseOutputTextAnnotationAddedStreamingEvent
   | ResponseFunctionCallArgumentsDeltaStreamingEvent
   | ResponseFunctionCallArgumentsDoneStreamingEvent
-  | ErrorStreamingEvent;
+  | ErrorStreamingEvent
+  | ResponseWebSearchCallInProgressStreamingEvent
+  | ResponseWebSearchCallSearchingStreamingEvent
+  | ResponseWebSearchCallCompletedStreamingEvent;
 export type WebSocketResponseCreateEvent = {
   type: "response.create";
   stream?: null;
@@ -257,6 +261,40 @@ export interface CompactionBody {
   encrypted_content: string;
   created_by?: string;
 }
+export interface WebSearchCall {
+  type: "web_search_call";
+  id: string;
+  status: "in_progress" | "searching" | "completed" | "failed" | "incomplete";
+  action: WebSearchActionSearch | WebSearchActionOpenPage | WebSearchActionFind;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface WebSearchActionSearch {
+  type: "search";
+  query?: string | null;
+  queries?: string[] | null;
+  sources?: WebSearchSource[] | null;
+}
+export interface WebSearchSource {
+  type: "url";
+  url: string;
+}
+export interface WebSearchActionOpenPage {
+  type: "open_page";
+  url?: string | null;
+}
+export interface WebSearchActionFind {
+  type: "find_in_page";
+  pattern: string;
+  url: string;
+}
+export interface HostedToolMessage {
+  recipient: string;
+  arguments: string;
+  channel?: string | null;
+  content_type?: string | null;
+  author?: string | null;
+  output: string;
+}
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
@@ -353,11 +391,18 @@ export interface FunctionCallOutputItemParam {
     string | (InputTextContentParam | InputImageContentParamAutoParam | InputFileContentParam | InputVideoContent)[];
   status?: FunctionCallStatus | null;
 }
+export interface WebSearchCallItemParam {
+  type: "web_search_call";
+  id?: string | null;
+  status?: ("in_progress" | "searching" | "completed" | "failed" | "incomplete") | null;
+  action?: (WebSearchActionSearch | WebSearchActionOpenPage | WebSearchActionFind) | null;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
 export interface CreateResponseBody {
   model?: string | null;
   input?: (string | ItemParam[]) | null;
   previous_response_id?: string | null;
-  include?: IncludeEnum[];
+  include?: (IncludeEnum | "web_search_call.action.sources")[];
   tools?: (FunctionToolParam | NamespaceToolParam)[] | null;
   tool_choice?: ToolChoiceParam | null;
   metadata?: MetadataParam | null;
@@ -740,6 +785,24 @@ export interface ResponseRefusalDoneStreamingEvent {
   content_index: number;
   refusal: string;
 }
+export interface ResponseWebSearchCallCompletedStreamingEvent {
+  type: "response.web_search_call.completed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseWebSearchCallInProgressStreamingEvent {
+  type: "response.web_search_call.in_progress";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseWebSearchCallSearchingStreamingEvent {
+  type: "response.web_search_call.searching";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
 export interface WebSocketErrorEvent {
   type: "error";
   status: number;
@@ -758,8 +821,8 @@ export interface ExtensionItem {
   [key: string]: unknown;
 }
 
-/** `ItemField`, or a vendor-prefixed item (5 spec variants + `ExtensionItem`). */
+/** `ItemField`, or a vendor-prefixed item (6 spec variants + `ExtensionItem`). */
 export type ItemFieldOrExtension = ItemField | ExtensionItem;
 
-/** `ItemParam`, or a vendor-prefixed item (9 spec variants + `ExtensionItem`). */
+/** `ItemParam`, or a vendor-prefixed item (10 spec variants + `ExtensionItem`). */
 export type ItemParamOrExtension = ItemParam | ExtensionItem;

@@ -261,6 +261,8 @@ class OpenItem:
     validation: dict[str, Any] | None = None  # what checking a call's arguments or an answer found, when they broke it
     logprobs: list[Any] | None = None  # a message's tokens' `LogProb`s, when the request asked for them (the caller's)
     wire: Any = None  # whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
+    held: bool = False  # a call the caller runs itself (a hosted tool): no events until the caller says (`held_call`)
+    annotations: list[Any] | None = None  # an answer's annotations (citations), set when it ends
     reasoning: bool = field(init=False)
     streams: bool = field(init=False)
 
@@ -271,7 +273,9 @@ class OpenItem:
     def part(self, text: str) -> Any:
         """The item's content part holding `text` (a message's with its tokens' log probabilities, when kept)."""
         if self.logprobs is not None:
-            return OutputTextContent(text=text, annotations=[], logprobs=self.logprobs)
+            return OutputTextContent(text=text, annotations=list(self.annotations or []), logprobs=self.logprobs)
+        if self.annotations:
+            return OutputTextContent(text=text, annotations=list(self.annotations))
         assert self.spec.part is not None
         return self.spec.part(text)
 
@@ -339,6 +343,18 @@ class Sink(Protocol):
         """Keep a delta `hand_delta` made (for a caller of `feed_token` that does not send it itself)."""
 
 
+@dataclass(frozen=True)
+class HeldCall:
+    """A call the model ended to a recipient the caller runs itself (`ResponseBuilder.hosted`): no item was emitted for
+    it; the caller runs it, emits its item (`hosted_item`, `hosted_event`, `hosted_done`) and continues the turn."""
+
+    recipient: str
+    arguments: str
+    channel: str | None
+    content_type: str | None
+    output_index: int  # where its item goes in the output
+
+
 def _calls_allowed(request: CreateResponseBody | None) -> int | None:
     """How many tool calls the request lets one response make (None: no limit)."""
     if request is None:
@@ -395,14 +411,16 @@ class ResponseBuilder:
             if d.tool.strict
         }
         self._namespaces = namespaces(request)
-        self._parser = HarmonyStreamParser(
+        self._parser_options: tuple[Any, ...] = (
             encoding,
             role,
             "strict" if strict else "lenient",
             names,
-            stop_at_turn_end=stop_at_turn_end,
-            max_tool_calls=_calls_allowed(request),
+            stop_at_turn_end,
+            _calls_allowed(request),
         )
+        self._parser = self._new_parser()
+        self._tokens_before = 0  # tokens read by the parsers of the turn's earlier steps (`next_step`)
         self._feed_body_token = self._parser.feed_body_token
         self._encoding = encoding
         self._sink = sink
@@ -415,13 +433,19 @@ class ResponseBuilder:
         self.answer_check: Callable[[str], dict[str, Any] | None] | None = None
         """Checks a finished answer's text (a structured output's schema): what it returns, when not None, is the
         answer message's validation field (set by the caller; the bridge sets none)."""
+        self.hosted: Callable[[str], bool] | None = None
+        """Whether a recipient is a tool the caller runs itself (a hosted tool): such a call emits no item when the
+        model writes it; once ended it is `held_call` for the caller (set by the caller; the bridge sets none)."""
+        self.annotate: Callable[[str], list[Any]] | None = None
+        """The annotations of a finished answer's text (citations of pages a hosted tool showed; set by the caller)."""
+        self.held_call: HeldCall | None = None
         self.response_id = response_id or ids(_spec.RESPONSE_ID_PREFIX)
         self._created_at = int(clock()) if created_at is None else created_at
         self._seq = 0
         self._output: list[ItemField] = []  # finished items
         self._item: OpenItem | None = None
         self._repairs: list[Recovered] = []
-        self._messages: list[ParsedMessage] = []  # the messages ended so far, as parsed
+        self._messages: list[ParsedMessage | HarmonyMessage] = []  # the messages ended so far (tool messages: given)
         self._stored = stored
         self._reasoning_tokens = 0  # of the reasoning items closed so far
         self._reasoning_from = 0  # the token that opened the reasoning item being read
@@ -430,6 +454,13 @@ class ResponseBuilder:
         self._finished = False
         self._final: ResponseResource | None = None
         self._status = Status.IN_PROGRESS
+
+    def _new_parser(self) -> HarmonyStreamParser:
+        encoding, role, mode, names, stop_at_turn_end, calls = self._parser_options
+        return HarmonyStreamParser(encoding, role, mode, names, stop_at_turn_end=stop_at_turn_end, max_tool_calls=calls)
+
+    def _tokens_read(self) -> int:
+        return self._tokens_before + self._parser.tokens_read
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -459,7 +490,7 @@ class ResponseBuilder:
     @property
     def output_tokens(self) -> int:
         """Tokens of the completion read so far (for text input: counted when asked)."""
-        return self.usage().output_tokens if self._text else self._parser.tokens_read
+        return self.usage().output_tokens if self._text else self._tokens_read()
 
     @property
     def repairs(self) -> list[Recovered]:
@@ -469,7 +500,7 @@ class ResponseBuilder:
         """The Harmony messages of the completion that have ended, as parsed (analysis included): what a
         store keeps so the next turn renders them. `finish` ends an open message (cut by the budget: its
         text so far); after `fail`, a message the engine broke off is not among them."""
-        return [m.to_message() for m in self._messages]
+        return [m.to_message() if isinstance(m, ParsedMessage) else m for m in self._messages]
 
     def next_sequence_number(self) -> int:
         n = self._seq
@@ -501,7 +532,7 @@ class ResponseBuilder:
         self._input_tokens += tokens
 
     def usage(self) -> Usage:
-        output_tokens, reasoning_tokens = self._parser.tokens_read, self._reasoning_tokens
+        output_tokens, reasoning_tokens = self._tokens_read(), self._reasoning_tokens
         if self._item is not None and self._item.reasoning and not self._text:
             reasoning_tokens += output_tokens - self._reasoning_from
         if self._text:  # the completion came as text: count its tokens now
@@ -575,7 +606,7 @@ class ResponseBuilder:
             self.start()
         region = self._parser.region
         cut = region is Region.BODY or region is Region.HEADER or region is Region.STRIPPED  # inside a message
-        cut = cut and (self._parser.tokens_read > 0 or any(self._text))  # an empty completion is not cut
+        cut = cut and (self._tokens_read() > 0 or any(self._text))  # an empty completion is not cut
         if stopped is None:
             stopped = not cut or (bool(self._text) and self._stop_token_may_end_it())
         try:
@@ -674,27 +705,44 @@ class ResponseBuilder:
             else:
                 item.namespace, _, item.name = to.partition(_SEPARATOR)
         self._item = item
-        self._reasoning_from = self._parser.tokens_read - 1
-        sink = self._sink
+        self._reasoning_from = self._tokens_read() - 1
+        hosted = self.hosted
+        if hosted is not None and start.role is Role.ASSISTANT and start.recipient and hosted(start.recipient):
+            item.held = True  # the caller emits its item once it has run it
+            item.streams = False
+            return item
+        self._added(item)
+        return item
+
+    def _added(self, item: OpenItem) -> None:
+        spec, sink = item.spec, self._sink
         sink.event(_ADDED(sequence_number=self.next_sequence_number(), output_index=item.output_index,
                           item=item.body(Status.IN_PROGRESS)))  # fmt: skip
         if spec.part is not None:
             sink.event(_PART_ADDED(sequence_number=self.next_sequence_number(), item_id=item.id,
                                    output_index=item.output_index, content_index=0, part=spec.part("")))  # fmt: skip
-        return item
 
     def _close(self, status: Status, text: str) -> None:
         item = self._item
         assert item is not None
         spec, sink, index = item.spec, self._sink, item.output_index
+        if item.held:
+            if status is Status.COMPLETED:
+                self.held_call = HeldCall(item.recipient or "", text, item.channel, item.content_type, index)
+                self._item = None
+                return
+            self._added(item)  # cut short: never run, it ends as the call item the model's message makes
         if spec.kind is ItemKind.FUNCTION_CALL and status is Status.COMPLETED:
             text = self._check_arguments(item, text)
         elif spec.kind is ItemKind.FUNCTION_CALL and status is Status.INCOMPLETE:
             self._repair(
                 _spec.RECOVERY_CALL_CUT_BY_BUDGET, _spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET.format(name=item.name)
             )
-        elif self.answer_check is not None and spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
-            item.validation = self.answer_check(text)
+        elif spec.kind is ItemKind.MESSAGE and item.channel == _ANSWER_CHANNEL:
+            if self.answer_check is not None:
+                item.validation = self.answer_check(text)
+            if self.annotate is not None:
+                item.annotations = self.annotate(text)
         if spec.part is not None and spec.done is not None:
             extra = {} if item.logprobs is None else {"logprobs": item.logprobs}
             sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
@@ -710,7 +758,7 @@ class ResponseBuilder:
                     len(self._encoding.encode(text, disallowed_special=())) + 1 + (status is Status.COMPLETED)
                 )
             else:  # from the token that opened the body to the one that closed it
-                self._reasoning_tokens += self._parser.tokens_read - self._reasoning_from
+                self._reasoning_tokens += self._tokens_read() - self._reasoning_from
         body = self._sealed(item, item.body(status, text), text)
         sink.event(_ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=index, item=body))
         self._output.append(body)
@@ -742,8 +790,35 @@ class ResponseBuilder:
                 self._repair(_spec.RECOVERY_ARGUMENTS_INVALID, detail)
         return text
 
+    # -- calls the caller runs (hosted tools) ------------------------------------------------------------
+
+    def hosted_item(self, item: ItemField) -> None:
+        """`response.output_item.added` for the item of a call the caller runs (at `held_call.output_index`)."""
+        self._sink.event(_ADDED(sequence_number=self.next_sequence_number(), output_index=len(self._output), item=item))
+
+    def hosted_event(self, event_type: str, **fields: Any) -> None:
+        """One event of such an item's (`response.web_search_call.searching`...), its sequence number added."""
+        self._sink.event(EVENT_CLASSES[event_type](sequence_number=self.next_sequence_number(), **fields))
+
+    def hosted_done(self, item: ItemField, tool_message: HarmonyMessage | None) -> None:
+        """`response.output_item.done` for such an item, and the tool's message after the call among `messages()`
+        (None: none)."""
+        self._sink.event(
+            _ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=len(self._output), item=item)
+        )
+        self._output.append(item)
+        if tool_message is not None:
+            self._messages.append(tool_message)
+        self.held_call = None
+
+    def next_step(self) -> None:
+        """The turn goes on after a tool's message: what comes next is a new completion of the assistant's."""
+        self._tokens_before += self._parser.tokens_read
+        self._parser = self._new_parser()
+        self._feed_body_token = self._parser.feed_body_token
+
     def _repair(self, rule: str, detail: str) -> None:
-        repair = Recovered(rule, detail, self._parser.tokens_read)
+        repair = Recovered(rule, detail, self._tokens_read())
         self._repairs.append(repair)
         if self._on_repair is not None:
             self._on_repair(repair)
@@ -1000,6 +1075,7 @@ def build_response(
 __all__ = [
     "EVENT_CLASSES",
     "EventSink",
+    "HeldCall",
     "NullSink",
     "KINDS",
     "IdFactory",

@@ -194,6 +194,8 @@ class Capabilities:
     truncation: bool = False  # shortens an input too long for the context (`truncation: "auto"`)
     extra_fields: frozenset[str] = frozenset()  # fields outside the spec that the caller reads itself
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools no one here runs (see `split_tools`)
+    web_search: bool = False  # runs `web_search` tools: include `web_search_call.action.sources`
+    runs_tools: frozenset[str] = frozenset()  # tool types the caller runs itself (hosted tools with a backend)
 
 
 NOTHING_MORE = Capabilities()
@@ -206,7 +208,7 @@ class Verbatim(str):
 
 
 # The capabilities the spec names must be the caller's (`Capabilities`) flags.
-_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools"}
+_FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools", "runs_tools"}
 _NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
 _NAMED |= set(_spec.INCLUDES.values())
 if not (_NAMED - {None}) <= _FLAGS:
@@ -353,7 +355,7 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
         check_json_value(raw, "")
     except JSONInputError as exc:
         raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=Verbatim(exc.reason)) from None
-    raw, unavailable = split_tools(raw, capabilities.hosted_tools)
+    raw, unavailable = split_tools(raw, capabilities.hosted_tools, capabilities.runs_tools)
     try:
         body = CreateResponseBody.model_validate(raw)
     except ValidationError as exc:
@@ -378,9 +380,13 @@ _HOSTED_REASON = (
 )
 
 
-def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[str, Any], list[UnavailableTool]]:
+def split_tools(
+    raw: Mapping[str, Any], policy: HostedTools, runs: frozenset[str] = frozenset()
+) -> tuple[Mapping[str, Any], list[UnavailableTool]]:
     """The body with the tools the bridge renders only, and the declared tools left out (the server would have to
     run them: `web_search`, `custom`, `local_shell`, ...). With `HostedTools.REJECT` such a tool is a 400 naming it.
+    A tool of a type in `runs` is run by the caller (a hosted tool it has a backend for): left out of the body too,
+    but not listed (the caller reads it from the raw body, `hosted_tools_declared`).
 
     A tool whose `type` is not a string is left for the schema to report."""
     tools = raw.get("tools")
@@ -392,6 +398,8 @@ def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[st
         kind = tool.get("type") if isinstance(tool, Mapping) else None
         if not isinstance(kind, str) or kind in _TOOL_TYPES:
             kept.append(tool)
+            continue
+        if kind in runs:
             continue
         if policy is HostedTools.REJECT:
             raise RequestError.of(
@@ -406,9 +414,18 @@ def split_tools(raw: Mapping[str, Any], policy: HostedTools) -> tuple[Mapping[st
         unavailable.append(
             UnavailableTool(type=kind, name=name if isinstance(name, str) else None, reason=_HOSTED_REASON)
         )
-    if not unavailable:
+    if len(kept) == len(tools):
         return raw, []
     return {**raw, "tools": kept}, unavailable
+
+
+def hosted_tools_declared(raw: Mapping[str, Any], runs: frozenset[str]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The declared tools of a type in `runs` (the ones `split_tools` leaves to the caller), with their index in
+    `tools`."""
+    tools = raw.get("tools")
+    if not isinstance(tools, list):
+        return []
+    return [(i, t) for i, t in enumerate(tools) if isinstance(t, Mapping) and t.get("type") in runs]
 
 
 def unavailable_tools(body: CreateResponseBody) -> list[dict[str, Any]]:

@@ -58,7 +58,10 @@ from .engines.base import Engine
 from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
+from .hosted.backends import HostedService
+from .hosted.loop import HostedRun
 from .inspect import inspect
+from .metrics import Metrics
 from .offload import maybe_off_loop
 from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_request
 from .settings import Settings
@@ -151,10 +154,11 @@ async def _background(
 
 async def responses(request: Request, state: ServerState) -> Response | EngineCall:
     received_at = time.monotonic()
+    hosted: HostedRun | None = None
     try:
         raw, size = await _read(request, state)
         settings = state.settings
-        capabilities = capabilities_for(state.engine.info)
+        capabilities = state.hosted.capabilities(capabilities_for(state.engine.info))
         body = await maybe_off_loop(size, parse_body, raw, capabilities, hosted_tools=settings.hosted_tools)
         owner = owner_of(request.headers)
         if body.background:
@@ -163,6 +167,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
             prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
+        hosted = await state.hosted.open(raw)  # closed by the run's tool loop, or below if the run never starts
         plan = await maybe_off_loop(
             size,
             plan_request,
@@ -177,6 +182,7 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             compaction=state.seal.reader(),
             window=settings.context_window,
             reasoning=state.reasoning.reader(),
+            hosted=hosted,
         )
         store = state.store if body.store is not False else None
         items = await maybe_off_loop(size, input_items, body)  # each item as stored JSON
@@ -188,6 +194,8 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
             state, plan, wire, stream=bool(body.stream), endpoint=_RESPONSES, received_at=received_at, recorder=recorder
         )
     except (ServerError, RequestError) as exc:
+        if hosted is not None:
+            await hosted.aclose()
         state.metrics.requests.labels(_RESPONSES, str(exc.status)).inc()
         return _error_response(exc)
 
@@ -421,7 +429,10 @@ def create_app(
         ReasoningSeal.from_passphrase(sealing) if sealing else ReasoningSeal(opened.secret(REASONING_SECRET_NAME))
     )
     responses_store = AsyncStore(opened)
+    counters = Metrics()
     state = ServerState(
+        metrics=counters,
+        hosted=HostedService.from_settings(settings, counters),
         settings=settings,
         encoding=enc,
         engine=eng,
@@ -443,6 +454,7 @@ def create_app(
             await state.background.shutdown()  # background responses still running: failed, settled in the store
             try:
                 await eng.aclose()
+                await state.hosted.aclose()
             finally:
                 await responses_store.close()
 

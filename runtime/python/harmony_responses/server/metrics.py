@@ -39,6 +39,19 @@ class Metrics:
         self.engine_errors = Counter(
             "harmony_responses_engine_errors", "Engine failures, by kind", ["kind"], registry=r
         )
+        self.hosted_calls = Counter(
+            "harmony_responses_hosted_calls",
+            "Hosted tool calls the server ran (web_search, mcp, code_interpreter), by kind and outcome",
+            ["kind", "outcome"],
+            registry=r,
+        )
+        self.hosted_seconds = Histogram(
+            "harmony_responses_hosted_call_seconds",
+            "Time a hosted tool call took, by kind (its cost in wall time)",
+            ["kind"],
+            buckets=_TTFT_BUCKETS,
+            registry=r,
+        )
         self.disconnects = Counter(
             "harmony_responses_client_disconnects", "Clients that left before their response ended", registry=r
         )

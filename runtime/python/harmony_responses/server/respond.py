@@ -71,6 +71,7 @@ from .engines.base import (
     ToolSpec,
 )
 from .errors import ErrorKind, error_payload
+from .hosted.loop import HostedRun
 from .media import with_media_placeholders
 from .settings import MediaPolicy
 from .structured import AnswerFormat, answer_format
@@ -172,6 +173,7 @@ class Plan:
     parts: ConversationParts  # head, stored history and this request's input, as Harmony messages
     dropped_turns: int = 0  # the oldest turns `truncation: "auto"` left out of the prompt
     answer: AnswerFormat | None = None  # the JSON Schema the answer must follow (`text.format`), see `structured`
+    hosted: HostedRun | None = None  # the hosted tools the server runs for this response (`hosted.loop`)
 
 
 def plan_request(
@@ -188,19 +190,24 @@ def plan_request(
     compaction: CompactionReader | None = None,
     window: int = DEFAULT_CONTEXT_WINDOW,
     reasoning: ReasoningReader | None = None,
+    hosted: HostedRun | None = None,
 ) -> Plan:
     """The plan for a request; `RequestError` for what the model cannot take.
 
     `history` and `calls` (`KnownCalls.to_json()`) are the stored turns a `previous_response_id` continues,
     and beside them `history_rendered` the token ids of those already rendered; `compaction` opens compaction items,
-    `reasoning` reasoning items sealed in `encrypted_content`.
+    `reasoning` reasoning items sealed in `encrypted_content`; `hosted` the hosted tools the server runs (their
+    namespaces are declared in the system message, as Harmony declares built-in tools).
     The prompt must leave `reserve` tokens of the `window` for the output (the request's own budget when
     it sets one, else a single token); the engine's budget is `budget`, cut to what the window leaves.
     """
     if media is MediaPolicy.PLACEHOLDER:
         body = with_media_placeholders(body)
     known = KnownCalls.from_json(calls or {})
-    parts = conversation_parts(body, history=history, calls=known, compaction=compaction, reasoning=reasoning)
+    system = hosted.system() if hosted is not None else None
+    parts = conversation_parts(
+        body, history=history, calls=known, compaction=compaction, reasoning=reasoning, system=system
+    )
     policy = tool_policy(body)
     schemas = parameters(declared_tools(body))
     tools = tuple(ToolSpec(name, schemas.get(name)) for name in policy.allowed)
@@ -247,6 +254,7 @@ def plan_request(
         parts=parts,
         dropped_turns=fitted.dropped_turns,
         answer=None if prefill else answer_format(body),  # a forced call leaves no answer to constrain
+        hosted=hosted,
     )
 
 

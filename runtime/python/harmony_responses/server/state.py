@@ -16,6 +16,7 @@ from .compaction import CompactionSeal
 from .drain import Drain
 from .engines.base import Engine
 from .errors import ErrorKind, ServerError
+from .hosted.backends import HostedService
 from .metrics import Metrics
 from .settings import Settings
 from .stored import TurnRenderer
@@ -36,6 +37,7 @@ class ServerState:
     metrics: Metrics = field(default_factory=Metrics)
     drain: Drain = field(default_factory=Drain)
     background: BackgroundRuns = field(default_factory=BackgroundRuns)  # this process's background responses
+    hosted: HostedService = field(default_factory=HostedService)  # the hosted tools' backends (off unless configured)
     in_flight: int = 0
     started_at: int = field(default_factory=lambda: int(time.time()))
 

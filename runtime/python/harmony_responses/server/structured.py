@@ -38,7 +38,7 @@ from .._tables import ItemKind
 from .._tables import spec as _spec
 from ..bridge.arguments import check_arguments
 from ..types import CreateResponseBody, JsonSchemaResponseFormatParam
-from .engines.base import Engine, EngineOutput, Finished, FinishReason, Text, Tokens
+from .engines.base import Engine, EngineOutput, EngineRequest, Finished, FinishReason, Text, Tokens
 
 if TYPE_CHECKING:
     from .respond import ResponseRun
@@ -74,15 +74,24 @@ def answer_format(body: CreateResponseBody) -> AnswerFormat | None:
 
 
 def engine_outputs(engine: Engine, run: ResponseRun) -> AsyncGenerator[EngineOutput, None]:
-    """The engine's outputs for `run`: `engine.generate` itself, or both steps of a structured output."""
+    """The engine's outputs for `run`: `engine.generate` itself, or both steps of a structured output; with hosted
+    tools, the server's tool loop around them (`hosted.loop`)."""
     plan = run.plan
-    answer = plan.answer
-    if answer is None:
-        return engine.generate(plan.engine_request)
-    run.builder.answer_check = answer.check
-    if not engine.info.json_constraint:
-        return engine.generate(plan.engine_request)
-    return _two_steps(engine, run, answer)
+    if plan.answer is not None:
+        run.builder.answer_check = plan.answer.check
+    if plan.hosted is not None:
+        from .hosted.loop import hosted_outputs
+
+        return hosted_outputs(engine, run, lambda request: completion_outputs(engine, run, request))
+    return completion_outputs(engine, run, plan.engine_request)
+
+
+def completion_outputs(engine: Engine, run: ResponseRun, request: EngineRequest) -> AsyncGenerator[EngineOutput, None]:
+    """The engine's outputs for one completion of `run` (`request`: the plan's, or a continuation's)."""
+    answer = run.plan.answer
+    if answer is None or not engine.info.json_constraint:
+        return engine.generate(request)
+    return _two_steps(engine, run, answer, request)
 
 
 def _in_answer(run: ResponseRun) -> bool:
@@ -136,8 +145,9 @@ class _TextPieces:
         return pieces
 
 
-async def _two_steps(engine: Engine, run: ResponseRun, answer: AnswerFormat) -> AsyncGenerator[EngineOutput, None]:
-    request = run.plan.engine_request
+async def _two_steps(
+    engine: Engine, run: ResponseRun, answer: AnswerFormat, request: EngineRequest
+) -> AsyncGenerator[EngineOutput, None]:
     first = engine.generate(dataclasses.replace(request, stop_text=(*request.stop_text, ANSWER_HEADER)))
     ids: list[int] = []  # what the first request gave and the run was fed, as ids
     texts: list[str] = []  # ... as text, from an engine that returns text
@@ -188,4 +198,4 @@ async def _two_steps(engine: Engine, run: ResponseRun, answer: AnswerFormat) -> 
         await outputs.aclose()
 
 
-__all__ = ["ANSWER_HEADER", "AnswerFormat", "answer_format", "engine_outputs"]
+__all__ = ["ANSWER_HEADER", "AnswerFormat", "answer_format", "completion_outputs", "engine_outputs"]

@@ -55,7 +55,8 @@ from .body import load_json_object
 from .engines.base import EngineError, EngineOutput, Finished
 from .errors import SERVER_ERRORS, ErrorKind, ServerError
 from .exchange import error_kind
-from .respond import Plan, ResponseRun, parse_body, plan_request
+from .hosted.loop import HostedRun
+from .respond import SERVER_CAPABILITIES, Plan, ResponseRun, parse_body, plan_request
 from .settings import ReasoningEvents
 from .state import ServerState
 from .stored import (
@@ -127,6 +128,7 @@ class Connection:
     """One socket: its queue of client messages, its cache, and the response running now."""
 
     def __init__(self, socket: WebSocket, state: ServerState, owner: Owner) -> None:
+        self._raw: dict[str, Any] = {}  # the last `response.create` body read (its hosted tools)
         self.socket = socket
         self.state = state
         self.owner = owner
@@ -208,7 +210,9 @@ class Connection:
         for field in _spec.WEBSOCKET_HTTP_ONLY_FIELDS:
             if field in raw:
                 raise RequestError.of(_spec.REQUEST_ERROR_WEBSOCKET_TRANSPORT_FIELD, field, field=field)
-        return parse_body(raw, hosted_tools=settings.hosted_tools)
+        self._raw = raw
+        capabilities = self.state.hosted.capabilities(SERVER_CAPABILITIES)
+        return parse_body(raw, capabilities, hosted_tools=settings.hosted_tools)
 
     async def _prior(self, body: CreateResponseBody) -> Prior:
         previous = body.previous_response_id
@@ -226,12 +230,14 @@ class Connection:
     async def _respond(self, data: str | bytes) -> None:
         state = self.state
         previous: str | None = None
+        hosted: HostedRun | None = None
         try:
             body = self._parse(data)
             previous = body.previous_response_id
             prior = await self._prior(body)
             body = await resolve_references(body, state.store, self.owner)
             settings = state.settings
+            hosted = await state.hosted.open(self._raw)
             plan = plan_request(
                 body,
                 state.encoding,
@@ -244,6 +250,7 @@ class Connection:
                 compaction=state.seal.reader(),
                 window=settings.context_window,
                 reasoning=state.reasoning.reader(),
+                hosted=hosted,
             )
 
             def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:
@@ -255,6 +262,8 @@ class Connection:
             recorder = Recorder(store, self.owner, plan, input_items(body), state.renderer, on_end=remember)
             state.acquire()
         except (RequestError, ServerError) as exc:
+            if hosted is not None:
+                await hosted.aclose()
             self._evict(previous)
             state.metrics.requests.labels(ENDPOINT, str(exc.status)).inc()
             await self.socket.send_text(error_frame(exc))

@@ -123,6 +123,7 @@ export interface Capabilities {
   readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
   readonly truncation?: boolean; // shortens an input too long for the context
   readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
+  readonly webSearch?: boolean; // runs `web_search` tools (a server's): include `web_search_call.action.sources`
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
   readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
 }
@@ -138,6 +139,7 @@ const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
   max_output_tokens: "maxOutputTokens",
   truncation: "truncation",
   encrypted_reasoning: "encryptedReasoning",
+  web_search: "webSearch",
 };
 // The capabilities the spec names must be the caller's flags.
 for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {

@@ -7,6 +7,10 @@ answers in valid Harmony by rule:
   a call to a declared function (the first one the user's text names, else the first declared), with
   arguments built from the function's JSON Schema (required properties, example values);
 - a tool output follows → reasoning, then an answer quoting the output;
+- the system message declares the `browser` tool (the server runs `web_search`) and the user's last message
+  asks to search → `browser.search` for that message, then `browser.open` of the first hit, then `browser.find`
+  of its longest word (the last of the longest; or of words the user put in quotes), then an answer citing the
+  line found (`【{cursor}†L{n}】`); a browser error on the way → an answer that reports it;
 - otherwise → reasoning, then an answer quoting the user's last message;
 - the prompt ends inside a call's header (the server forced the call) → the arguments and `<|call|>`;
 - the prompt ends inside the answer's header and the request carries a JSON Schema (the second step of a
@@ -19,19 +23,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncGenerator, Sequence
 
 from ..._tables import spec as _spec
 from ...bridge.tools import recipient
 from ...encoding import HarmonyEncoding
-from ...models import Conversation, Message, Role
+from ...models import Conversation, Message, Role, ToolNamespaceConfig
 from ...stream import ParsedMessage, parse_tokens
+from ...tool_namespace import render_tool_namespace
 from ..calls import FUNCTIONS_PREFIX, call_header
 from ..offload import off_loop
 from .base import Engine, EngineInfo, EngineOutput, EngineRequest, Finished, FinishReason, Tokens, ToolSpec
 from .instance import instance
 
 _QUOTE_LIMIT = 500  # characters of the user's message or the tool output quoted back
+_BROWSER = ToolNamespaceConfig.browser()
+_BROWSER_BLOCK = render_tool_namespace(_BROWSER.name, _BROWSER.tools, _BROWSER.description)
+_BROWSER_PREFIX = _BROWSER.name + _spec.HEADER_NAMESPACE_SEPARATOR
+_SEARCH, _OPEN, _FIND = (_BROWSER_PREFIX + t.name for t in _BROWSER.tools)
+_ASKS_TO_SEARCH = re.compile(r"\b(search|look up|browse)\b", re.IGNORECASE)
+_CURSOR = re.compile(r"^\[(\d+)\] ")  # the browser's display starts with its cursor
+_MATCH = re.compile(r"match at L(\d+)")
+_NUMBERED = re.compile(r"^L\d+: ")  # a displayed line's number
+_QUOTED = re.compile(r"[\"“]([^\"”]+)[\"”]")
 
 
 example_value = instance  # the arguments of a call, the answer of a structured output (see .instance)
@@ -80,6 +95,11 @@ class DemoEngine(Engine):
         user_at = max((i for i, m in enumerate(messages) if m.role is Role.USER), default=-1)
         user_text = messages[user_at].content if user_at >= 0 else ""
         outputs = [m for m in messages[user_at + 1 :] if m.role is Role.TOOL]
+        system = next((m.content for m in messages if m.role is Role.SYSTEM), "")
+        if _BROWSER_BLOCK in system and _ASKS_TO_SEARCH.search(user_text):
+            browsing = self._browse(user_text, outputs)
+            if browsing is not None:
+                return browsing
         if outputs:
             return self._after_tool(outputs[-1])
         if request.tools:
@@ -99,6 +119,60 @@ class DemoEngine(Engine):
             f"You said: {user_text[:_QUOTE_LIMIT]}"
         )
         return self._render([self._analysis(thought), self._final(answer)], last_returns=True)
+
+    def _browse(self, user_text: str, outputs: Sequence[ParsedMessage]) -> list[int] | None:
+        """The next step of a search the user asked for (None: the browser's part is over)."""
+        if outputs and not (outputs[-1].name or "").startswith(_BROWSER_PREFIX):
+            return None  # another tool answered last
+        last = outputs[-1] if outputs else None
+        cursor = _CURSOR.match(last.content) if last is not None else None
+        if last is None:
+            thought = "The user asks me to search the web, so I search. (demo engine)"
+            return self._browser_call(thought, _SEARCH, {"query": user_text[:_QUOTE_LIMIT]})
+        if cursor is None:  # the browser reported an error
+            answer = f"The demo engine's web search failed: {last.content[:_QUOTE_LIMIT]}"
+            return self._render(
+                [self._analysis("The browser failed. (demo engine)"), self._final(answer)], last_returns=True
+            )
+        if last.name == _SEARCH:
+            if "【0†" not in last.content:
+                answer = f"The demo engine searched, and found nothing: {last.content[:_QUOTE_LIMIT]}"
+                return self._render(
+                    [self._analysis("No results. (demo engine)"), self._final(answer)], last_returns=True
+                )
+            thought = "I open the first result. (demo engine)"
+            return self._browser_call(thought, _OPEN, {"id": 0, "cursor": int(cursor.group(1))})
+        if last.name == _OPEN:
+            quoted = _QUOTED.search(user_text)
+            words = re.findall(r"\w{4,}", user_text)
+            pattern = quoted.group(1) if quoted else (max(reversed(words), key=len) if words else user_text[:20])
+            thought = f"I look for {pattern!r} in the page. (demo engine)"
+            return self._browser_call(thought, _FIND, {"pattern": pattern, "cursor": int(cursor.group(1))})
+        opened = next((m for m in reversed(outputs) if m.name == _OPEN and _CURSOR.match(m.content)), None)
+        match = _MATCH.search(last.content)
+        page = _CURSOR.match(opened.content) if opened is not None else None
+        if match is None or page is None:
+            answer = f"The demo engine searched and opened a page, but found no match: {last.content[:_QUOTE_LIMIT]}"
+            return self._render([self._analysis("No match. (demo engine)"), self._final(answer)], last_returns=True)
+        after = last.content[match.end() :].split("\n", 2)
+        line = _NUMBERED.sub("", after[1]) if len(after) > 1 else ""
+        answer = (
+            "The demo engine (a deterministic stand-in for a model) searched the web and found: "
+            f"{line.strip()[:_QUOTE_LIMIT]} 【{page.group(1)}†L{match.group(1)}】"
+        )
+        return self._render(
+            [self._analysis("I cite the line I found. (demo engine)"), self._final(answer)], last_returns=True
+        )
+
+    def _browser_call(self, thought: str, recipient: str, arguments: dict[str, object]) -> list[int]:
+        call = (
+            Message.from_role_and_content(Role.ASSISTANT, json.dumps(arguments, ensure_ascii=False))
+            .with_channel(_spec.CHANNEL_REASONING)
+            .with_recipient(recipient)
+        )
+        out = self._render([self._analysis(thought), call], last_returns=False)
+        out[-1] = _spec.TOKEN_CALL
+        return out
 
     def _after_tool(self, output: ParsedMessage) -> list[int]:
         name = (output.name or "").removeprefix(FUNCTIONS_PREFIX)

@@ -17,9 +17,10 @@ How the loop (`hosted.loop`) uses a backend, for one response:
    tools (`## browser`, `## python`, an MCP server's own namespace); `session.items()` are output items the
    response starts with (`mcp_list_tools`), emitted before the model's first token.
 3. **A call.** When the model ends a message to a recipient `session.claims(recipient)` (`browser.search`,
-   `python`, `<label>.<tool>`), the loop emits the call's output item (`output_item.added`, the kind's "running"
-   events), then `await session.call(HostedCall(...), timeout=...)` (the per-call timeout is the loop's; a call
-   that overruns is cancelled and becomes a `HostedResult` with `error`). The result becomes:
+   `python`, `<label>.<tool>`), the loop emits the call's output item (`output_item.added` with
+   `session.started(call)`'s fields, the kind's `before` events), then `await session.call(HostedCall(...),
+   timeout=...)` (the per-call timeout is the loop's; a call that overruns is cancelled and becomes a
+   `HostedResult` with `error`). The result becomes:
    - the output item: the kind's item (`web_search_call`, `code_interpreter_call`, `mcp_call`) with `id`, `status`
      (`completed`, or `failed` when `error` is set), and `result.item`'s fields merged on top (`action`, `outputs`,
      `output`, `error`...), then the kind's "completed" event and `output_item.done`;
@@ -27,7 +28,8 @@ How the loop (`hosted.loop`) uses a backend, for one response:
      the model used, its content `result.text` (a failure's text says what failed, so the model can recover);
    and the loop continues the completion with that message appended (the engine's prefix cache keeps it cheap).
    `result.citations` are the pages the answer may cite (`【{cursor}†L{n}】`): the loop turns them into
-   `url_citation` annotations on the answer's `output_text`.
+   `url_citation` annotations on the answer's `output_text`. `result.stop` ends the response after the item
+   (no tool message, no continuation). `session.pending()` calls run first, before the model's first token.
 4. **The end of the response.** `await session.aclose()` (whatever happened: completed, failed, cancelled).
    `await backend.aclose()` at shutdown, after the drain.
 
@@ -73,6 +75,7 @@ class HostedCall:
     arguments: str  # the call's body as text: JSON for browser and MCP, source code for python
     call_id: str  # the output item's id (`ws_...`, `ci_...`, `mcp_...`): a backend may key its own state by it
     container: str | None = None  # the container the request names (code_interpreter), else None
+    channel: str | None = None  # the channel the call was written on (for `pending` calls: the tool message's)
 
 
 @dataclass(frozen=True)
@@ -93,17 +96,18 @@ class HostedResult:
     item: Mapping[str, Any] = field(default_factory=dict)  # the output item's fields (action, outputs, output, ...)
     author: str | None = None  # the tool message's author, when not the call's recipient
     citations: Sequence[Citation] = ()  # pages shown by this call that the answer may cite
+    stop: bool = False  # end the response after this call's item (an MCP approval request): no tool message
 
 
 @dataclass(frozen=True)
 class HostedContext:
     """What a session may know of the response it serves (never the client's credentials beyond its own tools)."""
 
-    response_id: str
     policy: FetchPolicy  # every fetch goes through it
     timeout: float  # seconds per call (`--hosted-timeout`)
     include: frozenset[str] = frozenset()  # the request's `include` values (`web_search_call.action.sources`)
     previous_response_id: str | None = None  # the chain a session may cache by (MCP tool lists)
+    history: Sequence[Any] = ()  # the request's `input` items as sent (JSON), e.g. an `mcp_approval_response`
 
 
 @runtime_checkable
@@ -120,6 +124,17 @@ class HostedSession(Protocol):
 
     def claims(self, recipient: str) -> bool:
         """Whether a message to `recipient` is a call this session runs."""
+        ...
+
+    def pending(self) -> Sequence[HostedCall]:
+        """Calls to run before the model's first token (an approved MCP call), in order; usually none. Each is run
+        as a call the model made (its item, events and tool message, which the prompt then ends with)."""
+        ...
+
+    def started(self, call: HostedCall) -> Mapping[str, Any]:
+        """The output item's fields while `call` runs (`action`, `code`, `name`/`arguments`/`server_label`...);
+        the loop sets `type`, `id` and `status` unless they are given (a `type` other than the kind's item type
+        sends none of the kind's events: an `mcp_approval_request`)."""
         ...
 
     async def call(self, call: HostedCall, *, timeout: float) -> HostedResult:
