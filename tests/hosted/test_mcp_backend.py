@@ -68,8 +68,8 @@ def mcp_server() -> Iterator[McpProcess]:
 ALLOW_LOCAL = FetchPolicy(allow=("127.0.0.1",))
 
 
-def context(policy: FetchPolicy = ALLOW_LOCAL, timeout: float = 10.0) -> HostedContext:
-    return HostedContext(response_id="resp_test", policy=policy, timeout=timeout)
+def context(policy: FetchPolicy = ALLOW_LOCAL, timeout: float = 10.0, chain: list[Any] | None = None) -> HostedContext:
+    return HostedContext(policy=policy, timeout=timeout, chain=chain or ())
 
 
 def declared(url: str, **fields: Any) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def test_call_output_error_and_secrets(mcp_server: McpProcess) -> None:
             await session.aclose()
 
     add, who, boom, missing, bad = asyncio.run(run())
-    assert add.error is None and add.text == "42" and add.item["output"] == "42" and add.item["name"] == "add"
+    assert add.error is None and add.text == "42" and add.item["output"] == "42"
     assert who.error is None and who.text == "you are the holder of the token, tenant acme"
     assert boom.error is not None and "exploded: on purpose" in boom.text
     assert boom.item["error"]["type"] == "mcp_tool_execution_error"
@@ -164,7 +164,7 @@ def test_cached_listing_is_reused(mcp_server: McpProcess) -> None:
 
     async def run() -> tuple[Any, Any]:
         session = await McpBackend().open(
-            [declared("http://127.0.0.1:9/unreachable")], context(), history=[cached]
+            [declared("http://127.0.0.1:9/unreachable")], context(chain=[cached])
         )  # no connection: the listing is the chain's
         return session.items(), [t.name for t in session.namespaces()[0].tools]
 

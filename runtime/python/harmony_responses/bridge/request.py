@@ -88,6 +88,10 @@ from ..types import (
     ItemParam,
     ItemReferenceParam,
     JsonSchemaResponseFormatParam,
+    McpApprovalRequestItemParam,
+    McpApprovalResponseItemParam,
+    McpCallItemParam,
+    McpListToolsItemParam,
     NamespaceToolParam,
     ReasoningItemParam,
     SpecificFunctionParam,
@@ -698,6 +702,35 @@ def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
     raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
 
 
+_MCP_ITEMS = (McpListToolsItemParam, McpCallItemParam, McpApprovalRequestItemParam, McpApprovalResponseItemParam)
+McpItem = McpListToolsItemParam | McpCallItemParam | McpApprovalRequestItemParam | McpApprovalResponseItemParam
+
+
+def _mcp_messages(item: McpItem) -> list[Message]:
+    """An MCP item sent back as input (the server runs `mcp` tools: server/hosted/mcp.py). A tool listing and an
+    approval answer render as nothing (the server reads them); an approval request as the call the model wrote; a
+    call as that call and the tool's message, or the message alone when it ran on approval (the approval request
+    holds the call). The call and the message are the ones kept in `harmony:hosted`, else built from the item's
+    fields (a commentary call with JSON arguments, as the model writes a function call)."""
+    if isinstance(item, (McpListToolsItemParam, McpApprovalResponseItemParam)):
+        return []
+    kept = item.harmony_hosted
+    recipient = kept.recipient if kept is not None else item.server_label + _spec.HEADER_NAMESPACE_SEPARATOR + item.name
+    channel = kept.channel if kept is not None else _spec.CHANNEL_TOOL_CALLS
+    content_type = kept.content_type if kept is not None else _JSON_CONTENT_TYPE
+    call = _assistant(kept.arguments if kept is not None else item.arguments, channel).with_recipient(recipient)
+    call = call.with_content_type(content_type) if content_type is not None else call
+    if isinstance(item, McpApprovalRequestItemParam):
+        return [call]
+    if kept is not None:
+        output, author = kept.output, kept.author or recipient
+    else:
+        error = item.error if isinstance(item.error, str) or item.error is None else item.error.model_dump_json()
+        output, author = item.output if item.output is not None else f"error: {error}", recipient
+    message = _tool_message(ToolCall(author, channel), output)
+    return [message] if item.approval_request_id is not None else [call, message]
+
+
 def _reasoning(item: ReasoningItemParam, where: str, sealed: ReasoningReader | None = None) -> Message | None:
     """The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed
     reasoning (`encrypted_content`) is opened by `sealed`, and refused without it."""
@@ -764,6 +797,8 @@ def items_to_messages(
             turns.extend(compaction(item, where))
         elif isinstance(item, ExtensionItem):
             turns.append(_extension(item, where, calls))
+        elif isinstance(item, _MCP_ITEMS):
+            turns.extend(_mcp_messages(item))
         else:  # pragma: no cover - the union is closed
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
     return ItemMessages(instructions, turns)

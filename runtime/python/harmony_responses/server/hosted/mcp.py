@@ -91,6 +91,7 @@ _FIELDS = frozenset(
 # MCP's JSON-RPC codes the `mcp_call` item's `error` names (as the openai SDK's McpToolCallError reads them).
 _TIMEOUT_CODE = -32001
 _INVALID_PARAMS = -32602
+_DENIED_CODE = -32600  # JSON-RPC's "invalid request": the client refused the call, it was never sent
 
 
 def _invalid(where: str, reason: str) -> RequestError:
@@ -498,9 +499,11 @@ class _Server:
 
 @dataclass(frozen=True)
 class Pending:
-    """A call settled by the client's `mcp_approval_response`, to run (or report denied) before the model goes on."""
+    """A call the client answered with an `mcp_approval_response`: it runs (approved) or is reported denied before
+    the model goes on."""
 
-    call: HostedCall
+    recipient: str
+    arguments: str
     approval_request_id: str
     approved: bool
     reason: str | None = None
@@ -509,12 +512,21 @@ class Pending:
 class McpSession:
     """The MCP servers one response declares (`HostedSession`)."""
 
-    def __init__(self, servers: Sequence[_Server], max_output_bytes: int, pending: Sequence[Pending] = ()) -> None:
+    def __init__(
+        self,
+        servers: Sequence[_Server],
+        max_output_bytes: int,
+        pending: Sequence[Pending] = (),
+        channel: str | None = None,
+    ) -> None:
         self._servers = {s.config.label: s for s in servers}
         self._order = list(servers)
         self.max_output_bytes = max_output_bytes
         self._pending = list(pending)
-        self._approved: set[str] = set()  # approval request ids the client approved (each runs once)
+        self._channel = channel
+        self._queue: list[Pending] = []  # the answered calls handed to the loop and not yet started
+        self._answered: dict[str, Pending] = {}  # an answered call's id (the loop's) → the client's answer
+        self._waiting: dict[str, str] = {}  # a call held for approval: its call id → its approval request's id
 
     def namespaces(self) -> Sequence[ToolNamespaceConfig]:
         out = []
@@ -533,9 +545,10 @@ class McpSession:
     def items(self) -> Sequence[Mapping[str, Any]]:
         return [s.listing for s in self._order if s.listing is not None]
 
-    def pending(self) -> Sequence[Pending]:
+    def pending(self) -> Sequence[HostedCall]:
         """The calls the client approved or denied in this request, in the order it answered them."""
-        return list(self._pending)
+        self._queue = list(self._pending)  # the loop runs them first, in this order (`started` takes them back)
+        return [HostedCall(a.recipient, a.arguments, _new_id("mcp_"), None, self._channel) for a in self._pending]
 
     def _split(self, recipient: str) -> tuple[_Server, str] | None:
         label, sep, name = recipient.partition(_spec.HEADER_NAMESPACE_SEPARATOR)
@@ -546,72 +559,67 @@ class McpSession:
         return self._split(recipient) is not None
 
     def needs_approval(self, call: HostedCall) -> bool:
-        """Whether `call` waits for the client (an `mcp_approval_request` ends the response instead)."""
+        """Whether `call`, made by the model, waits for the client (an `mcp_approval_request` ends the response)."""
         found = self._split(call.recipient)
-        if found is None:
+        if found is None or call.call_id in self._answered:
             return False
         server, name = found
         tool = server.tools.get(name)
         return tool is not None and server.config.approval.needs(tool)
 
-    def approval_request(self, call: HostedCall) -> dict[str, Any]:
-        """The `mcp_approval_request` item for a call that waits (its id is the call's)."""
-        found = self._split(call.recipient)
-        assert found is not None
-        server, name = found
-        return {
-            "type": APPROVAL_REQUEST,
-            "id": call.call_id,
-            "server_label": server.config.label,
-            "name": name,
-            "arguments": call.arguments,
-        }
-
-    def call_item(self, call: HostedCall) -> dict[str, Any]:
-        """The `mcp_call` item's fields before the call runs."""
-        found = self._split(call.recipient)
+    def started(self, call: HostedCall) -> Mapping[str, Any]:
+        """The item's fields while `call` runs: an `mcp_call`, or the `mcp_approval_request` a waiting call becomes."""
         label, _, name = call.recipient.partition(_spec.HEADER_NAMESPACE_SEPARATOR)
-        return {
-            "type": CALL_ITEM,
-            "server_label": found[0].config.label if found else label,
-            "name": name,
-            "arguments": call.arguments,
-        }
+        fields: dict[str, Any] = {"server_label": label, "name": name, "arguments": call.arguments}
+        queued = self._queue[0] if self._queue else None
+        if queued is not None and (queued.recipient, queued.arguments) == (call.recipient, call.arguments):
+            self._answered[call.call_id] = self._queue.pop(0)  # a call the client answered: it runs (or is denied)
+        if self.needs_approval(call):
+            request_id = _new_id("mcpr_")
+            self._waiting[call.call_id] = request_id
+            return {"type": APPROVAL_REQUEST, "id": request_id, **fields}
+        answer = self._answered.get(call.call_id)
+        if answer is not None:
+            fields["approval_request_id"] = answer.approval_request_id
+        return {"type": CALL_ITEM, **fields, "output": None, "error": None}
 
     async def call(self, call: HostedCall, *, timeout: float) -> HostedResult:
+        if call.call_id in self._waiting:
+            return HostedResult("", stop=True)  # the approval request ends the response; nothing ran
+        answer = self._answered.get(call.call_id)
+        if answer is not None and not answer.approved:
+            message = "the user denied this call" + (f": {answer.reason}" if answer.reason else "")
+            return HostedResult(message, error=message, item={"error": _protocol(_DENIED_CODE, message)})
         found = self._split(call.recipient)
-        item = self.call_item(call)
         if found is None:
             message = f"no MCP server is declared for {call.recipient}"
-            return HostedResult(message, error=message, item={**item, "error": _protocol(_INVALID_PARAMS, message)})
+            return HostedResult(message, error=message, item={"error": _protocol(_INVALID_PARAMS, message)})
         server, name = found
         if name not in server.tools:
             known = ", ".join(sorted(server.tools)) or "none"
             message = f"{server.config.label} has no tool {name!r} that may be called (its tools: {known})"
-            return HostedResult(message, error=message, item={**item, "error": _protocol(_INVALID_PARAMS, message)})
+            return HostedResult(message, error=message, item={"error": _protocol(_INVALID_PARAMS, message)})
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except json.JSONDecodeError as exc:
             message = f"the arguments are not JSON: {exc}"
-            return HostedResult(message, error=message, item={**item, "error": _protocol(_INVALID_PARAMS, message)})
+            return HostedResult(message, error=message, item={"error": _protocol(_INVALID_PARAMS, message)})
         if not isinstance(arguments, dict):
             message = "the arguments must be a JSON object"
-            return HostedResult(message, error=message, item={**item, "error": _protocol(_INVALID_PARAMS, message)})
+            return HostedResult(message, error=message, item={"error": _protocol(_INVALID_PARAMS, message)})
         try:
             with anyio.fail_after(timeout):
                 result = await server.connection.call_tool(name, arguments)
         except Exception as exc:
             message = _failure(exc)
             log.info("MCP call %s.%s failed: %s", server.config.label, name, message)
-            return HostedResult(message, error=message, item={**item, "error": _error_item(exc, message)})
+            return HostedResult(message, error=message, item={"error": _error_item(exc, message)})
         text = _clip(_content_text(result.content), self.max_output_bytes)
         if result.is_error:
             blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
             error = {"type": "mcp_tool_execution_error", "content": blocks}
-            return HostedResult(
-                text or "the tool failed", error=text or "the tool failed", item={**item, "error": error}
-            )
-        return HostedResult(text, item={**item, "output": text, "error": None})
+            return HostedResult(text or "the tool failed", error=text or "the tool failed", item={"error": error})
+        return HostedResult(text, item={"output": text, "error": None})
 
     async def aclose(self) -> None:
         return None  # every connection closes with the call that opened it
@@ -634,18 +642,16 @@ def _cached_listing(history: Sequence[Mapping[str, Any]], label: str) -> list[Li
     return None
 
 
-def approvals(history: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], where: str) -> list[Pending]:
+def approvals(chain: Sequence[Mapping[str, Any]], new: Sequence[Any], where: str) -> list[Pending]:
     """The `mcp_approval_response` items of this request's input (`new`), each matched to its request in the
-    chain (`history` + `new`): a `RequestError` for an answer to no request, or one already settled."""
-    requests = {
-        item.get("id"): item for item in [*history, *new] if item.get("type") == APPROVAL_REQUEST and item.get("id")
-    }
-    settled = {
-        item.get("approval_request_id") for item in history if item.get("type") in (CALL_ITEM, APPROVAL_RESPONSE)
-    }
+    chain's items (`chain`, then `new`): a `RequestError` for an answer to no request, or to one answered already
+    (an `mcp_call` names it)."""
+    items = [i for i in [*chain, *new] if isinstance(i, Mapping)]
+    requests = {i.get("id"): i for i in items if i.get("type") == APPROVAL_REQUEST and i.get("id")}
+    settled = {i.get("approval_request_id") for i in items if i.get("type") == CALL_ITEM}
     out: list[Pending] = []
     for i, item in enumerate(new):
-        if item.get("type") != APPROVAL_RESPONSE:
+        if not isinstance(item, Mapping) or item.get("type") != APPROVAL_RESPONSE:
             continue
         request_id = item.get("approval_request_id")
         request = requests.get(request_id)
@@ -660,13 +666,13 @@ def approvals(history: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, A
             raise _invalid(
                 f"{where}[{i}].approval_request_id", f"the approval request {request_id} was answered already"
             )
-        recipient = str(request.get("server_label")) + _spec.HEADER_NAMESPACE_SEPARATOR + str(request.get("name"))
         reason = item.get("reason")
         out.append(
             Pending(
-                call=HostedCall(
-                    recipient=recipient, arguments=str(request.get("arguments") or ""), call_id=_new_id("mcp_")
-                ),
+                recipient=str(request.get("server_label"))
+                + _spec.HEADER_NAMESPACE_SEPARATOR
+                + str(request.get("name")),
+                arguments=str(request.get("arguments") or ""),
                 approval_request_id=str(request_id),
                 approved=item.get("approve") is True,
                 reason=reason if isinstance(reason, str) else None,
@@ -687,17 +693,12 @@ class McpBackend:
     def check(self, tool: Mapping[str, Any], where: str) -> None:
         McpServerTool.parse(tool, where)
 
-    async def open(
-        self,
-        tools: Sequence[Mapping[str, Any]],
-        context: HostedContext,
-        *,
-        history: Sequence[Mapping[str, Any]] = (),
-        new: Sequence[Mapping[str, Any]] = (),
-        where: str = "input",
-    ) -> McpSession:
-        """The session for one response's `mcp` tools; `history` is the chain's stored items, `new` this request's
-        input items (where a cached listing and approval answers are found)."""
+    async def open(self, tools: Sequence[Mapping[str, Any]], context: HostedContext) -> McpSession:
+        """The session for one response's `mcp` tools. The chain's stored items (`context.chain`) and this request's
+        input items (`context.history`) hold the cached listings and the approval requests the input answers."""
+        new = [i for i in context.history if isinstance(i, Mapping)]
+        history = [i for i in context.chain if isinstance(i, Mapping)]
+        where = "input"
         configs = [McpServerTool.parse(t, f"tools[{i}]") for i, t in enumerate(tools)]
         labels = [c.label for c in configs]
         if len(set(labels)) != len(labels):
@@ -729,7 +730,7 @@ class McpBackend:
             listing["tools"] = [t.as_item() for t in admitted.values()]
             listing["error"] = None
             servers.append(_Server(config, connection, admitted, listing))
-        return McpSession(servers, self.max_output_bytes, pending)
+        return McpSession(servers, self.max_output_bytes, pending, _spec.CHANNEL_TOOL_CALLS)
 
     async def aclose(self) -> None:
         return None
