@@ -147,8 +147,11 @@ def test_listing_cached_across_the_chain(server: Server, mcp_server: McpProcess)
 
 def test_approval_round_trip(server: Server, mcp_server: McpProcess) -> None:
     tool = mcp_tool(mcp_server.url, require_approval={"never": {"tool_names": ["add"]}})
-    first = post(server, {"input": "Remove it: notes.delete_note.", "tools": [tool]})
+    events = stream(server, {"input": "Remove it: notes.delete_note.", "tools": [tool]})  # streamed: checked in order
+    assert events[-1]["type"] == "response.completed"
+    first = events[-1]["response"]
     assert first["status"] == "completed" and types(first)[-1] == "mcp_approval_request"
+    assert not any(e["type"].startswith("response.mcp_call") for e in events)  # nothing ran
     request = first["output"][-1]
     assert request["name"] == "delete_note"
     before = [c for c in mcp_server.calls() if c["tool"] == "delete_note"]
