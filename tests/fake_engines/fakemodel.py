@@ -46,6 +46,51 @@ def fake_top(token: int, n: int) -> list[tuple[int, float]]:
 
 
 _SCENARIO = re.compile(r"SCENARIO=([a-z_]+)")
+_URL = re.compile(r"URL=([^\s<]+)")
+_CURSOR = re.compile(r"\[(\d+)\] ")
+_TOOL_MESSAGE = re.compile(
+    r"<\|start\|>(browser\.\w+) to=assistant(?:<\|channel\|>\w+)?<\|message\|>(.*?)<\|end\|>", re.S
+)
+
+
+def _browser_call(recipient: str, arguments: dict[str, Any], thought: str) -> str:
+    return (
+        f"<|channel|>analysis<|message|>{thought}<|end|>"
+        f"<|start|>assistant<|channel|>analysis to={recipient}<|message|>{json.dumps(arguments)}<|call|>"
+    )
+
+
+def browse(prompt_text: str, name: str) -> str:
+    """The `browse*` scenarios: a model using the browser tool, one step per request, read from the tool messages
+    in the prompt (the server runs the browser). `browse`: search, open the first hit, find "zebras", answer citing
+    the page; `browse_url`: open the prompt's `URL=...`, then answer quoting what the browser said;
+    `browse_forever`: search again after every result."""
+    turn = prompt_text[prompt_text.rfind("<|start|>user") :]
+    tools = re.findall(
+        r"<\|start\|>(browser\.\w+) to=assistant(?:<\|channel\|>\w+)?<\|message\|>(.*?)<\|end\|>", turn, re.S
+    )
+    last, output = tools[-1] if tools else (None, "")
+    if name == "browse_forever":
+        return _browser_call("browser.search", {"query": f"zebras {len(tools)}"}, "Search again.")
+    if name == "browse_url":
+        if last is None:
+            url = _URL.search(turn)
+            return _browser_call("browser.open", {"id": url.group(1) if url else ""}, "Open the page.")
+        return f"<|channel|>final<|message|>The browser said: {output[:200]}<|return|>"
+    if last is None:
+        return _browser_call("browser.search", {"query": "harmony zebras", "topn": 5}, "Search the web.")
+    if last == "browser.search":
+        return _browser_call("browser.open", {"id": 0}, "Open the first result.")
+    if last == "browser.open":
+        return _browser_call("browser.find", {"pattern": "zebras"}, "Find zebras.")
+    opened = next((out for who, out in reversed(tools) if who == "browser.open"), "")
+    cursor = _CURSOR.match(opened)
+    line = re.search(r"match at L(\d+)", output)
+    cite = f"【{cursor.group(1) if cursor else 0}†L{line.group(1) if line else 0}】"
+    answer = f"<|start|>assistant<|channel|>final<|message|>Zebras {cite}.<|return|>"
+    return "<|channel|>analysis<|message|>Cite it.<|end|>" + answer
+
+
 EOG = (200002, 200012, 199999)  # <|return|>, <|call|>, <|endoftext|>: gpt-oss's generation_config eos ids
 
 
@@ -101,6 +146,8 @@ def behaviour(
         name = "forced"  # the prompt ends inside a call's header: only the arguments remain
     if name == "constrained":
         text = json.dumps(instance(schema), ensure_ascii=False) + "<|return|>"
+    elif name.startswith("browse"):
+        text = browse(prompt_text, name)
     else:
         text = {"tool": TOOL, "long": LONG, "slow": LONG, "forced": FORCED_ARGS, "unconstrained": PROSE}.get(
             name, ANSWER

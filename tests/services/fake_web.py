@@ -4,7 +4,8 @@
     python tests/services/fake_web.py search PAGES_URL   a SearXNG-style search API (GET /search?q=...&format=json)
 
 Each prints `listening on PORT` once it serves. The search answers every query with hits on the page server
-(the query is echoed in the first hit's snippet); `GET /_fake/queries` lists the queries it got. The page server
+(the query is echoed in the first hit's snippet); `GET /_fake/queries` lists the queries it got, and the page
+server's `GET /_fake/requests` the paths it was asked for. The page server
 serves a few fixed pages (HTML with links, images and a script; plain text; a large one; one that never answers
 in time). Only the standard library, so the services never share code with what they test.
 """
@@ -78,10 +79,21 @@ class Search(BaseHTTPRequestHandler):
 
 
 class Pages(BaseHTTPRequestHandler):
+    requests: list[str] = []
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/_fake/requests":
+            data = json.dumps(self.requests).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.requests.append(self.path)
         name = urlsplit(self.path).path.removeprefix("/pages/")
         if name == "slow.html":
             time.sleep(30)

@@ -98,6 +98,7 @@ from ..types import (
     SystemMessageItemParam,
     UnavailableTool,
     UserMessageItemParam,
+    WebSearchCallItemParam,
     is_vendor_type,
 )
 from .tools import DeclaredTool, declared_tools, namespace_tools, qualified, recipient
@@ -731,6 +732,32 @@ def _mcp_messages(item: McpItem) -> list[Message]:
     return [message] if item.approval_request_id is not None else [call, message]
 
 
+# A `web_search_call` without the conversation it stood for (`harmony:hosted`: a client that dropped the field) →
+# the browser call its action names, by the order of the browser's functions: search, open, find.
+_BROWSER = _spec.BUILTIN_NAMESPACES[_spec.HOSTED_KINDS["web_search"]["namespace"]]
+_ACTION_CALLS = dict(zip(("search", "open_page", "find_in_page"), (t["name"] for t in _BROWSER["tools"]), strict=True))
+_ACTION_ARGUMENT = {"search": ("query", "query"), "open_page": ("url", "id"), "find_in_page": ("pattern", "pattern")}
+_LOST_OUTPUT = "(the tool's output did not come back with this item)"
+
+
+def _hosted_call(item: WebSearchCallItemParam) -> list[Message]:
+    """A hosted tool's call item sent back as input: the call the model wrote and the tool message it read (as the
+    item's `harmony:hosted` keeps them), else the call its action names, with no output."""
+    record = item.harmony_hosted
+    if record is not None:
+        call = _assistant(record.arguments, record.channel, record.content_type).with_recipient(record.recipient)
+        return [call, _tool_message(ToolCall(record.author or record.recipient, record.channel), record.output)]
+    action = item.action
+    if action is None:
+        return []
+    key, argument = _ACTION_ARGUMENT[action.type]
+    value = getattr(action, key, None)
+    recipient = _BROWSER["name"] + _spec.HEADER_NAMESPACE_SEPARATOR + _ACTION_CALLS[action.type]
+    arguments = json.dumps({argument: value} if value is not None else {}, ensure_ascii=False)
+    call = _assistant(arguments, _spec.CHANNEL_REASONING).with_recipient(recipient)
+    return [call, _tool_message(ToolCall(recipient, _spec.CHANNEL_REASONING), _LOST_OUTPUT)]
+
+
 def _reasoning(item: ReasoningItemParam, where: str, sealed: ReasoningReader | None = None) -> Message | None:
     """The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed
     reasoning (`encrypted_content`) is opened by `sealed`, and refused without it."""
@@ -799,6 +826,8 @@ def items_to_messages(
             turns.append(_extension(item, where, calls))
         elif isinstance(item, _MCP_ITEMS):
             turns.extend(_mcp_messages(item))
+        elif isinstance(item, WebSearchCallItemParam):
+            turns.extend(_hosted_call(item))
         else:  # pragma: no cover - the union is closed
             raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, where, type=type(item).__name__)
     return ItemMessages(instructions, turns)

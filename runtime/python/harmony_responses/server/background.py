@@ -61,6 +61,7 @@ from .exchange import error_kind
 from .metrics import Metrics
 from .respond import ResponseRun
 from .stored import NotRecorded, Recorder
+from .structured import engine_outputs
 
 log = logging.getLogger("harmony_responses.server")
 
@@ -204,7 +205,7 @@ class BackgroundRun:
 
     async def _generate(self) -> None:
         run = self.run
-        outputs = self.engine.generate(run.plan.engine_request)
+        outputs = engine_outputs(self.engine, run)  # as every other path: structured outputs, the hosted-tool loop
         try:
             try:
                 first = await outputs.__anext__()

@@ -285,6 +285,7 @@ class BrowserSession:
 
     def started(self, call: HostedCall) -> Mapping[str, Any]:
         args = _arguments(call.arguments)
+        args = args if isinstance(args, dict) else {}
         if call.recipient == _OPEN:
             target = args.get("id")
             return {"action": {"type": "open_page", "url": target if isinstance(target, str) else None}}
@@ -301,8 +302,8 @@ class BrowserSession:
         return {"action": {"type": "search", "query": query if isinstance(query, str) else None}}
 
     async def call(self, call: HostedCall, *, timeout: float) -> HostedResult:
-        args = _arguments(call.arguments)
         action = dict(self.started(call)["action"])
+        args = _arguments(call.arguments)
         try:
             if not isinstance(args, dict):
                 raise ToolUsageError("the arguments should be a JSON object")

@@ -199,11 +199,19 @@ async def _run_call(hosted: HostedRun, session: HostedSession, call: HostedCall)
         return HostedResult(text=f"error: {message}", error=message)
 
 
+_FLUSH = Tokens([])  # an output that feeds nothing: the caller writes what the run holds (the events before a call)
+
+
 async def _hosted_call(
-    run: ResponseRun, hosted: HostedRun, held: HeldCall, session: tuple[HostedKind, HostedSession] | None = None
-) -> Message | None:
-    """Run one held call: its item and events, and the tool message the model reads next (None: the result
-    ends the response, `HostedResult.stop`)."""
+    run: ResponseRun,
+    hosted: HostedRun,
+    held: HeldCall,
+    reply: list[Message | None],
+    session: tuple[HostedKind, HostedSession] | None = None,
+) -> AsyncGenerator[EngineOutput, None]:
+    """Run one held call: its item and events (yielding `_FLUSH` once its opening events are out, so the client
+    sees them while the tool runs), and in `reply` the tool message the model reads next (None: the result ends
+    the response, `HostedResult.stop`)."""
     builder = run.builder
     found = session or hosted.session_for(held.recipient)
     assert found is not None, "the builder holds only calls a session claims"
@@ -211,17 +219,22 @@ async def _hosted_call(
     row = _spec.HOSTED_KINDS[kind.value]
     item_id = random_id(row["id_prefix"])
     call = HostedCall(held.recipient, held.arguments, item_id, None, held.channel)
-    given = dict(claimed.started(call))
+    try:
+        given = dict(claimed.started(call))
+    except Exception:  # a backend's bug: the item goes out with what the loop knows
+        log.exception("hosted tool %s could not describe its call", call.recipient)
+        given = {}
     started = {"type": row["item"], "id": item_id, "status": Status.IN_PROGRESS.value, **given}
     own = started["type"] == row["item"]  # the kind's own item: its events too
     builder.hosted_item(ItemFieldAdapter.validate_python(started))
     for event in row["before"] if own else ():
         builder.hosted_event(event, **_event_fields(event, started["id"], held.output_index, held.arguments))
+    yield _FLUSH
     hosted.calls += 1
     began = time.monotonic()
     if hosted.calls > hosted.max_calls:
-        message = f"this response may make at most {hosted.max_calls} tool calls; answer with what you have"
-        result = HostedResult(text=f"error: {message}", error=message)
+        why = f"this response may make at most {hosted.max_calls} tool calls; answer with what you have"
+        result = HostedResult(text=f"error: {why}", error=why)
     else:
         result = await _run_call(hosted, claimed, call)
     status = Status.FAILED if result.error is not None else Status.COMPLETED
@@ -244,9 +257,9 @@ async def _hosted_call(
         done[_HOSTED_FIELD] = record
     for event in (row["failed" if result.error else "completed"]) if own else ():
         builder.hosted_event(event, **_event_fields(event, started["id"], held.output_index, held.arguments))
-    reply = None if result.stop else tool_message(author, result.text, held.channel)
-    builder.hosted_done(ItemFieldAdapter.validate_python(done), reply)
-    return reply
+    message = None if result.stop else tool_message(author, result.text, held.channel)
+    builder.hosted_done(ItemFieldAdapter.validate_python(done), message)
+    reply.append(message)
 
 
 def tool_message(author: str, text: str, channel: str | None) -> Message:
@@ -284,7 +297,10 @@ async def hosted_outputs(
         for found in list(hosted.sessions):  # calls to run before the model's first token
             for call in found[1].pending():
                 held = HeldCall(call.recipient, call.arguments, call.channel, None, len(builder.output))
-                message = await _hosted_call(run, hosted, held, found)
+                box: list[Message | None] = []
+                async for flush in _hosted_call(run, hosted, held, box, found):
+                    yield flush
+                message = box[0]
                 if message is None:
                     yield Finished(FinishReason.STOP)
                     return
@@ -331,7 +347,10 @@ async def hosted_outputs(
                 return
             if hosted.calls >= hosted.max_calls:
                 refused += 1
-            message = await _hosted_call(run, hosted, ended)
+            box = []
+            async for flush in _hosted_call(run, hosted, ended, box):
+                yield flush
+            message = box[0]
             if message is None or refused > 1:  # an approval asked for; or told the budget is spent, it called again
                 yield Finished(FinishReason.STOP)
                 return
