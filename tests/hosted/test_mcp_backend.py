@@ -240,3 +240,16 @@ def test_timeout_and_output_limit(mcp_server: McpProcess) -> None:
         "message": "the MCP server did not answer in time",
     }
     assert cut.text.startswith("4\n[output cut at 1 bytes]")
+
+
+def test_mcp_settings() -> None:
+    from harmony_responses.server.settings import Settings, SettingsError
+
+    assert Settings.from_env({}).mcp is False  # off unless configured
+    on = Settings.from_env({"HARMONY_RESPONSES_MCP": "true", "HARMONY_RESPONSES_MCP_MAX_OUTPUT_BYTES": "100"})
+    assert on.mcp is True and on.mcp_max_output_bytes == 100
+    assert Settings.from_env(on.to_env()) == on
+    with pytest.raises(SettingsError, match="HARMONY_RESPONSES_MCP"):
+        Settings.from_env({"HARMONY_RESPONSES_MCP": "maybe"})
+    with pytest.raises(SettingsError, match="mcp_max_tools"):
+        Settings(mcp_max_tools=0).validate()

@@ -9,6 +9,7 @@ the same variables (`to_env`), so what one process reads every worker reads.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -120,6 +121,8 @@ class Settings:
                     raise SettingsError(f"{name}: {exc}") from None
         if self.web_search and not self.web_search.startswith(("http://", "https://")):
             raise SettingsError(f"web_search must be an http:// or https:// URL, got {self.web_search!r}")
+        if self.mcp and importlib.util.find_spec("mcp") is None:
+            raise SettingsError("mcp: the MCP SDK is not installed (pip install 'harmony-responses[mcp]')")
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self
