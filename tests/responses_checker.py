@@ -30,6 +30,7 @@ from conftest import ROOT, SHARED, require
 
 OPENAPI = SHARED / "openresponses" / "openapi.json"
 TERMINAL = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}
+LISTING_ITEMS = ("mcp_list_tools",)  # items a hosted session starts a response with, each with its own events
 TEXT_KINDS = {
     "message": ("output_text", "output_text"),
     "reasoning": ("reasoning_text", "reasoning"),
@@ -305,6 +306,16 @@ def check_stream(events: list[dict[str, Any]]) -> None:
                 break
             failed = body[i]["item"]["status"] == "failed"
             assert seen == row["before"] + row["failed" if failed else "completed"], seen
+        elif kind in LISTING_ITEMS:  # an item the server made itself (an MCP server's tool list): in_progress, then
+            seen = []  # completed or failed
+            while i < len(body) and body[i]["type"] != "response.output_item.done":
+                assert (body[i]["item_id"], body[i]["output_index"]) == (item_id, index), body[i]
+                seen.append(body[i]["type"])
+                i += 1
+            if i == len(body):
+                break
+            ending = "failed" if body[i]["item"].get("error") else "completed"
+            assert seen == [f"response.{kind}.in_progress", f"response.{kind}.{ending}"], seen
         elif kind == "function_call":
             assert item["arguments"] == "" and item["status"] == "in_progress"
             args = ""

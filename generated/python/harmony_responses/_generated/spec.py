@@ -722,6 +722,20 @@ HOSTED_KINDS: dict[str, Any] = {
         "failed": ["response.code_interpreter_call.completed"],
         "includes": ["code_interpreter_call.outputs"],
     },
+    "mcp": {
+        "tool_types": ["mcp"],
+        "item": "mcp_call",
+        "id_prefix": "mcp",
+        "namespace": None,
+        "before": [
+            "response.mcp_call.in_progress",
+            "response.mcp_call_arguments.delta",
+            "response.mcp_call_arguments.done",
+        ],
+        "completed": ["response.mcp_call.completed"],
+        "failed": ["response.mcp_call.failed"],
+        "includes": [],
+    },
 }
 """Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values."""
 

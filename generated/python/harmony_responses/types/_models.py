@@ -236,6 +236,56 @@ class JsonSchemaResponseFormatParam(SpecModel):
     strict: bool | None = None
 
 
+class McpApprovalRequest(SpecModel):
+    type: Literal["mcp_approval_request"] = "mcp_approval_request"
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+class McpApprovalRequestItemParam(SpecModel):
+    type: Literal["mcp_approval_request"] = "mcp_approval_request"
+    id: str | None = None
+    server_label: str
+    name: str
+    arguments: str
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+class McpApprovalResponseItemParam(SpecModel):
+    type: Literal["mcp_approval_response"] = "mcp_approval_response"
+    id: str | None = None
+    approval_request_id: str
+    approve: bool
+    reason: str | None = None
+
+
+class McpHttpError(SpecModel):
+    type: Literal["http_error"] = "http_error"
+    code: int
+    message: str
+
+
+class McpListToolsTool(SpecModel):
+    name: str
+    description: str | None = None
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] | None = None
+
+
+class McpProtocolError(SpecModel):
+    type: Literal["mcp_protocol_error"] = "mcp_protocol_error"
+    code: int
+    message: str
+
+
+class McpToolExecutionError(SpecModel):
+    type: Literal["mcp_tool_execution_error"] = "mcp_tool_execution_error"
+    content: Any
+
+
 MessageRole = TypeAliasType("MessageRole", Literal["user", "assistant", "system", "developer"])
 
 
@@ -341,6 +391,64 @@ class ResponseFunctionCallArgumentsDoneStreamingEvent(SpecModel):
     item_id: str
     output_index: int
     arguments: str
+
+
+class ResponseMcpCallArgumentsDeltaStreamingEvent(SpecModel):
+    type: Literal["response.mcp_call_arguments.delta"] = "response.mcp_call_arguments.delta"
+    sequence_number: int
+    output_index: int
+    item_id: str
+    delta: str
+
+
+class ResponseMcpCallArgumentsDoneStreamingEvent(SpecModel):
+    type: Literal["response.mcp_call_arguments.done"] = "response.mcp_call_arguments.done"
+    sequence_number: int
+    output_index: int
+    item_id: str
+    arguments: str
+
+
+class ResponseMcpCallCompletedStreamingEvent(SpecModel):
+    type: Literal["response.mcp_call.completed"] = "response.mcp_call.completed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseMcpCallFailedStreamingEvent(SpecModel):
+    type: Literal["response.mcp_call.failed"] = "response.mcp_call.failed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseMcpCallInProgressStreamingEvent(SpecModel):
+    type: Literal["response.mcp_call.in_progress"] = "response.mcp_call.in_progress"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseMcpListToolsCompletedStreamingEvent(SpecModel):
+    type: Literal["response.mcp_list_tools.completed"] = "response.mcp_list_tools.completed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseMcpListToolsFailedStreamingEvent(SpecModel):
+    type: Literal["response.mcp_list_tools.failed"] = "response.mcp_list_tools.failed"
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+class ResponseMcpListToolsInProgressStreamingEvent(SpecModel):
+    type: Literal["response.mcp_list_tools.in_progress"] = "response.mcp_list_tools.in_progress"
+    sequence_number: int
+    output_index: int
+    item_id: str
 
 
 class ResponseReasoningDeltaStreamingEvent(SpecModel):
@@ -704,6 +812,48 @@ class LogProb(SpecModel):
     top_logprobs: list[TopLogProb]
 
 
+class McpCall(SpecModel):
+    type: Literal["mcp_call"] = "mcp_call"
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    output: str | None = None
+    error: McpProtocolError | McpToolExecutionError | McpHttpError | None = None
+    status: Literal["in_progress", "completed", "incomplete", "calling", "failed"]
+    approval_request_id: str | None = None
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+class McpCallItemParam(SpecModel):
+    type: Literal["mcp_call"] = "mcp_call"
+    id: str | None = None
+    server_label: str
+    name: str
+    arguments: str
+    output: str | None = None
+    error: McpProtocolError | McpToolExecutionError | McpHttpError | str | None = None
+    status: Literal["in_progress", "completed", "incomplete", "calling", "failed"] | None = None
+    approval_request_id: str | None = None
+    harmony_hosted: Annotated[HostedToolMessage | None, Field(alias="harmony:hosted")] = None
+
+
+class McpListTools(SpecModel):
+    type: Literal["mcp_list_tools"] = "mcp_list_tools"
+    id: str
+    server_label: str
+    tools: list[McpListToolsTool]
+    error: str | None = None
+
+
+class McpListToolsItemParam(SpecModel):
+    type: Literal["mcp_list_tools"] = "mcp_list_tools"
+    id: str | None = None
+    server_label: str
+    tools: list[McpListToolsTool]
+    error: str | None = None
+
+
 class OutputTextContent(SpecModel):
     type: Literal["output_text"] = "output_text"
     text: str
@@ -958,6 +1108,10 @@ _ITEM_PARAM_TAGS: dict[tuple[str | None, str | None], str] = {
     ("function_call_output", None): "FunctionCallOutputItemParam",
     ("web_search_call", None): "WebSearchCallItemParam",
     ("code_interpreter_call", None): "CodeInterpreterCallItemParam",
+    ("mcp_list_tools", None): "McpListToolsItemParam",
+    ("mcp_call", None): "McpCallItemParam",
+    ("mcp_approval_request", None): "McpApprovalRequestItemParam",
+    ("mcp_approval_response", None): "McpApprovalResponseItemParam",
 }
 
 ItemParam = TypeAliasType(
@@ -974,6 +1128,10 @@ ItemParam = TypeAliasType(
         | Annotated[FunctionCallOutputItemParam, Tag("FunctionCallOutputItemParam")]
         | Annotated[WebSearchCallItemParam, Tag("WebSearchCallItemParam")]
         | Annotated[CodeInterpreterCallItemParam, Tag("CodeInterpreterCallItemParam")]
+        | Annotated[McpListToolsItemParam, Tag("McpListToolsItemParam")]
+        | Annotated[McpCallItemParam, Tag("McpCallItemParam")]
+        | Annotated[McpApprovalRequestItemParam, Tag("McpApprovalRequestItemParam")]
+        | Annotated[McpApprovalResponseItemParam, Tag("McpApprovalResponseItemParam")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_PARAM_TAGS, "ExtensionItem")),
     ],
@@ -1053,6 +1211,9 @@ _ITEM_FIELD_TAGS: dict[tuple[str | None, str | None], str] = {
     ("compaction", None): "CompactionBody",
     ("web_search_call", None): "WebSearchCall",
     ("code_interpreter_call", None): "CodeInterpreterCall",
+    ("mcp_list_tools", None): "McpListTools",
+    ("mcp_call", None): "McpCall",
+    ("mcp_approval_request", None): "McpApprovalRequest",
 }
 
 ItemField = TypeAliasType(
@@ -1065,6 +1226,9 @@ ItemField = TypeAliasType(
         | Annotated[CompactionBody, Tag("CompactionBody")]
         | Annotated[WebSearchCall, Tag("WebSearchCall")]
         | Annotated[CodeInterpreterCall, Tag("CodeInterpreterCall")]
+        | Annotated[McpListTools, Tag("McpListTools")]
+        | Annotated[McpCall, Tag("McpCall")]
+        | Annotated[McpApprovalRequest, Tag("McpApprovalRequest")]
         | Annotated[ExtensionItem, Tag("ExtensionItem")],
         Discriminator(item_discriminator(_ITEM_FIELD_TAGS, "ExtensionItem")),
     ],
@@ -1206,7 +1370,15 @@ StreamingEvent = TypeAliasType(
         | ResponseCodeInterpreterCallCodeDeltaStreamingEvent
         | ResponseCodeInterpreterCallCodeDoneStreamingEvent
         | ResponseCodeInterpreterCallInterpretingStreamingEvent
-        | ResponseCodeInterpreterCallCompletedStreamingEvent,
+        | ResponseCodeInterpreterCallCompletedStreamingEvent
+        | ResponseMcpCallArgumentsDeltaStreamingEvent
+        | ResponseMcpCallArgumentsDoneStreamingEvent
+        | ResponseMcpCallInProgressStreamingEvent
+        | ResponseMcpCallCompletedStreamingEvent
+        | ResponseMcpCallFailedStreamingEvent
+        | ResponseMcpListToolsInProgressStreamingEvent
+        | ResponseMcpListToolsCompletedStreamingEvent
+        | ResponseMcpListToolsFailedStreamingEvent,
         Field(discriminator="type"),
     ],
 )

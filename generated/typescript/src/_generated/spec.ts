@@ -703,6 +703,16 @@ export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
     "failed": ["response.code_interpreter_call.completed"],
     "includes": ["code_interpreter_call.outputs"],
   },
+  "mcp": {
+    "tool_types": ["mcp"],
+    "item": "mcp_call",
+    "id_prefix": "mcp",
+    "namespace": null,
+    "before": ["response.mcp_call.in_progress", "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done"],
+    "completed": ["response.mcp_call.completed"],
+    "failed": ["response.mcp_call.failed"],
+    "includes": [],
+  },
 };
 
 export const INPUT_CALL_SCHEMA: string = "ExtensionCallItemParam";

@@ -6,7 +6,16 @@
 
 export type ToolChoiceValueEnum = "none" | "auto" | "required";
 export type ItemField =
-  Message | FunctionCall | FunctionCallOutput | ReasoningBody | CompactionBody | WebSearchCall | CodeInterpreterCall;
+  | Message
+  | FunctionCall
+  | FunctionCallOutput
+  | ReasoningBody
+  | CompactionBody
+  | WebSearchCall
+  | CodeInterpreterCall
+  | McpListTools
+  | McpCall
+  | McpApprovalRequest;
 export type MessageStatus = "in_progress" | "completed" | "incomplete";
 export type MessageRole = "user" | "assistant" | "system" | "developer";
 export type ImageDetail = "low" | "high" | "auto";
@@ -23,7 +32,11 @@ export type ItemParam =
   | FunctionCallItemParam
   | FunctionCallOutputItemParam
   | WebSearchCallItemParam
-  | CodeInterpreterCallItemParam;
+  | CodeInterpreterCallItemParam
+  | McpListToolsItemParam
+  | McpCallItemParam
+  | McpApprovalRequestItemParam
+  | McpApprovalResponseItemParam;
 export type IncludeEnum = "reasoning.encrypted_content" | "message.output_text.logprobs";
 export type ToolChoiceParam = SpecificFunctionParam | ToolChoiceValueEnum | AllowedToolsParam;
 export type TextFormatParam = TextResponseFormat | JsonSchemaResponseFormatParam;
@@ -66,7 +79,15 @@ export type StreamingEvent =
   | ResponseCodeInterpreterCallCodeDeltaStreamingEvent
   | ResponseCodeInterpreterCallCodeDoneStreamingEvent
   | ResponseCodeInterpreterCallInterpretingStreamingEvent
-  | ResponseCodeInterpreterCallCompletedStreamingEvent;
+  | ResponseCodeInterpreterCallCompletedStreamingEvent
+  | ResponseMcpCallArgumentsDeltaStreamingEvent
+  | ResponseMcpCallArgumentsDoneStreamingEvent
+  | ResponseMcpCallInProgressStreamingEvent
+  | ResponseMcpCallCompletedStreamingEvent
+  | ResponseMcpCallFailedStreamingEvent
+  | ResponseMcpListToolsInProgressStreamingEvent
+  | ResponseMcpListToolsCompletedStreamingEvent
+  | ResponseMcpListToolsFailedStreamingEvent;
 export type WebSocketResponseCreateEvent = {
   type: "response.create";
   stream?: null;
@@ -328,6 +349,53 @@ export interface WebSearchActionFind {
   pattern: string;
   url: string;
 }
+export interface McpListTools {
+  type: "mcp_list_tools";
+  id: string;
+  server_label: string;
+  tools: McpListToolsTool[];
+  error?: string | null;
+}
+export interface McpListToolsTool {
+  name: string;
+  description?: string | null;
+  input_schema: {};
+  annotations?: {} | null;
+}
+export interface McpCall {
+  type: "mcp_call";
+  id: string;
+  server_label: string;
+  name: string;
+  arguments: string;
+  output?: string | null;
+  error?: (McpProtocolError | McpToolExecutionError | McpHttpError) | null;
+  status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
+  approval_request_id?: string | null;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface McpProtocolError {
+  type: "mcp_protocol_error";
+  code: number;
+  message: string;
+}
+export interface McpToolExecutionError {
+  type: "mcp_tool_execution_error";
+  content: unknown;
+}
+export interface McpHttpError {
+  type: "http_error";
+  code: number;
+  message: string;
+}
+export interface McpApprovalRequest {
+  type: "mcp_approval_request";
+  id: string;
+  server_label: string;
+  name: string;
+  arguments: string;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
@@ -430,6 +498,40 @@ export interface WebSearchCallItemParam {
   status?: ("in_progress" | "searching" | "completed" | "failed" | "incomplete") | null;
   action?: (WebSearchActionSearch | WebSearchActionOpenPage | WebSearchActionFind) | null;
   "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface McpListToolsItemParam {
+  type: "mcp_list_tools";
+  id?: string | null;
+  server_label: string;
+  tools: McpListToolsTool[];
+  error?: string | null;
+}
+export interface McpCallItemParam {
+  type: "mcp_call";
+  id?: string | null;
+  server_label: string;
+  name: string;
+  arguments: string;
+  output?: string | null;
+  error?: (McpProtocolError | McpToolExecutionError | McpHttpError) | string | null;
+  status?: ("in_progress" | "completed" | "incomplete" | "calling" | "failed") | null;
+  approval_request_id?: string | null;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface McpApprovalRequestItemParam {
+  type: "mcp_approval_request";
+  id?: string | null;
+  server_label: string;
+  name: string;
+  arguments: string;
+  "harmony:hosted"?: HostedToolMessage | null;
+}
+export interface McpApprovalResponseItemParam {
+  type: "mcp_approval_response";
+  id?: string | null;
+  approval_request_id: string;
+  approve: boolean;
+  reason?: string | null;
 }
 export interface CreateResponseBody {
   model?: string | null;
@@ -723,6 +825,56 @@ export interface ResponseIncompleteStreamingEvent {
   sequence_number: number;
   response: ResponseResource;
 }
+export interface ResponseMcpCallArgumentsDeltaStreamingEvent {
+  type: "response.mcp_call_arguments.delta";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+  delta: string;
+}
+export interface ResponseMcpCallArgumentsDoneStreamingEvent {
+  type: "response.mcp_call_arguments.done";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+  arguments: string;
+}
+export interface ResponseMcpCallCompletedStreamingEvent {
+  type: "response.mcp_call.completed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseMcpCallFailedStreamingEvent {
+  type: "response.mcp_call.failed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseMcpCallInProgressStreamingEvent {
+  type: "response.mcp_call.in_progress";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseMcpListToolsCompletedStreamingEvent {
+  type: "response.mcp_list_tools.completed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseMcpListToolsFailedStreamingEvent {
+  type: "response.mcp_list_tools.failed";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
+export interface ResponseMcpListToolsInProgressStreamingEvent {
+  type: "response.mcp_list_tools.in_progress";
+  sequence_number: number;
+  output_index: number;
+  item_id: string;
+}
 export interface ResponseOutputItemAddedStreamingEvent {
   type: "response.output_item.added";
   sequence_number: number;
@@ -886,8 +1038,8 @@ export interface ExtensionItem {
   [key: string]: unknown;
 }
 
-/** `ItemField`, or a vendor-prefixed item (7 spec variants + `ExtensionItem`). */
+/** `ItemField`, or a vendor-prefixed item (10 spec variants + `ExtensionItem`). */
 export type ItemFieldOrExtension = ItemField | ExtensionItem;
 
-/** `ItemParam`, or a vendor-prefixed item (11 spec variants + `ExtensionItem`). */
+/** `ItemParam`, or a vendor-prefixed item (15 spec variants + `ExtensionItem`). */
 export type ItemParamOrExtension = ItemParam | ExtensionItem;

@@ -794,7 +794,9 @@ class ResponseBuilder:
     # -- calls the caller runs (hosted tools) ------------------------------------------------------------
 
     def hosted_item(self, item: ItemField) -> None:
-        """`response.output_item.added` for the item of a call the caller runs (at `held_call.output_index`)."""
+        """`response.output_item.added` for the item of a call the caller runs (at `held_call.output_index`); the
+        response's opening events first, when this item opens it (a hosted session's first items)."""
+        self.start()
         self._sink.event(_ADDED(sequence_number=self.next_sequence_number(), output_index=len(self._output), item=item))
 
     def hosted_event(self, event_type: str, **fields: Any) -> None:

@@ -90,6 +90,10 @@ from ..types import (
     ItemParam,
     ItemReferenceParam,
     JsonSchemaResponseFormatParam,
+    McpApprovalRequestItemParam,
+    McpApprovalResponseItemParam,
+    McpCallItemParam,
+    McpListToolsItemParam,
     NamespaceToolParam,
     ReasoningItemParam,
     SpecificFunctionParam,
@@ -711,6 +715,35 @@ def _extension(item: ExtensionItem, where: str, calls: KnownCalls) -> Message:
     raise RequestError.of(_spec.REQUEST_ERROR_UNSUPPORTED_ITEM, f"{where}.type", type=item.type)
 
 
+_MCP_ITEMS = (McpListToolsItemParam, McpCallItemParam, McpApprovalRequestItemParam, McpApprovalResponseItemParam)
+McpItem = McpListToolsItemParam | McpCallItemParam | McpApprovalRequestItemParam | McpApprovalResponseItemParam
+
+
+def _mcp_messages(item: McpItem) -> list[Message]:
+    """An MCP item sent back as input (the server runs `mcp` tools: server/hosted/mcp.py). A tool listing and an
+    approval answer render as nothing (the server reads them); an approval request as the call the model wrote; a
+    call as that call and the tool's message, or the message alone when it ran on approval (the approval request
+    holds the call). The call and the message are the ones kept in `harmony:hosted`, else built from the item's
+    fields (a commentary call with JSON arguments, as the model writes a function call)."""
+    if isinstance(item, (McpListToolsItemParam, McpApprovalResponseItemParam)):
+        return []
+    kept = item.harmony_hosted
+    recipient = kept.recipient if kept is not None else item.server_label + _spec.HEADER_NAMESPACE_SEPARATOR + item.name
+    channel = kept.channel if kept is not None else _spec.CHANNEL_TOOL_CALLS
+    content_type = kept.content_type if kept is not None else _JSON_CONTENT_TYPE
+    call = _assistant(kept.arguments if kept is not None else item.arguments, channel).with_recipient(recipient)
+    call = call.with_content_type(content_type) if content_type is not None else call
+    if isinstance(item, McpApprovalRequestItemParam):
+        return [call]
+    if kept is not None:
+        output, author = kept.output, kept.author or recipient
+    else:
+        error = item.error if isinstance(item.error, str) or item.error is None else item.error.model_dump_json()
+        output, author = item.output if item.output is not None else f"error: {error}", recipient
+    message = _tool_message(ToolCall(author, channel), output)
+    return [message] if item.approval_request_id is not None else [call, message]
+
+
 # A `web_search_call` without the conversation it stood for (`harmony:hosted`: a client that dropped the field) →
 # the browser call its action names, by the order of the browser's functions: search, open, find.
 _BROWSER = _spec.BUILTIN_NAMESPACES[_spec.HOSTED_KINDS["web_search"]["namespace"]]
@@ -812,6 +845,8 @@ def items_to_messages(
             turns.extend(compaction(item, where))
         elif isinstance(item, ExtensionItem):
             turns.append(_extension(item, where, calls))
+        elif isinstance(item, _MCP_ITEMS):
+            turns.extend(_mcp_messages(item))
         elif isinstance(item, WebSearchCallItemParam | CodeInterpreterCallItemParam):
             turns.extend(_hosted_call(item))
         else:  # pragma: no cover - the union is closed

@@ -59,7 +59,7 @@ from .engines.spec import build_engine
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .exchange import ChatWire, EngineCall, ResponsesWire, Wire
 from .hosted import containers
-from .hosted.backends import HostedService
+from .hosted.backends import HostedService, chain_items
 from .hosted.loop import HostedRun
 from .inspect import inspect
 from .metrics import Metrics
@@ -168,7 +168,10 @@ async def responses(request: Request, state: ServerState) -> Response | EngineCa
         prior = NOTHING_BEFORE
         if body.previous_response_id is not None:
             prior = await load_previous(state.store, body.previous_response_id, owner, state.renderer.key)
-        hosted = await state.hosted.open(raw)  # closed by the run's tool loop, or below if the run never starts
+        chain: list[dict[str, Any]] = []
+        if body.previous_response_id is not None and state.hosted.wants_chain(raw):
+            chain = await chain_items(state.store, body.previous_response_id, owner)
+        hosted = await state.hosted.open(raw, chain)  # closed by the run's tool loop, or below if it never starts
         plan = await maybe_off_loop(size, plan_for, state, body, prior, hosted)
         store = state.store if body.store is not False else None
         items = await maybe_off_loop(size, input_items, body)  # each item as stored JSON

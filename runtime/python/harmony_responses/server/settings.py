@@ -9,6 +9,7 @@ the same variables (`to_env`), so what one process reads every worker reads.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -73,6 +74,9 @@ class Settings:
     hosted_tools: HostedTools = HostedTools.OMIT  # declared tools the server cannot run: left out, or a 400
     # Hosted tools (server/hosted/, docs/hosted-tools.md): each backend is off unless configured.
     web_search: str = ""  # a SearXNG-compatible search API's base URL (`GET /search?q=...&format=json`); "" is off
+    mcp: bool = False  # run `mcp` tools: connect to the MCP servers requests declare (hosted/mcp.py)
+    mcp_max_output_bytes: int = 64 * 1024  # the most of one MCP tool result the model reads (the rest is cut)
+    mcp_max_tools: int = 128  # the most tools one MCP server may declare to the model
     hosted_allow: tuple[str, ...] = ()  # hosts, addresses or CIDRs hosted tools may reach beyond public addresses
     hosted_deny: tuple[str, ...] = ()  # hosts, addresses or CIDRs hosted tools may never reach (wins over allow)
     hosted_timeout: float = 30.0  # seconds per hosted tool call (a fetch, a search, a kernel run, an MCP call)
@@ -106,6 +110,8 @@ class Settings:
             "code_interpreter_processes",
             "code_interpreter_output_bytes",
             "code_interpreter_max_containers",
+            "mcp_max_output_bytes",
+            "mcp_max_tools",
         )
         for name in positive:
             if getattr(self, name) < 1:
@@ -139,6 +145,8 @@ class Settings:
             raise SettingsError(
                 "code_interpreter keeps each container's kernel in one server process: it needs workers = 1"
             )
+        if self.mcp and importlib.util.find_spec("mcp") is None:
+            raise SettingsError("mcp: the MCP SDK is not installed (pip install 'harmony-responses[mcp]')")
         if any(not key for key in self.api_keys):
             raise SettingsError("api_keys: an empty key would accept an empty Authorization header")
         return self
@@ -205,6 +213,9 @@ def _convert(name: str, annotation: Any, raw: str, where: str) -> Any:
             return HostedTools(raw)
         if kind == "tuple[str, ...]":
             return tuple(part.strip() for part in raw.split(",") if part.strip())
-    except ValueError:
+        if kind == "bool":
+            return {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                    "off": False}[raw.strip().lower()]  # fmt: skip
+    except (ValueError, KeyError):
         raise SettingsError(f"{where}: {raw!r} is not a valid {name}") from None
     return raw

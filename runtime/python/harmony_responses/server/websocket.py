@@ -55,6 +55,7 @@ from .body import load_json_object
 from .engines.base import EngineError, EngineOutput, Finished
 from .errors import SERVER_ERRORS, ErrorKind, ServerError
 from .exchange import error_kind
+from .hosted.backends import chain_items
 from .hosted.loop import HostedRun
 from .respond import SERVER_CAPABILITIES, Plan, ResponseRun, parse_body, plan_for
 from .settings import ReasoningEvents
@@ -236,7 +237,10 @@ class Connection:
             previous = body.previous_response_id
             prior = await self._prior(body)
             body = await resolve_references(body, state.store, self.owner)
-            hosted = await state.hosted.open(self._raw)
+            chain: list[dict[str, Any]] = []  # a stored chain's items (MCP: its tool lists, its approval requests)
+            if previous is not None and state.hosted.wants_chain(self._raw):
+                chain = await chain_items(state.store, previous, self.owner)
+            hosted = await state.hosted.open(self._raw, chain)
             plan = plan_for(state, body, prior, hosted)
 
             def remember(run: ResponseRun, rendered: list[Sequence[int]]) -> None:

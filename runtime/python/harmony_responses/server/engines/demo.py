@@ -14,6 +14,9 @@ answers in valid Harmony by rule:
 - the system message declares the `python` tool (the server runs `code_interpreter`) and the user's last message
   holds a fenced code block (```` ```python ... ``` ````) → a call to `python` with that code, then (a tool output
   follows) an answer quoting what python said;
+- the system message declares a namespace of its own (an MCP server's tools, when the server runs `mcp` tools),
+  the user's last message names one of its tools as `NS.TOOL` and no tool output follows it → reasoning, then a
+  call to `NS.TOOL`, each required parameter an example of its type (read from the namespace's text);
 - otherwise → reasoning, then an answer quoting the user's last message;
 - the prompt ends inside a call's header (the server forced the call) → the arguments and `<|call|>`;
 - the prompt ends inside the answer's header and the request carries a JSON Schema (the second step of a
@@ -49,10 +52,34 @@ _ASKS_TO_SEARCH = re.compile(r"\b(search|look up|browse)\b", re.IGNORECASE)
 _CURSOR = re.compile(r"^\[(\d+)\] ")  # the browser's display starts with its cursor
 _MATCH = re.compile(r"match at L(\d+)")
 _NUMBERED = re.compile(r"^L\d+: ")  # a displayed line's number
+# A namespace the system message declares, its tools, and a tool's parameters (the `# Tools` text's shapes).
+_NAMESPACE_BLOCK = re.compile(r"^namespace ([\w-]+) \{\n(.*?)^\} // namespace \1$", re.MULTILINE | re.DOTALL)
+_TOOL_TYPE = re.compile(r"^type (\w+) = \(_: \{\n(.*?)^\}\) => any;$", re.MULTILINE | re.DOTALL)
+_PROPERTY = re.compile(r"^(\w+)(\??): ([\w\[\]]+)", re.MULTILINE)
+_EXAMPLES: dict[str, object] = {"number": 1, "string": "demo", "boolean": True}
+_BUILT_IN = frozenset({_spec.HEADER_FUNCTION_NAMESPACE, *_spec.BUILTIN_NAMESPACES})
 _QUOTED = re.compile(r"[\"“]([^\"”]+)[\"”]")
 _PYTHON = ToolNamespaceConfig.python()
 _PYTHON_BLOCK = render_tool_namespace(_PYTHON.name, _PYTHON.tools, _PYTHON.description)
 _FENCED = re.compile(r"```[A-Za-z0-9_+-]*\n(.*?)```", re.DOTALL)  # a Markdown code block: the code to run
+
+
+def _namespace_tools(system: str) -> dict[str, dict[str, object]]:
+    """`NS.TOOL` → example arguments, for each tool of each namespace of its own the system message declares (not the
+    format's built-in ones): every required parameter an example of its type."""
+    out: dict[str, dict[str, object]] = {}
+    for block in _NAMESPACE_BLOCK.finditer(system):
+        if block.group(1) in _BUILT_IN:
+            continue
+        for tool in _TOOL_TYPE.finditer(block.group(2)):
+            arguments: dict[str, object] = {}
+            for prop in _PROPERTY.finditer(tool.group(2)):
+                kind = prop.group(3)
+                if not prop.group(2):
+                    example = _EXAMPLES.get(kind.removesuffix("[]"))
+                    arguments[prop.group(1)] = [example] if kind.endswith("[]") else example
+            out[block.group(1) + _spec.HEADER_NAMESPACE_SEPARATOR + tool.group(1)] = arguments
+    return out
 
 
 example_value = instance  # the arguments of a call, the answer of a structured output (see .instance)
@@ -110,6 +137,14 @@ class DemoEngine(Engine):
         if fenced is not None and not outputs:
             thought = "The user gave me code to run, so I run it with python. (demo engine)"
             return self._tool_call(thought, _PYTHON.name, fenced.group(1).rstrip("\n"))
+        if not outputs:
+            named = next((n for n in _namespace_tools(system) if n in user_text), None)
+            if named is not None:
+                thought = f"The user asks for the tool {named}, so I call it. (demo engine)"
+                call = [_spec.TOKEN_START, *self._role, *call_header(self.encoding, named)]
+                arguments = json.dumps(_namespace_tools(system)[named], ensure_ascii=False)
+                call += self.encoding.encode(arguments, disallowed_special=()) + [_spec.TOKEN_CALL]
+                return self._render([self._analysis(thought)], last_returns=False) + call
         if outputs:
             return self._after_tool(outputs[-1])
         if request.tools:

@@ -9,20 +9,43 @@ runs (`capabilities`), opens a request's `HostedRun` (`open`), and closes the ba
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..._tables import spec as _spec
 from ...bridge import Capabilities
+from ...bridge.request import hosted_tools_declared
 from .base import HostedBackend, HostedKind
 from .loop import HostedRun, open_hosted, tool_types
 from .policy import FetchPolicy
 
 if TYPE_CHECKING:
+    from ...store import Owner
+    from ...store.aio import AsyncStore
     from ..metrics import Metrics
     from ..settings import Settings
 
-__all__ = ["HostedService"]
+__all__ = ["HostedService", "chain_items"]
+
+CHAIN_LIMIT = 64  # the stored responses a continuation's hosted tools look back through
+
+
+async def chain_items(store: AsyncStore, response_id: str, owner: Owner) -> list[dict[str, Any]]:
+    """The output items of the stored chain that ends at `response_id` (following `previous_response_id`, at most
+    `CHAIN_LIMIT` responses), oldest first. The chain was loaded already (`load_previous`): a response gone since
+    ends the walk."""
+    resources: list[dict[str, Any]] = []
+    current: str | None = response_id
+    while current is not None and len(resources) < CHAIN_LIMIT:
+        try:
+            resource = await store.get(current, owner)
+        except Exception:  # gone meanwhile, or the store failed: what was read is what there is
+            break
+        resources.append(resource)
+        previous = resource.get("previous_response_id")
+        current = previous if isinstance(previous, str) else None
+    return [item for resource in reversed(resources) for item in resource.get("output") or [] if isinstance(item, dict)]
 
 
 @dataclass
@@ -52,6 +75,12 @@ class HostedService:
             from .code_interpreter import CodeInterpreterBackend, sandbox_config
 
             backends[HostedKind.CODE_INTERPRETER] = CodeInterpreterBackend(sandbox_config(settings))
+        if settings.mcp:
+            from .mcp import McpBackend  # the MCP SDK is imported only when MCP is on (the `mcp` extra)
+
+            backends[HostedKind.MCP] = McpBackend(
+                max_output_bytes=settings.mcp_max_output_bytes, max_tools=settings.mcp_max_tools
+            )
         return cls(
             backends, policy, settings.hosted_timeout, settings.hosted_max_calls, settings.context_window, metrics
         )
@@ -67,8 +96,16 @@ class HostedService:
             code_interpreter=HostedKind.CODE_INTERPRETER in self.backends,
         )
 
-    async def open(self, raw: Mapping[str, Any]) -> HostedRun | None:
-        """The hosted run of a request body (validated already), or None when it declares no tool the server runs."""
+    def wants_chain(self, raw: Mapping[str, Any]) -> bool:
+        """Whether opening `raw`'s hosted run reads the stored chain it continues (`chain_items`): a continuation
+        that declares an MCP server (its cached tool list, the approval requests its input answers)."""
+        if HostedKind.MCP not in self.backends or not isinstance(raw.get("previous_response_id"), str):
+            return False
+        return bool(hosted_tools_declared(raw, frozenset(_spec.HOSTED_KINDS[HostedKind.MCP.value]["tool_types"])))
+
+    async def open(self, raw: Mapping[str, Any], chain: Sequence[Any] = ()) -> HostedRun | None:
+        """The hosted run of a request body (validated already), or None when it declares no tool the server runs;
+        `chain` the stored output items it continues, when `wants_chain`."""
         if not self.backends:
             return None
         include = raw.get("include")
@@ -83,6 +120,7 @@ class HostedService:
             include=[v for v in include if isinstance(v, str)] if isinstance(include, list) else (),
             previous_response_id=previous if isinstance(previous, str) else None,
             metrics=self.metrics,
+            chain=chain,
         )
 
     async def aclose(self) -> None:

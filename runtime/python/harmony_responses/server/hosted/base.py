@@ -109,6 +109,7 @@ class HostedContext:
     include: frozenset[str] = frozenset()  # the request's `include` values (`web_search_call.action.sources`)
     previous_response_id: str | None = None  # the chain a session may cache by (MCP tool lists)
     history: Sequence[Any] = ()  # the request's `input` items as sent (JSON), e.g. an `mcp_approval_response`
+    chain: Sequence[Any] = ()  # the output items of the stored responses `previous_response_id` continues, oldest first
 
 
 @runtime_checkable

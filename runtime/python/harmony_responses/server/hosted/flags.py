@@ -19,6 +19,15 @@ def add_hosted_arguments(p: argparse.ArgumentParser) -> None:
         "(GET URL/search?q=...&format=json); off by default",
     )
     g.add_argument(
+        "--mcp",
+        action="store_true",
+        default=None,
+        help="run mcp tools: connect to the remote MCP servers requests declare (server_url), through the "
+        "--hosted-allow/--hosted-deny policy; off by default",
+    )
+    g.add_argument("--mcp-max-output-bytes", type=int, help="the most of one MCP tool result the model reads (64 KiB)")
+    g.add_argument("--mcp-max-tools", type=int, help="the most tools one MCP server may declare to the model (128)")
+    g.add_argument(
         "--hosted-allow",
         action="append",
         metavar="HOST|CIDR",
@@ -55,6 +64,9 @@ def hosted_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the hosted flags give (None: not given)."""
     return {
         "web_search": args.web_search,
+        "mcp": args.mcp,
+        "mcp_max_output_bytes": args.mcp_max_output_bytes,
+        "mcp_max_tools": args.mcp_max_tools,
         "hosted_allow": tuple(args.hosted_allow) if args.hosted_allow else None,
         "hosted_deny": tuple(args.hosted_deny) if args.hosted_deny else None,
         "hosted_timeout": args.hosted_timeout,

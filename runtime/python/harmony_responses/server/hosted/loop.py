@@ -130,6 +130,7 @@ async def open_hosted(
     include: Sequence[str] = (),
     previous_response_id: str | None = None,
     metrics: Metrics | None = None,
+    chain: Sequence[Any] = (),
 ) -> HostedRun | None:
     """The hosted run for a request body (None when it declares no tool the server runs): each backend checks its
     declared tools (`RequestError` naming the field it cannot honour), then opens the response's session."""
@@ -149,6 +150,7 @@ async def open_hosted(
         include=frozenset(include),
         previous_response_id=previous_response_id,
         history=tuple(history) if isinstance(history, list) else (),
+        chain=tuple(chain),
     )
     limit = raw.get("max_tool_calls")
     if isinstance(limit, int) and limit > 0:
@@ -161,6 +163,13 @@ async def open_hosted(
         await run.aclose()
         raise
     return run
+
+
+def _item_event(item_type: str, status: Status) -> str | None:
+    """The event the spec names for an item of `item_type` reaching `status` (`response.mcp_list_tools.completed`),
+    if it names one."""
+    suffix = _spec.HEADER_NAMESPACE_SEPARATOR + item_type + _spec.HEADER_NAMESPACE_SEPARATOR + status.value
+    return next((name for name in EVENT_CLASSES if name.endswith(suffix)), None)
 
 
 def _call_token_output(was_text: bool) -> Tokens | Text:
@@ -279,6 +288,11 @@ async def hosted_outputs(
             for item in session.items():
                 typed = ItemFieldAdapter.validate_python(dict(item))
                 builder.hosted_item(typed)
+                index = len(builder.output)
+                for status in (Status.IN_PROGRESS, Status.FAILED if item.get("error") else Status.COMPLETED):
+                    event = _item_event(typed.type, status)
+                    if event is not None:
+                        builder.hosted_event(event, item_id=item["id"], output_index=index)
                 builder.hosted_done(typed, None)
         for found in list(hosted.sessions):  # calls to run before the model's first token
             for call in found[1].pending():
