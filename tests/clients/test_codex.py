@@ -17,8 +17,15 @@ from serverkit import Server
 pytestmark = pytest.mark.clients
 
 
+# Codex runs the model's commands in its own sandbox, which uses the machine's bubblewrap when it is there (the
+# code_interpreter tests install it) and then fails to start its helper; what is tested here is the exchange with
+# the server, so the commands run unsandboxed in the test's scratch folder.
+UNSANDBOXED = ("--sandbox", "danger-full-access")
+
+
 def _codex(folder: Path, home: Path, work: Path, *args: str) -> list[dict[str, Any]]:
-    argv = [str(folder / "node_modules" / ".bin" / "codex"), "exec", "--skip-git-repo-check", "--json", *args]
+    codex = str(folder / "node_modules" / ".bin" / "codex")
+    argv = [codex, "exec", "--skip-git-repo-check", "--json", *UNSANDBOXED, *args]
     printed = run(argv, cwd=work, env={"CODEX_HOME": str(home)}, timeout=240)
     return [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
 
