@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -334,18 +336,28 @@ def test_a_server_that_is_not_root_gets_the_same_sandbox(bwrap: str, tmp_path: P
     import harmony_responses.server.hosted.sandbox as sandbox_module
 
     python = "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
-    argv = [python, str(Path(__file__).with_name("sandbox_unprivileged.py")), sandbox_module.__file__]
+    # The other user reads the script, the sandbox module and its kernel from a folder of their own: the checkout
+    # may sit under a folder only root may enter (a CI clone in a private temporary folder).
+    shared = Path(tempfile.mkdtemp(prefix="sandbox-unprivileged-", dir="/var/tmp"))
+    shared.chmod(0o755)
+    module = Path(sandbox_module.__file__)
+    for source in (Path(__file__).with_name("sandbox_unprivileged.py"), module, module.with_name("kernel.py")):
+        shutil.copy(source, shared / source.name)
+    argv = [python, str(shared / "sandbox_unprivileged.py"), str(shared / module.name)]
     if os.geteuid() == 0:
         tmp_path.chmod(0o777)
         argv = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", *argv]
-    done = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
-    )
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+        )
+    finally:
+        shutil.rmtree(shared)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["as_root"] is False

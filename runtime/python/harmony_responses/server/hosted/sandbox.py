@@ -308,11 +308,13 @@ class Sandbox:
             argv += ["--unshare-all", "--unshare-user"]
         for folder in SYSTEM_FOLDERS:
             argv += ["--ro-bind-try", folder, folder]
+        # The private /tmp comes before the interpreter's folders: an interpreter under /tmp (a checkout's
+        # virtual environment there) is bound on top of it instead of hidden by it.
+        argv += ["--perms", "01777", "--size", str(c.tmp_bytes), "--tmpfs", "/tmp"]
         for folder in self._python_folders():
             argv += ["--ro-bind", folder, folder]
         argv += ["--perms", "0755", "--dir", os.path.dirname(INSIDE_KERNEL)]
         argv += ["--ro-bind", str(KERNEL), INSIDE_KERNEL, "--proc", "/proc", "--dev", "/dev"]
-        argv += ["--perms", "01777", "--size", str(c.tmp_bytes), "--tmpfs", "/tmp"]
         argv += ["--tmpfs", "/mnt", "--bind", str(container.folder), DATA, "--remount-ro", "/mnt"]
         for name, value in (("HOME", "/tmp"), ("TMPDIR", "/tmp"), ("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8")):
             argv += ["--setenv", name, value]
