@@ -189,6 +189,53 @@ export const TOOLS_NAMESPACE_JOINER: string = "\n\n";
 
 export const CONV_AUTO_DROP_ANALYSIS_DEFAULT: boolean = true;
 
+/** The browser's link opens with this (and the model's citations). */
+export const BROWSER_LINK_OPEN: string = "【";
+
+/** Between a link's id, text and domain. */
+export const BROWSER_LINK_SEPARATOR: string = "†";
+
+/** The browser's link closes with this. */
+export const BROWSER_LINK_CLOSE: string = "】";
+
+/** What page text spelling BROWSER_LINK_OPEN shows. */
+export const BROWSER_LINK_OPEN_IN_TEXT: string = "〖";
+
+/** What page text spelling BROWSER_LINK_CLOSE shows. */
+export const BROWSER_LINK_CLOSE_IN_TEXT: string = "〗";
+
+/** What link text spelling BROWSER_LINK_SEPARATOR shows. */
+export const BROWSER_SEPARATOR_IN_LINK_TEXT: string = "‡";
+
+/** The browser wraps page lines at this many columns. */
+export const BROWSER_WRAP_WIDTH: number = 80;
+
+export const BROWSER_DISPLAY: string = "[{cursor}] {title}{url}\n**viewing lines [{first} - {last}] of {last_line}**\n\n{lines}";
+
+export const BROWSER_DISPLAY_URL: string = " ({url})";
+
+export const BROWSER_LINE: string = "L{n}: {text}";
+
+export const BROWSER_LINK: string = "【{id}†{text}】";
+
+export const BROWSER_LINK_OFF_SITE: string = "【{id}†{text}†{domain}】";
+
+export const BROWSER_CITATION: string = "【{cursor}†L{line}】";
+
+export const BROWSER_IMAGE: string = "[Image {n}: {alt}]";
+
+export const BROWSER_IMAGE_WITHOUT_ALT: string = "[Image {n}]";
+
+export const BROWSER_SEARCH_HIT: string = "* {link} {snippet}";
+
+export const BROWSER_NO_RESULTS: string = "No results for `{query}`.";
+
+export const BROWSER_FIND_MATCH: string = "# 【{n}†match at L{line}】";
+
+export const BROWSER_FIND_NO_RESULTS: string = "No `find` results for pattern: `{pattern}`";
+
+export const BROWSER_FIND_TITLE: string = "Find results for text: `{pattern}` in `{title}`";
+
 export const ERR_TOOL_WITHOUT_NAME: string = "Tools should have a name!";
 
 export const ERR_SYSTEM_CONTENT_MISPLACED: string = "SystemContent may only appear in system messages, found in {role}";
