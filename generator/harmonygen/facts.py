@@ -192,7 +192,8 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
             "HOSTED_KINDS",
             m.hosted,
             "Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null),"
-            " the events before the tool runs and after it answered or failed, and its `include` values.",
+            " the events before the tool runs and after it answered or failed, its `include` values, and (web search)"
+            " `search_context_size` → tokens per browser display with the default size.",
             ("map", "str", "json"),
         ),
     ]

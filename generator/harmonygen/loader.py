@@ -507,6 +507,8 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
                 mp.get(*path, "includes", i, kind=str) for i in range(len(mp.get(*path, "includes", kind=list)))
             ],
         }
+        if mp.opt(*path, "search_context_tokens", kind=dict) is not None:
+            hosted[kind].update(_search_context(mp, path))
     return MappingIR(
         items=tuple(items),
         input=_input(mp, items, responses),
@@ -519,6 +521,18 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         event_order=order,
         hosted=hosted,
     )
+
+
+def _search_context(mp: _Doc, path: tuple[str, ...]) -> dict[str, Any]:
+    """A hosted kind's `search_context_size` → tokens per display (positive integers), and its default size."""
+    tokens = mp.table(*path, "search_context_tokens")
+    for size in tokens:
+        if mp.get(*path, "search_context_tokens", size, kind=int) < 1:
+            raise mp.fail((*path, "search_context_tokens", size), "should be a positive number of tokens")
+    default = mp.get(*path, "search_context_default", kind=str)
+    if default not in tokens:
+        raise mp.fail((*path, "search_context_default"), f"names {default!r}, which is none of {sorted(tokens)}")
+    return {"search_context_tokens": tokens, "search_context_default": default}
 
 
 INPUT_KEYS = ("call_schema", "tool_output_type", "tool_output_schema")

@@ -753,6 +753,8 @@ HOSTED_KINDS: dict[str, Any] = {
         "completed": ["response.web_search_call.completed"],
         "failed": ["response.web_search_call.completed"],
         "includes": ["web_search_call.action.sources"],
+        "search_context_tokens": {"low": 512, "medium": 1024, "high": 2048},
+        "search_context_default": "medium",
     },
     "code_interpreter": {
         "tool_types": ["code_interpreter"],
@@ -784,7 +786,7 @@ HOSTED_KINDS: dict[str, Any] = {
         "includes": [],
     },
 }
-"""Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values."""
+"""Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size."""
 
 INPUT_CALL_SCHEMA: str = "ExtensionCallItemParam"
 

@@ -723,7 +723,7 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
 
-/** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values. */
+/** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size. */
 export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
   "web_search": {
     "tool_types": ["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"],
@@ -734,6 +734,8 @@ export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
     "completed": ["response.web_search_call.completed"],
     "failed": ["response.web_search_call.completed"],
     "includes": ["web_search_call.action.sources"],
+    "search_context_tokens": { "low": 512, "medium": 1024, "high": 2048 },
+    "search_context_default": "medium",
   },
   "code_interpreter": {
     "tool_types": ["code_interpreter"],

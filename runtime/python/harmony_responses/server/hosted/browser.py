@@ -68,8 +68,10 @@ _LINK = re.compile(
 )
 _FIND_CONTEXT = 4  # lines shown per match
 _FIND_LIMIT = 50
-_VIEW_TOKENS = {"low": 512, "medium": 1024, "high": 2048}  # `search_context_size` → tokens per display
-_CHARS_PER_TOKEN = 4
+_WEB_SEARCH = _spec.HOSTED_KINDS[HostedKind.WEB_SEARCH.value]
+_VIEW_TOKENS: dict[str, int] = _WEB_SEARCH["search_context_tokens"]  # `search_context_size` → tokens per display
+_VIEW_DEFAULT: str = _WEB_SEARCH["search_context_default"]
+_CHARS_PER_TOKEN = 4  # how many characters a display counts as one token (an estimate, not a tokenizer)
 _SEARCH_RESULTS = 10
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _TEXT_TYPES = ("text/plain", "text/markdown", "application/json")
@@ -221,7 +223,7 @@ class WebSearchOptions:
 
     allowed_domains: tuple[str, ...] = ()
     external: bool = True
-    view_chars: int = _VIEW_TOKENS["medium"] * _CHARS_PER_TOKEN
+    view_chars: int = _VIEW_TOKENS[_VIEW_DEFAULT] * _CHARS_PER_TOKEN
 
     @classmethod
     def of(cls, tool: Mapping[str, Any], where: str) -> WebSearchOptions:
@@ -268,7 +270,7 @@ class WebSearchOptions:
                 value=location,
                 why=Verbatim("this server's web search cannot localise results (leave it out, or give only its type)"),
             )
-        return cls(tuple(domains), external is not False, _VIEW_TOKENS[size or "medium"] * _CHARS_PER_TOKEN)
+        return cls(tuple(domains), external is not False, _VIEW_TOKENS[size or _VIEW_DEFAULT] * _CHARS_PER_TOKEN)
 
 
 class BrowserSession:
