@@ -3,11 +3,14 @@
 `format_facts` lists the strings the IR defines as facts of the format (control-token spellings and
 their affixes, roles, channels, the function namespace, the recipient keyword, content types, grammar
 terminals and rules, terminators, the event parser's event types and repair rules, item kinds and types,
-Open Responses event names, error codes, the SSE end marker). The test reads every hand-written runtime
-source and fails on any string constant equal to one of them. Facts of one character (the separators
-`.`, `:`, ` `) cannot be told apart from ordinary punctuation by a scan; the spec-mutation test covers
-the namespace separator instead. Docstrings are prose and are not scanned; neither is the value of a
-`mode=` keyword argument (pydantic's `model_dump(mode="json")` is not the `json` content type).
+Open Responses event names, error codes, the SSE end marker, the browser tool's display texts). The test
+reads every hand-written runtime source and fails on any string constant equal to one of them. Facts of one
+character (the separators `.`, `:`, ` `) cannot be told apart from ordinary punctuation by a scan; the
+spec-mutation test covers the namespace separator instead. The browser tool's characters (its link brackets
+and separator, and what page text shows in their place: `format.browser_display`) are no punctuation of
+ordinary code: a string constant that holds one anywhere (a regex, a piece of an f-string) is flagged.
+Docstrings are prose and are not scanned; neither is the value of a `mode=` keyword argument (pydantic's
+`model_dump(mode="json")` is not the `json` content type).
 
 A few plain words are grammar rule names or event types and also the field names of JSON forms the
 runtime reads and writes (`JSON_FIELDS`, each with its form): such a word is allowed only where it
@@ -127,7 +130,20 @@ def format_facts(ir: dict[str, Any]) -> dict[str, str]:
             add(prefix, "an input item id prefix")
     for text in server["compaction"].values():
         add(text, "the compaction prompt's words or seal")
+    browser = fmt["browser_display"]
+    for key, value in browser.items():
+        if isinstance(value, str):  # a character: flagged wherever a string holds it
+            facts.setdefault(value, f"the browser display's {key.replace('_', ' ')} character")
+    for text in browser["texts"].values():
+        add(text, "a browser display text")
     return facts
+
+
+def _matches(value: str, facts: dict[str, str]) -> str | None:
+    """What `value` is, when it is a fact or holds one of the format's characters (the facts of one character)."""
+    if value in facts:
+        return facts[value]
+    return next((facts[c] for c in value if len(c) == 1 and c in facts and not c.isascii()), None)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -200,8 +216,9 @@ def literals_in(source: str, facts: dict[str, str]) -> list[tuple[int, str, str]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
-            if node.value in facts:
-                found.append((node.lineno, node.value, facts[node.value]))
+            what = _matches(node.value, facts)
+            if what is not None:
+                found.append((node.lineno, node.value, what))
     return sorted(found)
 
 
@@ -211,7 +228,7 @@ def runtime_sources() -> list[Path]:
 
 def test_the_fact_list_is_not_empty_and_knows_the_usual_suspects() -> None:
     facts = format_facts(json.loads(IR.read_text(encoding="utf-8")))
-    for fact in ("<|start|>", "<|", "functions", "analysis", "json", "WORD", "header", "response.completed"):
+    for fact in ("<|start|>", "<|", "functions", "analysis", "json", "WORD", "header", "response.completed", "【"):
         assert fact in facts, fact
 
 
@@ -225,6 +242,23 @@ def test_the_scan_finds_a_planted_literal() -> None:
         'WIRE = {"stop": "analysis"}\nMode = Literal["analysis"]\n'
     )
     assert literals_in(source, facts) == [(3, "analysis", "a channel name"), (8, "channel", "a grammar rule name")]
+
+
+def test_the_scan_finds_a_planted_browser_character_inside_a_string() -> None:
+    facts = format_facts(json.loads(IR.read_text(encoding="utf-8")))
+    source = (
+        '"""Links are 【{id}†{text}】 (prose)."""\n'
+        '_OPEN, _SEP = "【", "†"\n'
+        '_CITATION = re.compile(r"【(\\d+)†([^†】]+)】")\n'
+        'marker = f"# {n}†match at L{at}"\n'
+        'plain = ". : [x]"\n'
+    )
+    assert [(line, value) for line, value, _ in literals_in(source, facts)] == [
+        (2, "†"),
+        (2, "【"),
+        (3, "【(\\d+)†([^†】]+)】"),
+        (4, "†match at L"),
+    ]
 
 
 def test_the_runtime_holds_no_literal_of_the_format() -> None:
@@ -251,9 +285,11 @@ def ts_literals(files: list[Path]) -> list[dict[str, Any]]:
 
 def ts_problems(literals: list[dict[str, Any]], facts: dict[str, str]) -> list[tuple[str, int, str, str]]:
     return [
-        (lit["file"], lit["line"], lit["value"], facts[lit["value"]])
+        (lit["file"], lit["line"], lit["value"], what)
         for lit in literals
-        if lit["value"] in facts and not lit["library"] and not (lit["field"] and lit["value"] in JSON_FIELDS)
+        if (what := _matches(lit["value"], facts)) is not None
+        and not lit["library"]
+        and not (lit["field"] and lit["value"] in JSON_FIELDS)
     ]
 
 

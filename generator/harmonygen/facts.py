@@ -109,6 +109,21 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("dev", fmt.developer_sections.items())
     out += _group("tools", fmt.tools_section.items())
     out += _group("conv", fmt.conversation.items())
+    b = fmt.browser_display
+    out += [
+        Fact("BROWSER_LINK_OPEN", b.link_open, "The browser's link opens with this (and the model's citations)."),
+        Fact("BROWSER_LINK_SEPARATOR", b.link_separator, "Between a link's id, text and domain."),
+        Fact("BROWSER_LINK_CLOSE", b.link_close, "The browser's link closes with this."),
+        Fact("BROWSER_LINK_OPEN_IN_TEXT", b.link_open_in_text, "What page text spelling BROWSER_LINK_OPEN shows."),
+        Fact("BROWSER_LINK_CLOSE_IN_TEXT", b.link_close_in_text, "What page text spelling BROWSER_LINK_CLOSE shows."),
+        Fact(
+            "BROWSER_SEPARATOR_IN_LINK_TEXT",
+            b.separator_in_link_text,
+            "What link text spelling BROWSER_LINK_SEPARATOR shows.",
+        ),
+        Fact("BROWSER_WRAP_WIDTH", b.wrap_width, "The browser wraps page lines at this many columns."),
+    ]
+    out += _group("browser", b.texts.items())
     out += _group("err", fmt.errors.items())
     p = ir.parsing
     out.append(Fact("PARSE_EOS_TERMINATOR", p.eos_terminator))
@@ -177,7 +192,8 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
             "HOSTED_KINDS",
             m.hosted,
             "Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null),"
-            " the events before the tool runs and after it answered or failed, and its `include` values.",
+            " the events before the tool runs and after it answered or failed, its `include` values, and (web search)"
+            " `search_context_size` → tokens per browser display with the default size.",
             ("map", "str", "json"),
         ),
     ]

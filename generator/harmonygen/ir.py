@@ -86,6 +86,20 @@ class HeaderIR:
 
 
 @dataclass(frozen=True)
+class BrowserDisplayIR:
+    """How gpt-oss's browser tool shows pages and links, and how the model cites them."""
+
+    link_open: str
+    link_separator: str
+    link_close: str
+    link_open_in_text: str  # what page text spelling `link_open` shows instead
+    link_close_in_text: str
+    separator_in_link_text: str  # what link text spelling `link_separator` shows instead
+    wrap_width: int  # columns
+    texts: dict[str, str]  # with the link characters in place; placeholders under format.json's texts rule
+
+
+@dataclass(frozen=True)
 class FormatIR:
     roles: tuple[RoleIR, ...]
     reasoning_efforts: tuple[EffortIR, ...]
@@ -96,6 +110,7 @@ class FormatIR:
     developer_sections: dict[str, str]
     tools_section: dict[str, str]
     conversation: dict[str, Any]
+    browser_display: BrowserDisplayIR
     errors: dict[str, str]
 
 

@@ -13,6 +13,7 @@ from .config import Config
 from .errors import SpecError
 from .ir import (
     FORMAT_VERSION,
+    BrowserDisplayIR,
     CallerFieldIR,
     EffortIR,
     EncodingIR,
@@ -230,7 +231,54 @@ def _format(fmt: _Doc) -> FormatIR:
         developer_sections=fmt.strings("developer_sections"),
         tools_section=fmt.strings("tools_section"),
         conversation=fmt.table("conversation"),
+        browser_display=_browser_display(fmt),
         errors=fmt.strings("errors"),
+    )
+
+
+BROWSER_CHARACTERS = (
+    "link_open",
+    "link_separator",
+    "link_close",
+    "link_open_in_text",
+    "link_close_in_text",
+    "separator_in_link_text",
+)
+
+
+def _browser_display(fmt: _Doc) -> BrowserDisplayIR:
+    """The browser's display form: its link characters (one each, all different), wrap width and texts (their
+    `$link_open`, `$link_separator`, `$link_close` replaced by the characters)."""
+    path = ("browser_display",)
+    chars = {key: fmt.get(*path, key, kind=str) for key in BROWSER_CHARACTERS}
+    for key, char in chars.items():
+        if len(char) != 1:
+            raise fmt.fail((*path, key), f"should be one character, found {char!r}")
+    if len(set(chars.values())) != len(chars):
+        raise fmt.fail(path, f"has link characters that are the same: {chars}")
+    known = set(BROWSER_CHARACTERS) | {"wrap_width", "texts"}
+    extra = sorted(set(fmt.table(*path)) - known)
+    if extra:
+        raise fmt.fail(path, f"has unknown keys {extra}")
+    width = fmt.get(*path, "wrap_width", kind=int)
+    if width < 1:
+        raise fmt.fail((*path, "wrap_width"), f"should be a positive number of columns, found {width}")
+    links = {key: chars[key] for key in ("link_open", "link_separator", "link_close")}
+    texts = {}
+    for key, text in fmt.strings(*path, "texts").items():
+        try:
+            texts[key] = string.Template(text).substitute(links)
+        except (KeyError, ValueError) as exc:
+            raise fmt.fail((*path, "texts", key), f"names {exc}, which is none of {sorted(links)}") from None
+    return BrowserDisplayIR(
+        link_open=chars["link_open"],
+        link_separator=chars["link_separator"],
+        link_close=chars["link_close"],
+        link_open_in_text=chars["link_open_in_text"],
+        link_close_in_text=chars["link_close_in_text"],
+        separator_in_link_text=chars["separator_in_link_text"],
+        wrap_width=width,
+        texts=texts,
     )
 
 
@@ -459,6 +507,8 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
                 mp.get(*path, "includes", i, kind=str) for i in range(len(mp.get(*path, "includes", kind=list)))
             ],
         }
+        if mp.opt(*path, "search_context_tokens", kind=dict) is not None:
+            hosted[kind].update(_search_context(mp, path))
     return MappingIR(
         items=tuple(items),
         input=_input(mp, items, responses),
@@ -471,6 +521,18 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         event_order=order,
         hosted=hosted,
     )
+
+
+def _search_context(mp: _Doc, path: tuple[str, ...]) -> dict[str, Any]:
+    """A hosted kind's `search_context_size` → tokens per display (positive integers), and its default size."""
+    tokens = mp.table(*path, "search_context_tokens")
+    for size in tokens:
+        if mp.get(*path, "search_context_tokens", size, kind=int) < 1:
+            raise mp.fail((*path, "search_context_tokens", size), "should be a positive number of tokens")
+    default = mp.get(*path, "search_context_default", kind=str)
+    if default not in tokens:
+        raise mp.fail((*path, "search_context_default"), f"names {default!r}, which is none of {sorted(tokens)}")
+    return {"search_context_tokens": tokens, "search_context_default": default}
 
 
 INPUT_KEYS = ("call_schema", "tool_output_type", "tool_output_schema")

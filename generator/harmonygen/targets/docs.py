@@ -135,7 +135,7 @@ def context(ir: ProjectIR, python_outputs: list[Output], runtime: dict[str, str]
 # Each page: the IR sections it reads (besides the runtime or the types module, for api and types).
 PAGES = {
     "tokens.md": ("encoding", "tokens"),
-    "format.md": ("tokens", "format", "builtin_namespaces"),
+    "format.md": ("tokens", "format", "builtin_namespaces", "mapping"),
     "parsing.md": ("grammar", "parsing", "tokens"),
     "responses.md": ("mapping", "format", "tokens"),
     "errors.md": ("requests", "server", "mapping"),

@@ -193,6 +193,53 @@ TOOLS_NAMESPACE_JOINER: str = "\n\n"
 
 CONV_AUTO_DROP_ANALYSIS_DEFAULT: bool = True
 
+BROWSER_LINK_OPEN: str = "【"
+"""The browser's link opens with this (and the model's citations)."""
+
+BROWSER_LINK_SEPARATOR: str = "†"
+"""Between a link's id, text and domain."""
+
+BROWSER_LINK_CLOSE: str = "】"
+"""The browser's link closes with this."""
+
+BROWSER_LINK_OPEN_IN_TEXT: str = "〖"
+"""What page text spelling BROWSER_LINK_OPEN shows."""
+
+BROWSER_LINK_CLOSE_IN_TEXT: str = "〗"
+"""What page text spelling BROWSER_LINK_CLOSE shows."""
+
+BROWSER_SEPARATOR_IN_LINK_TEXT: str = "‡"
+"""What link text spelling BROWSER_LINK_SEPARATOR shows."""
+
+BROWSER_WRAP_WIDTH: int = 80
+"""The browser wraps page lines at this many columns."""
+
+BROWSER_DISPLAY: str = "[{cursor}] {title}{url}\n**viewing lines [{first} - {last}] of {last_line}**\n\n{lines}"
+
+BROWSER_DISPLAY_URL: str = " ({url})"
+
+BROWSER_LINE: str = "L{n}: {text}"
+
+BROWSER_LINK: str = "【{id}†{text}】"
+
+BROWSER_LINK_OFF_SITE: str = "【{id}†{text}†{domain}】"
+
+BROWSER_CITATION: str = "【{cursor}†L{line}】"
+
+BROWSER_IMAGE: str = "[Image {n}: {alt}]"
+
+BROWSER_IMAGE_WITHOUT_ALT: str = "[Image {n}]"
+
+BROWSER_SEARCH_HIT: str = "* {link} {snippet}"
+
+BROWSER_NO_RESULTS: str = "No results for `{query}`."
+
+BROWSER_FIND_MATCH: str = "# 【{n}†match at L{line}】"
+
+BROWSER_FIND_NO_RESULTS: str = "No `find` results for pattern: `{pattern}`"
+
+BROWSER_FIND_TITLE: str = "Find results for text: `{pattern}` in `{title}`"
+
 ERR_TOOL_WITHOUT_NAME: str = "Tools should have a name!"
 
 ERR_SYSTEM_CONTENT_MISPLACED: str = "SystemContent may only appear in system messages, found in {role}"
@@ -706,6 +753,8 @@ HOSTED_KINDS: dict[str, Any] = {
         "completed": ["response.web_search_call.completed"],
         "failed": ["response.web_search_call.completed"],
         "includes": ["web_search_call.action.sources"],
+        "search_context_tokens": {"low": 512, "medium": 1024, "high": 2048},
+        "search_context_default": "medium",
     },
     "code_interpreter": {
         "tool_types": ["code_interpreter"],
@@ -737,7 +786,7 @@ HOSTED_KINDS: dict[str, Any] = {
         "includes": [],
     },
 }
-"""Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values."""
+"""Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size."""
 
 INPUT_CALL_SCHEMA: str = "ExtensionCallItemParam"
 

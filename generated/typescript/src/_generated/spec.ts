@@ -189,6 +189,53 @@ export const TOOLS_NAMESPACE_JOINER: string = "\n\n";
 
 export const CONV_AUTO_DROP_ANALYSIS_DEFAULT: boolean = true;
 
+/** The browser's link opens with this (and the model's citations). */
+export const BROWSER_LINK_OPEN: string = "【";
+
+/** Between a link's id, text and domain. */
+export const BROWSER_LINK_SEPARATOR: string = "†";
+
+/** The browser's link closes with this. */
+export const BROWSER_LINK_CLOSE: string = "】";
+
+/** What page text spelling BROWSER_LINK_OPEN shows. */
+export const BROWSER_LINK_OPEN_IN_TEXT: string = "〖";
+
+/** What page text spelling BROWSER_LINK_CLOSE shows. */
+export const BROWSER_LINK_CLOSE_IN_TEXT: string = "〗";
+
+/** What link text spelling BROWSER_LINK_SEPARATOR shows. */
+export const BROWSER_SEPARATOR_IN_LINK_TEXT: string = "‡";
+
+/** The browser wraps page lines at this many columns. */
+export const BROWSER_WRAP_WIDTH: number = 80;
+
+export const BROWSER_DISPLAY: string = "[{cursor}] {title}{url}\n**viewing lines [{first} - {last}] of {last_line}**\n\n{lines}";
+
+export const BROWSER_DISPLAY_URL: string = " ({url})";
+
+export const BROWSER_LINE: string = "L{n}: {text}";
+
+export const BROWSER_LINK: string = "【{id}†{text}】";
+
+export const BROWSER_LINK_OFF_SITE: string = "【{id}†{text}†{domain}】";
+
+export const BROWSER_CITATION: string = "【{cursor}†L{line}】";
+
+export const BROWSER_IMAGE: string = "[Image {n}: {alt}]";
+
+export const BROWSER_IMAGE_WITHOUT_ALT: string = "[Image {n}]";
+
+export const BROWSER_SEARCH_HIT: string = "* {link} {snippet}";
+
+export const BROWSER_NO_RESULTS: string = "No results for `{query}`.";
+
+export const BROWSER_FIND_MATCH: string = "# 【{n}†match at L{line}】";
+
+export const BROWSER_FIND_NO_RESULTS: string = "No `find` results for pattern: `{pattern}`";
+
+export const BROWSER_FIND_TITLE: string = "Find results for text: `{pattern}` in `{title}`";
+
 export const ERR_TOOL_WITHOUT_NAME: string = "Tools should have a name!";
 
 export const ERR_SYSTEM_CONTENT_MISPLACED: string = "SystemContent may only appear in system messages, found in {role}";
@@ -676,7 +723,7 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
 
-/** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, and its `include` values. */
+/** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size. */
 export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
   "web_search": {
     "tool_types": ["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"],
@@ -687,6 +734,8 @@ export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
     "completed": ["response.web_search_call.completed"],
     "failed": ["response.web_search_call.completed"],
     "includes": ["web_search_call.action.sources"],
+    "search_context_tokens": { "low": 512, "medium": 1024, "high": 2048 },
+    "search_context_default": "medium",
   },
   "code_interpreter": {
     "tool_types": ["code_interpreter"],

@@ -37,6 +37,7 @@ from ...bridge.tools import recipient
 from ...encoding import HarmonyEncoding
 from ...models import Conversation, Message, Role, ToolNamespaceConfig
 from ...stream import ParsedMessage, parse_tokens
+from ...texts import fill
 from ...tool_namespace import render_tool_namespace
 from ..calls import FUNCTIONS_PREFIX, call_header
 from ..offload import off_loop
@@ -49,9 +50,21 @@ _BROWSER_BLOCK = render_tool_namespace(_BROWSER.name, _BROWSER.tools, _BROWSER.d
 _BROWSER_PREFIX = _BROWSER.name + _spec.HEADER_NAMESPACE_SEPARATOR
 _SEARCH, _OPEN, _FIND = (_BROWSER_PREFIX + t.name for t in _BROWSER.tools)
 _ASKS_TO_SEARCH = re.compile(r"\b(search|look up|browse)\b", re.IGNORECASE)
-_CURSOR = re.compile(r"^\[(\d+)\] ")  # the browser's display starts with its cursor
-_MATCH = re.compile(r"match at L(\d+)")
-_NUMBERED = re.compile(r"^L\d+: ")  # a displayed line's number
+
+
+def _reading(text: str, **groups: str) -> str:
+    """A pattern that reads the spec's `text` as filled: each placeholder `{name}` read by `groups[name]`."""
+    pattern = re.escape(text)
+    for name, group in groups.items():
+        pattern = pattern.replace(re.escape("{" + name + "}"), group)
+    return pattern
+
+
+# How the demo reads the browser's display (spec/harmony/format.json's `browser_display`).
+_CURSOR = re.compile("^" + _reading(_spec.BROWSER_DISPLAY.partition("{title}")[0], cursor=r"(\d+)"))  # its cursor
+_MATCH = re.compile(_reading(_spec.BROWSER_FIND_MATCH, n=r"\d+", line=r"(\d+)"))  # a `find` match's line
+_NUMBERED = re.compile("^" + _reading(_spec.BROWSER_LINE.partition("{text}")[0], n=r"\d+"))  # a line's number
+_FIRST_HIT = _spec.BROWSER_LINK_OPEN + "0" + _spec.BROWSER_LINK_SEPARATOR  # a search page's first link
 # A namespace the system message declares, its tools, and a tool's parameters (the `# Tools` text's shapes).
 _NAMESPACE_BLOCK = re.compile(r"^namespace ([\w-]+) \{\n(.*?)^\} // namespace \1$", re.MULTILINE | re.DOTALL)
 _TOOL_TYPE = re.compile(r"^type (\w+) = \(_: \{\n(.*?)^\}\) => any;$", re.MULTILINE | re.DOTALL)
@@ -180,7 +193,7 @@ class DemoEngine(Engine):
                 [self._analysis("The browser failed. (demo engine)"), self._final(answer)], last_returns=True
             )
         if last.name == _SEARCH:
-            if "【0†" not in last.content:
+            if _FIRST_HIT not in last.content:
                 answer = f"The demo engine searched, and found nothing: {last.content[:_QUOTE_LIMIT]}"
                 return self._render(
                     [self._analysis("No results. (demo engine)"), self._final(answer)], last_returns=True
@@ -203,7 +216,7 @@ class DemoEngine(Engine):
         line = _NUMBERED.sub("", after[1]) if len(after) > 1 else ""
         answer = (
             "The demo engine (a deterministic stand-in for a model) searched the web and found: "
-            f"{line.strip()[:_QUOTE_LIMIT]} 【{page.group(1)}†L{match.group(1)}】"
+            f"{line.strip()[:_QUOTE_LIMIT]} " + fill(_spec.BROWSER_CITATION, cursor=page.group(1), line=match.group(1))
         )
         return self._render(
             [self._analysis("I cite the line I found. (demo engine)"), self._final(answer)], last_returns=True

@@ -2,7 +2,8 @@
 
 The model was trained on a browser that shows pages as numbered lines and marks links so it can follow and cite
 them; this module shows pages in that form (the facts of the form, from the `gpt-oss` package's browser tool and
-the `browser` namespace's own description, which the project renders token-exactly):
+the `browser` namespace's own description, which the project renders token-exactly; spec/harmony/format.json's
+`browser_display` holds them and this module reads them from the generated tables):
 
 - each display starts `[{cursor}] {title} ({url})`, then `**viewing lines [{first} - {last}] of {last line}**`
   and a blank line, then the lines as `L{n}: {text}`, wrapped at 80 columns; the cursor counts the pages shown in
@@ -44,6 +45,7 @@ import lxml.html
 from ..._tables import spec as _spec
 from ...bridge import RequestError, Verbatim
 from ...models import ToolNamespaceConfig
+from ...texts import fill
 from ...types import UrlCitationBody
 from .base import Citation, HostedCall, HostedContext, HostedKind, HostedResult
 from .policy import FetchPolicy, FetchRefused
@@ -54,16 +56,22 @@ __all__ = ["BrowserSession", "Page", "WebSearchBackend", "citation_annotations",
 NAMESPACE = ToolNamespaceConfig.browser()
 _PREFIX = NAMESPACE.name + _spec.HEADER_NAMESPACE_SEPARATOR
 _SEARCH, _OPEN, _FIND = (NAMESPACE.name + _spec.HEADER_NAMESPACE_SEPARATOR + t.name for t in NAMESPACE.tools)
-# The browser's display form (see the module docstring).
-_LINK_OPEN, _LINK_SEP, _LINK_CLOSE = "【", "†", "】"
-_TEXT_OPEN, _TEXT_CLOSE = "〖", "〗"  # what page text spelling a link bracket becomes
-_WIDTH = 80
-_CITATION = re.compile(r"【(\d+)†([^†】]+)(?:†[^†】]+)?】")
-_LINK = re.compile(r"【\d+†([^†】]+)(?:†[^†】]+)?】")
+# The browser's display form (see the module docstring), from format.json's `browser_display`.
+_RE_OPEN, _RE_SEP, _RE_CLOSE = (
+    re.escape(c) for c in (_spec.BROWSER_LINK_OPEN, _spec.BROWSER_LINK_SEPARATOR, _spec.BROWSER_LINK_CLOSE)
+)
+_CITATION = re.compile(
+    f"{_RE_OPEN}(\\d+){_RE_SEP}([^{_RE_SEP}{_RE_CLOSE}]+)(?:{_RE_SEP}[^{_RE_SEP}{_RE_CLOSE}]+)?{_RE_CLOSE}"
+)
+_LINK = re.compile(
+    f"{_RE_OPEN}\\d+{_RE_SEP}([^{_RE_SEP}{_RE_CLOSE}]+)(?:{_RE_SEP}[^{_RE_SEP}{_RE_CLOSE}]+)?{_RE_CLOSE}"
+)
 _FIND_CONTEXT = 4  # lines shown per match
 _FIND_LIMIT = 50
-_VIEW_TOKENS = {"low": 512, "medium": 1024, "high": 2048}  # `search_context_size` → tokens per display
-_CHARS_PER_TOKEN = 4
+_WEB_SEARCH = _spec.HOSTED_KINDS[HostedKind.WEB_SEARCH.value]
+_VIEW_TOKENS: dict[str, int] = _WEB_SEARCH["search_context_tokens"]  # `search_context_size` → tokens per display
+_VIEW_DEFAULT: str = _WEB_SEARCH["search_context_default"]
+_CHARS_PER_TOKEN = 4  # how many characters a display counts as one token (an estimate, not a tokenizer)
 _SEARCH_RESULTS = 10
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _TEXT_TYPES = ("text/plain", "text/markdown", "application/json")
@@ -94,12 +102,20 @@ def _domain(url: str) -> str:
 def _wrap(text: str) -> list[str]:
     lines: list[str] = []
     for line in text.split("\n"):
-        lines += textwrap.wrap(line, width=_WIDTH, replace_whitespace=False, drop_whitespace=False) or [""]
+        lines += textwrap.wrap(
+            line, width=_spec.BROWSER_WRAP_WIDTH, replace_whitespace=False, drop_whitespace=False
+        ) or [""]
     return lines
 
 
 def _plain(text: str) -> str:
-    return text.replace(_LINK_OPEN, _TEXT_OPEN).replace(_LINK_CLOSE, _TEXT_CLOSE)
+    return text.replace(_spec.BROWSER_LINK_OPEN, _spec.BROWSER_LINK_OPEN_IN_TEXT).replace(
+        _spec.BROWSER_LINK_CLOSE, _spec.BROWSER_LINK_CLOSE_IN_TEXT
+    )
+
+
+def _link_text(text: str) -> str:
+    return text.replace(_spec.BROWSER_LINK_SEPARATOR, _spec.BROWSER_SEPARATOR_IN_LINK_TEXT)
 
 
 def _squash(text: str) -> str:
@@ -136,7 +152,7 @@ def html_to_page(html: str, url: str, title: str | None = None) -> Page:
     here = _domain(url)
     for anchor in root.findall(".//a[@href]"):
         href = (anchor.get("href") or "").strip()
-        text = _squash(anchor.text_content()).replace(_LINK_SEP, "‡")
+        text = _link_text(_squash(anchor.text_content()))
         if not text or href.startswith(("#", "mailto:", "javascript:")):
             _replace(anchor, text)
             continue
@@ -147,11 +163,13 @@ def html_to_page(html: str, url: str, title: str | None = None) -> Page:
             continue
         link_id = ids.setdefault(target, len(ids))
         links[link_id] = target
-        marker = f"{link_id}{_LINK_SEP}{text}" + ("" if domain == here else f"{_LINK_SEP}{domain}")
-        _replace(anchor, _LINK_OPEN + marker + _LINK_CLOSE)
+        if domain == here:
+            _replace(anchor, fill(_spec.BROWSER_LINK, id=link_id, text=text))
+        else:
+            _replace(anchor, fill(_spec.BROWSER_LINK_OFF_SITE, id=link_id, text=text, domain=domain))
     for n, image in enumerate(root.findall(".//img")):
         alt = image.get("alt") or image.get("title")
-        _replace(image, f"[Image {n}: {alt}]" if alt else f"[Image {n}]")
+        _replace(image, fill(_spec.BROWSER_IMAGE, n=n, alt=alt) if alt else fill(_spec.BROWSER_IMAGE_WITHOUT_ALT, n=n))
     converter = html2text.HTML2Text()
     converter.ignore_links = True
     converter.ignore_images = True
@@ -170,11 +188,11 @@ def _search_page(query: str, hits: Sequence[SearchHit]) -> Page:
     links: dict[int, str] = {}
     for i, hit in enumerate(hits):
         links[i] = hit.url
-        title = _squash(_plain(hit.title)).replace(_LINK_SEP, "‡") or hit.url
-        marker = f"{_LINK_OPEN}{i}{_LINK_SEP}{title}{_LINK_SEP}{_domain(hit.url)}{_LINK_CLOSE}"
-        lines += _wrap(f"* {marker} {_squash(_plain(hit.snippet))}".rstrip())
+        title = _link_text(_squash(_plain(hit.title))) or hit.url
+        marker = fill(_spec.BROWSER_LINK_OFF_SITE, id=i, text=title, domain=_domain(hit.url))
+        lines += _wrap(fill(_spec.BROWSER_SEARCH_HIT, link=marker, snippet=_squash(_plain(hit.snippet))).rstrip())
     if not hits:
-        lines = [f"No results for `{query}`."]
+        lines = [fill(_spec.BROWSER_NO_RESULTS, query=query)]
     return Page("", query, lines, links, dict(enumerate(hits)))
 
 
@@ -205,7 +223,7 @@ class WebSearchOptions:
 
     allowed_domains: tuple[str, ...] = ()
     external: bool = True
-    view_chars: int = _VIEW_TOKENS["medium"] * _CHARS_PER_TOKEN
+    view_chars: int = _VIEW_TOKENS[_VIEW_DEFAULT] * _CHARS_PER_TOKEN
 
     @classmethod
     def of(cls, tool: Mapping[str, Any], where: str) -> WebSearchOptions:
@@ -252,7 +270,7 @@ class WebSearchOptions:
                 value=location,
                 why=Verbatim("this server's web search cannot localise results (leave it out, or give only its type)"),
             )
-        return cls(tuple(domains), external is not False, _VIEW_TOKENS[size or "medium"] * _CHARS_PER_TOKEN)
+        return cls(tuple(domains), external is not False, _VIEW_TOKENS[size or _VIEW_DEFAULT] * _CHARS_PER_TOKEN)
 
 
 class BrowserSession:
@@ -431,11 +449,11 @@ class BrowserSession:
             if wanted not in lines[at].lower():
                 at += 1
                 continue
-            marker = f"# {_LINK_OPEN}{len(chunks)}{_LINK_SEP}match at L{at}{_LINK_CLOSE}"
+            marker = fill(_spec.BROWSER_FIND_MATCH, n=len(chunks), line=at)
             chunks.append(marker + "\n" + "\n".join(lines[at : at + _FIND_CONTEXT]))
             at += _FIND_CONTEXT
-        text = "\n\n".join(chunks) if chunks else f"No `find` results for pattern: `{pattern}`"
-        title = f"Find results for text: `{pattern}` in `{page.title}`"
+        text = "\n\n".join(chunks) if chunks else fill(_spec.BROWSER_FIND_NO_RESULTS, pattern=pattern)
+        title = fill(_spec.BROWSER_FIND_TITLE, pattern=pattern, title=page.title)
         found = Page(f"{page.url}/find?pattern={quote(pattern)}" if page.url else "", title, text.split("\n"))
         found.find = True
         found.links = dict.fromkeys(range(len(chunks)), page.url)
@@ -457,12 +475,19 @@ class BrowserSession:
             while end < total and budget > 0:
                 budget -= len(page.lines[end]) + 8
                 end += 1
-        shown = "\n".join(f"L{n}: {page.lines[n]}" for n in range(loc, end))
-        where = f" ({page.url})" if page.url else ""
-        scrollbar = f"viewing lines [{loc} - {max(end - 1, loc)}] of {max(total - 1, 0)}"
-        head = f"[{cursor}] {page.title}{where}\n**{scrollbar}**\n\n"
+        shown = "\n".join(fill(_spec.BROWSER_LINE, n=n, text=page.lines[n]) for n in range(loc, end))
+        display = fill(
+            _spec.BROWSER_DISPLAY,
+            cursor=cursor,
+            title=page.title,
+            url=fill(_spec.BROWSER_DISPLAY_URL, url=page.url) if page.url else "",
+            first=loc,
+            last=max(end - 1, loc),
+            last_line=max(total - 1, 0),
+            lines=shown,
+        )
         cited = [Citation(cursor, page.url, page.title)] if page.url and not page.find else []
-        return HostedResult(text=head + shown, item={"action": action}, citations=cited)
+        return HostedResult(text=display, item={"action": action}, citations=cited)
 
 
 def _arguments(text: str) -> Any:
