@@ -175,7 +175,12 @@ class HealthWatch:
                 self.count += 1
                 time.sleep(0.05)
 
-    def stop(self) -> None:
+    def stop(self, at_least: int = 3) -> None:
+        """Stops once `at_least` answers were had: a call the sandbox ends at once (a 10 GB allocation refused in
+        milliseconds) still shows the server answering, rather than failing for lack of polls."""
+        deadline = time.monotonic() + 10
+        while self.count < at_least and time.monotonic() < deadline and self._thread.is_alive():
+            time.sleep(0.02)
         self._stop.set()
         self._thread.join(15)
 
