@@ -174,6 +174,11 @@ def _mutated_project(tmp: Path) -> Path:
     assert (browser["link_open"], browser["link_close"]) == OLD_LINK
     browser["link_open"], browser["link_close"] = NEW_LINK
     fmt_path.write_text(json.dumps(fmt, indent=2, ensure_ascii=False), encoding="utf-8")
+    builtins_path = project / "spec/harmony/builtin_tools.json"  # its browser description spells them too
+    builtins = builtins_path.read_text(encoding="utf-8")
+    for old, new in zip(OLD_LINK, NEW_LINK, strict=True):
+        builtins = builtins.replace(old, new)
+    builtins_path.write_text(builtins, encoding="utf-8")
     tokens_path = project / "spec/harmony/tokens.json"
     tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
     (token,) = [t for t in tokens["named"] if t["spelling"] == OLD_SPELLING]
