@@ -169,6 +169,46 @@ def test_the_placeholder_rule_accepts_its_own_forms(project: Path) -> None:
     assert next(e for e in ir.requests.errors if e.handle == "invalid").message.startswith("{reason} and {reason:json}")
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        (
+            "link_open",
+            "[[",
+            r"spec/harmony/format.json: \$\['browser_display'\]\['link_open'\] should be one character",
+        ),
+        (
+            "link_close",
+            "\u3010",
+            r"spec/harmony/format.json: \$\['browser_display'\] has link characters that are the same",
+        ),
+        ("texts", {"link": "$link_start{id}"}, r"\['texts'\]\['link'\] names 'link_start', which is none of"),
+    ],
+)
+def test_a_browser_display_the_loader_cannot_use_is_refused(project: Path, key: str, value: object, why: str) -> None:
+    spec = project / "spec/harmony/format.json"
+    data = json.loads(spec.read_text(encoding="utf-8"))
+    data["browser_display"][key] = value
+    spec.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(SpecError, match=why):
+        load_project(load_config(project))
+
+
+def test_the_browser_description_must_agree_with_the_link_characters(project: Path) -> None:
+    """builtin_tools.json's browser description (the reference's text) and format.json both spell the brackets."""
+    spec = project / "spec/harmony/format.json"
+    data = json.loads(spec.read_text(encoding="utf-8"))
+    data["browser_display"]["link_open"], data["browser_display"]["link_close"] = "\u27e6", "\u27e7"
+    spec.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"builtin_tools.json: the 'browser' namespace's description does not state"):
+        load_project(load_config(project))
+    builtins = project / "spec/harmony/builtin_tools.json"
+    text = builtins.read_text(encoding="utf-8").replace("\u3010", "\u27e6").replace("\u3011", "\u27e7")
+    builtins.write_text(text, encoding="utf-8")
+    texts = load_project(load_config(project)).format.browser_display.texts
+    assert texts["citation"] == "\u27e6{cursor}\u2020L{line}\u27e7"
+
+
 def test_server_errors_resolve_borrowed_codes(project: Path) -> None:
     ir = load_project(load_config(project))
     errors = {e.handle: e for e in ir.server.errors}

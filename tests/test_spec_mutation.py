@@ -6,7 +6,8 @@ folder; the runtime and that output are assembled into an importable package in 
 and a fresh interpreter renders, parses (with both parsers) and bridges with it. The TypeScript package
 the same generation wrote is compiled (one tsc run, against the repository's installed node_modules)
 and a node process does the same. Every result uses the new names in both languages, and none of the old
-spellings is left in the generated output.
+spellings is left in the generated output. The copy's browser display gets other link brackets too, and the
+hosted browser (Python only) writes and reads its links and citations with them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ TS_PACKAGE = ROOT / "runtime" / "typescript"
 OLD_NAMESPACE, NEW_NAMESPACE = "functions", "toolbox"
 OLD_CHANNEL, NEW_CHANNEL = "analysis", "thinking"
 OLD_SPELLING, NEW_SPELLING = "<|message|>", "<|body|>"
+OLD_LINK, NEW_LINK = ("\u3010", "\u3011"), ("\u27e6", "\u27e7")  # the browser's link brackets
 
 SCRIPT = r"""
 import json, sys
@@ -84,6 +86,21 @@ print(json.dumps({
     "bare": [m.to_dict() for m in bare],
     "output": response.model_dump(mode="json")["output"],
 }))
+"""
+
+
+BROWSER_SCRIPT = r"""
+import json, sys
+from harmony_responses.server.hosted.base import Citation
+from harmony_responses.server.hosted.browser import citation_annotations, html_to_page
+
+new_open, new_close, old_open, old_close = sys.argv[1:5]
+text = f"{new_open}y{new_close} {old_open}x{old_close}"
+html = f'<title>T</title><p>See <a href="https://other.example/x">there</a> {text}</p>'
+page = html_to_page(html, "https://example.org/")
+answer = f"Yes {new_open}0\u2020L0{new_close} and {old_open}0\u2020L0{old_close}."
+cited = citation_annotations(answer, {0: Citation(0, "https://example.org/", "T")})
+print(json.dumps({"lines": page.lines, "cited": [(c.start_index, c.end_index) for c in cited]}, ensure_ascii=False))
 """
 
 
@@ -153,7 +170,15 @@ def _mutated_project(tmp: Path) -> Path:
     fmt["header"]["function_namespace"] = NEW_NAMESPACE
     (channel,) = [c for c in fmt["channels"] if c["name"] == OLD_CHANNEL]
     channel["name"] = NEW_CHANNEL
+    browser = fmt["browser_display"]
+    assert (browser["link_open"], browser["link_close"]) == OLD_LINK
+    browser["link_open"], browser["link_close"] = NEW_LINK
     fmt_path.write_text(json.dumps(fmt, indent=2, ensure_ascii=False), encoding="utf-8")
+    builtins_path = project / "spec/harmony/builtin_tools.json"  # its browser description spells them too
+    builtins = builtins_path.read_text(encoding="utf-8")
+    for old, new in zip(OLD_LINK, NEW_LINK, strict=True):
+        builtins = builtins.replace(old, new)
+    builtins_path.write_text(builtins, encoding="utf-8")
     tokens_path = project / "spec/harmony/tokens.json"
     tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
     (token,) = [t for t in tokens["named"] if t["spelling"] == OLD_SPELLING]
@@ -207,6 +232,20 @@ def mutated(generated: Path) -> tuple[Path, dict[str, object]]:
     )
     assert probe.stdout.strip().startswith(str(site)), probe.stdout  # the assembled copy was imported
     return project, json.loads(run.stdout)
+
+
+@pytest.fixture(scope="module")
+def mutated_browser(generated: Path) -> dict[str, object]:
+    """What the hosted browser of the mutated package writes for a page and reads as citations."""
+    tmp = generated.parent
+    site = _assemble(generated, tmp / "browser-site")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(
+        [sys.executable, "-c", BROWSER_SCRIPT, *NEW_LINK, *OLD_LINK], capture_output=True, text=True, env=env, cwd=tmp
+    )
+    assert run.returncode == 0, run.stderr
+    result: dict[str, object] = json.loads(run.stdout)
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -297,6 +336,14 @@ def test_both_languages_give_the_same_results(
     mutated: tuple[Path, dict[str, object]], mutated_ts: dict[str, object]
 ) -> None:
     assert mutated_ts == mutated[1]
+
+
+def test_the_browser_follows_the_new_link_brackets(mutated_browser: dict[str, object]) -> None:
+    (new_open, new_close), (old_open, old_close) = NEW_LINK, OLD_LINK
+    # links use the new brackets; page text spelling them shows the spec's replacements; the old ones are plain text
+    link = f"{new_open}0\u2020there\u2020other.example{new_close}"
+    assert mutated_browser["lines"] == [f"See {link} \u3016y\u3017 {old_open}x{old_close}"]
+    assert mutated_browser["cited"] == [[4, 10]]  # the citation in the new brackets, not the one in the old
 
 
 def test_no_old_spelling_is_left_in_the_generated_output(mutated: tuple[Path, dict[str, object]]) -> None:

@@ -630,6 +630,23 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
     )
 
 
+def _check_browser_description(
+    bi: _Doc, namespaces: tuple[NamespaceIR, ...], mapping: MappingIR, display: BrowserDisplayIR
+) -> None:
+    """The browser namespace's description (the reference's text, shown to the model) states the citation form
+    with format.json's link characters: the two files must not disagree on them."""
+    name = mapping.hosted.get("web_search", {}).get("namespace")
+    namespace = next((ns for ns in namespaces if ns.name == name), None)
+    if namespace is None:
+        raise SpecError(f"{MAPPING}: the web_search namespace {name!r} is no namespace of {bi.rel}")
+    cited = display.link_open + "{cursor}" + display.link_separator
+    if cited not in (namespace.description or "") or display.link_close not in (namespace.description or ""):
+        raise SpecError(
+            f"{bi.rel}: the {name!r} namespace's description does not state the citation form {cited}…"
+            f"{display.link_close} of {FORMAT}'s browser_display"
+        )
+
+
 def _range(doc: _Doc, *path: str) -> tuple[int, int]:
     """A closed range `[low, high]` of integers, low first."""
     bounds = doc.get(*path, kind=list)
@@ -711,6 +728,8 @@ def load_project(config: Config) -> ProjectIR:
         raise fmt_doc.fail(("header", "render_order"), f"names {unknown}, which are not rules of {grammar_rel}")
     responses, responses_sources = load_responses(config)
     mapping = _mapping(mp, fmt, responses)
+    builtins = _builtins(bi)
+    _check_browser_description(bi, builtins, mapping, fmt.browser_display)
     requests = _requests(rq, responses)
     return ProjectIR(
         format_version=FORMAT_VERSION,
@@ -731,7 +750,7 @@ def load_project(config: Config) -> ProjectIR:
         encoding=encoding,
         tokens=tokens,
         format=fmt,
-        builtin_namespaces=_builtins(bi),
+        builtin_namespaces=builtins,
         grammar=grammar,
         parsing=parsing,
         mapping=mapping,
