@@ -153,6 +153,26 @@ def test_loopback_refused_by_default(mcp_server: McpProcess) -> None:
     assert len(mcp_server.calls()) == before
 
 
+def test_a_name_resolving_to_loopback_is_refused_at_connect_unless_allowed(mcp_server: McpProcess) -> None:
+    """`localhost` passes the URL check (a name is judged by its addresses): the MCP SDK's connection itself is
+    refused by default, and made when the operator allowed 127.0.0.1 (`--hosted-allow`)."""
+    url = mcp_server.url.replace("127.0.0.1", "localhost")
+    before = len(mcp_server.calls())
+
+    async def run(policy: FetchPolicy) -> list[Any]:
+        session = await opened(declared(url, allowed_tools=["add"]), policy=policy)
+        try:
+            return list(session.items())
+        finally:
+            await session.aclose()
+
+    (refused,) = asyncio.run(run(FetchPolicy()))
+    assert refused["tools"] == [] and "127.0.0.1 is a loopback address" in refused["error"]
+    assert len(mcp_server.calls()) == before
+    (allowed,) = asyncio.run(run(ALLOW_LOCAL))
+    assert allowed["error"] is None and [t["name"] for t in allowed["tools"]] == ["add"]
+
+
 def test_cached_listing_is_reused(mcp_server: McpProcess) -> None:
     cached = {
         "type": "mcp_list_tools",

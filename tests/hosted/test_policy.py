@@ -1,5 +1,9 @@
 """The fetch policy of hosted tools (server/hosted/policy.py), a unit at a time; the servers' refusals of loopback
-are in test_web_search.py."""
+are in test_web_search.py and test_mcp_serve.py.
+
+Two HTTP stacks reach the network under the policy: httpx/httpcore (web search, pages) and the MCP SDK's
+httpx2/httpcore2. Each has its own network backend class, but both connect by `FetchPolicy.connect`, so the
+connection tests run on both."""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ import ipaddress
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
-from harmony_responses.server.hosted.policy import FetchPolicy, FetchRefused, PolicyError, _CheckedNetwork, parse_rule
+from harmony_responses.server.hosted import mcp, policy
+from harmony_responses.server.hosted.policy import FetchPolicy, FetchRefused, PolicyError, parse_rule
 from harmony_responses.server.settings import Settings, SettingsError
 
 
@@ -137,16 +142,81 @@ class _Elsewhere:
         return self.stream
 
 
-def test_the_address_actually_connected_to_is_checked() -> None:
-    network = _CheckedNetwork(FetchPolicy(allow=["93.184.216.34"]))
+class _Network(Protocol):
+    inner: Any
+
+    async def connect_tcp(self, host: str, port: int) -> Any: ...
+
+    async def connect_unix_socket(self, path: str) -> Any: ...
+
+
+NETWORKS: dict[str, Any] = {"httpcore": policy._CheckedNetwork, "httpcore2 (MCP)": mcp._CheckedNetwork}
+
+
+@pytest.mark.parametrize("kind", NETWORKS)
+def test_the_address_actually_connected_to_is_checked(kind: str) -> None:
+    network: _Network = NETWORKS[kind](FetchPolicy(allow=["93.184.216.34"]))
     inner = _Elsewhere()
-    network.inner = inner  # type: ignore[assignment]
+    network.inner = inner
     with pytest.raises(FetchRefused, match="10.0.0.5 is a private address"):
         asyncio.run(network.connect_tcp("93.184.216.34", 80))
     assert inner.asked == ["93.184.216.34"]  # it connected by the checked address, not by a name resolved again
     assert inner.stream.closed
 
 
-def test_unix_sockets_are_never_used() -> None:
+@pytest.mark.parametrize("kind", NETWORKS)
+def test_both_stacks_connect_by_the_one_policy_step(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SSRF rule lives once: each backend hands its connection to `FetchPolicy.connect`."""
+    seen: list[tuple[str, int]] = []
+
+    async def connect(self: FetchPolicy, host: str, port: int, *args: Any, **kwargs: Any) -> str:
+        seen.append((host, port))
+        return "stream"
+
+    monkeypatch.setattr(FetchPolicy, "connect", connect)
+    network: _Network = NETWORKS[kind](FetchPolicy())
+    assert asyncio.run(network.connect_tcp("example.org", 443)) == "stream"
+    assert seen == [("example.org", 443)]
+
+
+class _TwoAddresses(FetchPolicy):
+    async def addresses(self, host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("10.0.0.1"), ipaddress.ip_address("10.0.0.2")]
+
+
+class _Unreachable(Exception):
+    pass
+
+
+class _Failed(Exception):
+    pass
+
+
+def test_connect_moves_past_an_unreachable_address_and_names_each_failure() -> None:
+    asked: list[str] = []
+
+    class Connected(_Rebound):
+        def get_extra_info(self, info: str) -> Any:
+            return (asked[-1], 80) if info == "server_addr" else None
+
+    async def open_(address: str, reach: tuple[str, ...]) -> Any:
+        asked.append(address)
+        if address not in reach:
+            raise _Unreachable("no route")
+        return Connected()
+
+    rules = _TwoAddresses(allow=["10.0.0.0/8"])
+
+    async def connect(*reach: str) -> Any:
+        return await rules.connect("h", 80, lambda a: open_(a, reach), errors=(_Unreachable,), failed=_Failed)
+
+    assert isinstance(asyncio.run(connect("10.0.0.2")), Connected)
+    assert asked == ["10.0.0.1", "10.0.0.2"]
+    with pytest.raises(_Failed, match="10.0.0.1: no route; 10.0.0.2: no route"):
+        asyncio.run(connect())
+
+
+@pytest.mark.parametrize("kind", NETWORKS)
+def test_unix_sockets_are_never_used(kind: str) -> None:
     with pytest.raises(FetchRefused):
-        asyncio.run(_CheckedNetwork(FetchPolicy()).connect_unix_socket("/var/run/docker.sock"))
+        asyncio.run(NETWORKS[kind](FetchPolicy()).connect_unix_socket("/var/run/docker.sock"))

@@ -25,7 +25,6 @@ a private address is refused unless the operator allowed it (`--hosted-allow`).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
@@ -50,7 +49,7 @@ from ..._tables import spec as _spec
 from ...bridge.request import RequestError, Verbatim
 from ...models import ToolDescription, ToolNamespaceConfig
 from .base import HostedCall, HostedContext, HostedKind, HostedResult
-from .policy import FetchPolicy, FetchRefused
+from .policy import UNIX_SOCKETS_REFUSED, FetchPolicy, FetchRefused
 
 __all__ = [
     "Approval",
@@ -303,16 +302,9 @@ def redacted(tool: Mapping[str, Any]) -> dict[str, Any]:
 # -- connecting under the fetch policy ----------------------------------------------------------------------------
 
 
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return None
-
-
 class _CheckedNetwork(httpcore2.AsyncNetworkBackend):
-    """httpcore2's network backend (the MCP SDK's HTTP stack) held to the fetch policy, as `policy.client()` holds
-    httpx's: the addresses a name resolves to are filtered, and the address actually connected to is checked."""
+    """httpcore2's network backend (the MCP SDK's HTTP stack), every TCP connection made by `FetchPolicy.connect`
+    as `policy.client()`'s are: the rule is policy.py's, this only opens httpcore2 streams."""
 
     def __init__(self, policy: FetchPolicy) -> None:
         self.policy = policy
@@ -326,26 +318,17 @@ class _CheckedNetwork(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        failures: list[str] = []
-        for address in await self.policy.addresses(host, port):
-            try:
-                stream = await self.inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                failures.append(f"{address}: {exc or type(exc).__name__}")
-                continue
-            peer = stream.get_extra_info("server_addr")
-            connected = _address(str(peer[0])) if isinstance(peer, tuple) and peer else None
-            reason = "the connected address is unknown" if connected is None else self.policy.refusal(host, connected)
-            if reason is not None:
-                await stream.aclose()
-                raise FetchRefused(host, reason)
-            return stream
-        raise httpcore2.ConnectError("; ".join(failures) or f"could not connect to {host}")
+        async def open_(address: str) -> httpcore2.AsyncNetworkStream:
+            return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+
+        return await self.policy.connect(
+            host, port, open_, errors=(httpcore2.ConnectError, httpcore2.ConnectTimeout), failed=httpcore2.ConnectError
+        )
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore2.AsyncNetworkStream:
-        raise FetchRefused(path, "hosted tools do not connect to Unix sockets")
+        raise FetchRefused(path, UNIX_SOCKETS_REFUSED)
 
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)

@@ -12,7 +12,9 @@ The check is made where it cannot be dodged: at the connection. `FetchPolicy.cli
 transport resolves each host itself, keeps only the addresses the policy allows, connects to one of them by
 address (TLS still verifies the host name), and checks the address the socket is actually connected to before a
 byte is sent. So a name that resolves to a public address when checked and to `127.0.0.1` when connected (DNS
-rebinding) is refused, and every redirect hop is checked the same way. The client ignores proxy variables
+rebinding) is refused, and every redirect hop is checked the same way. That step is one function,
+`FetchPolicy.connect`: the MCP SDK's HTTP stack (httpx2/httpcore2, in `mcp.py`) connects through it too, each
+stack's network backend only saying how to open a stream to an address. The client ignores proxy variables
 (`trust_env=False`): behind a proxy the connected address would be the proxy's, not the page's.
 
 A backend the operator configured with a URL (`--web-search http://127.0.0.1:8888`) gets `policy.trusting(url)`:
@@ -25,19 +27,20 @@ from __future__ import annotations
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpcore
 import httpx
 
-__all__ = ["FetchPolicy", "FetchRefused", "PolicyError", "parse_rule"]
+__all__ = ["UNIX_SOCKETS_REFUSED", "FetchPolicy", "FetchRefused", "PolicyError", "parse_rule"]
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _SCHEMES = ("http", "https")
+UNIX_SOCKETS_REFUSED = "hosted tools do not connect to Unix sockets"
 
 
 class PolicyError(ValueError):
@@ -194,6 +197,39 @@ class FetchPolicy:
             raise FetchRefused(host, "; ".join(reasons) or "the host name resolves to no address")
         return allowed
 
+    async def connect(
+        self,
+        host: str,
+        port: int,
+        open_: Callable[[str], Awaitable[_StreamT]],
+        *,
+        errors: tuple[type[Exception], ...],
+        failed: Callable[[str], Exception],
+    ) -> _StreamT:
+        """A TCP connection to `host` held to the policy: the one connect-and-check step of every hosted backend's
+        HTTP stack (httpx's here, httpx2's in `mcp.py`), which only supply how to open a stream to an address.
+
+        `open_(address)` is tried on each address `addresses()` allows, in order, by address (never by the name,
+        which could resolve elsewhere the second time); one failing with `errors` moves on to the next. The first
+        stream opened is checked again by the address it is actually connected to (its `server_addr`) before a
+        byte is sent, and closed with `FetchRefused` if the policy refuses that. `failed(reason)` is the library's
+        connect error, raised when no address could be reached."""
+        failures: list[str] = []
+        for address in await self.addresses(host, port):
+            try:
+                stream = await open_(str(address))
+            except errors as exc:
+                failures.append(f"{address}: {exc or type(exc).__name__}")
+                continue
+            peer = stream.get_extra_info("server_addr")
+            connected = _address(str(peer[0])) if isinstance(peer, tuple) and peer else None
+            reason = "the connected address is unknown" if connected is None else self.refusal(host, connected)
+            if reason is not None:
+                await stream.aclose()
+                raise FetchRefused(host, reason)
+            return stream
+        raise failed("; ".join(failures) or f"could not connect to {host}")
+
     def client(self, *, timeout: float, max_redirects: int = 5, **options: Any) -> httpx.AsyncClient:
         """An httpx client whose every connection (redirects included) the policy checks (see the module docstring)."""
         return httpx.AsyncClient(
@@ -206,8 +242,19 @@ class FetchPolicy:
         )
 
 
+class _Stream(Protocol):
+    """What `FetchPolicy.connect` needs of a connected stream (httpcore's and httpcore2's both are one)."""
+
+    def get_extra_info(self, info: str) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+_StreamT = TypeVar("_StreamT", bound=_Stream)
+
+
 class _CheckedNetwork(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend, with every TCP connection held to the policy (by address, and once connected)."""
+    """httpcore's network backend, with every TCP connection made by `FetchPolicy.connect`."""
 
     def __init__(self, policy: FetchPolicy) -> None:
         self.policy = policy
@@ -221,26 +268,17 @@ class _CheckedNetwork(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        failures: list[str] = []
-        for address in await self.policy.addresses(host, port):
-            try:
-                stream = await self.inner.connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failures.append(f"{address}: {exc or type(exc).__name__}")
-                continue
-            peer = stream.get_extra_info("server_addr")
-            connected = _address(str(peer[0])) if isinstance(peer, tuple) and peer else None
-            reason = "the connected address is unknown" if connected is None else self.policy.refusal(host, connected)
-            if reason is not None:
-                await stream.aclose()
-                raise FetchRefused(host, reason)
-            return stream
-        raise httpcore.ConnectError("; ".join(failures) or f"could not connect to {host}")
+        async def open_(address: str) -> httpcore.AsyncNetworkStream:
+            return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+
+        return await self.policy.connect(
+            host, port, open_, errors=(httpcore.ConnectError, httpcore.ConnectTimeout), failed=httpcore.ConnectError
+        )
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
-        raise FetchRefused(path, "hosted tools do not connect to Unix sockets")
+        raise FetchRefused(path, UNIX_SOCKETS_REFUSED)
 
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)
