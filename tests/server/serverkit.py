@@ -7,6 +7,7 @@ never blocks on a full pipe.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -169,3 +170,27 @@ def process_rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | None = None) -> tuple[int, bytes]:
+    """One POST to an app in this process, through its ASGI interface (for unit tests that count calls inside the
+    server); the status and the whole body. Every ASGI message the app sent goes to `sent_to` too."""
+    messages: list[dict[str, Any]] = [] if sent_to is None else sent_to
+    payload = json.dumps(body).encode()
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": [], "query_string": b"", "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in messages if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")

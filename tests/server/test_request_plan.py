@@ -1,9 +1,11 @@
 """The request is read once into a frozen plan: its tools' schemas are dumped once per request, and the prompt,
-the engine request and the response builder all read the same plan (issue 19, item 5)."""
+the engine request and the response builder all read the same plan (issue 19, item 5). One plan step
+(`respond.plan_for`) serves every endpoint that samples: Responses over HTTP and WebSocket, and Chat Completions."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,10 +13,16 @@ import pytest
 
 from harmony_responses import load_harmony_encoding
 from harmony_responses.bridge import EventSink, ToolPlan
+from harmony_responses.server import respond
+from harmony_responses.server.app import create_app
 from harmony_responses.server.engines.base import Finished, FinishReason, Tokens
+from harmony_responses.server.engines.demo import DemoEngine
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
-from harmony_responses.server.settings import MediaPolicy
+from harmony_responses.server.settings import MediaPolicy, Settings
+from harmony_responses.store import MemoryStore
 from harmony_responses.types import FunctionToolParam
+
+from serverkit import asgi_post
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 PARAMETERS: Any = type(FunctionToolParam.model_validate({"name": "f", "parameters": {}}).parameters)
@@ -83,3 +91,44 @@ def test_the_plan_is_frozen_and_read_by_every_part() -> None:
         tools.policy = tools.policy  # type: ignore[misc]
     with pytest.raises(TypeError):
         tools.schemas["x"] = None  # type: ignore[index]
+
+
+FUNCTIONS: list[dict[str, Any]] = [
+    {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    {"name": "get_time", "parameters": {"type": "object", "properties": {}}},
+]
+REQUESTS: dict[str, dict[str, Any]] = {
+    "/v1/responses": {"input": "weather in Paris?", "tools": [{"type": "function", **f} for f in FUNCTIONS]},
+    "/v1/chat/completions": {
+        "messages": [{"role": "user", "content": "weather in Paris?"}],
+        "tools": [{"type": "function", "function": f} for f in FUNCTIONS],
+        "max_completion_tokens": 300,
+        "seed": 7,
+    },
+}
+
+
+@pytest.mark.parametrize("path", REQUESTS)
+def test_every_endpoint_plans_once_by_the_one_plan_step(
+    path: str, dumps: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request to either endpoint goes through `plan_for` once, which plans it once (`plan_request`), and each
+    of its two tools' schemas is dumped once. Chat's own fields reach the plan: its budget and its seed."""
+    plans: list[respond.Plan] = []
+    original = respond.plan_request
+
+    def counting(*args: Any, **kwargs: Any) -> respond.Plan:
+        plans.append(original(*args, **kwargs))
+        return plans[-1]
+
+    monkeypatch.setattr(respond, "plan_request", counting)
+    app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=MemoryStore())
+    status, body = asgi_post(app, path, REQUESTS[path])
+    answer = json.loads(body)
+    assert status == 200, answer
+    assert len(plans) == 1 and dumps[0] == len(FUNCTIONS)
+    (plan,) = plans
+    assert [spec.name for spec in plan.engine_request.tools] == ["get_weather", "get_time"]
+    if path == "/v1/chat/completions":
+        assert answer["object"] == "chat.completion"
+        assert plan.engine_request.sampling.seed == 7 and plan.engine_request.max_tokens == 300

@@ -37,6 +37,8 @@ from harmony_responses.server.stored import NotRecorded
 from harmony_responses.store import MemoryStore, Owner, ResponseNotFound, StoreError
 from harmony_responses.types import FunctionCall
 
+from serverkit import asgi_post
+
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
     "type": "function",
@@ -651,28 +653,6 @@ class BrokenEngine(DemoEngine):
             raise RuntimeError("adapter bug")
         yield Tokens(tokens("<|channel|>final<|message|>Hello"))
         yield 42
-
-
-def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | None = None) -> tuple[int, bytes]:
-    messages: list[dict[str, Any]] = [] if sent_to is None else sent_to
-    payload = json.dumps(body).encode()
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": payload, "more_body": False}
-        await asyncio.sleep(3600)
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        messages.append(message)
-
-    scope = {"type": "http", "method": "POST", "path": path, "headers": [], "query_string": b"", "root_path": ""}
-    asyncio.run(app(scope, receive, send))
-    status = next(m["status"] for m in messages if m["type"] == "http.response.start")
-    return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
 
 
 def test_a_bug_before_the_response_is_a_500_with_the_spec_body() -> None:

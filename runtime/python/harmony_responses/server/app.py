@@ -64,7 +64,7 @@ from .hosted.loop import HostedRun
 from .inspect import inspect
 from .metrics import Metrics
 from .offload import maybe_off_loop
-from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_for, plan_request
+from .respond import Plan, RequestError, ResponseRun, capabilities_for, parse_body, plan_for
 from .settings import Settings
 from .state import ServerState
 from .stored import NOTHING_BEFORE, Recorder, TurnRenderer, input_items, load_previous, owner_of, resolve_references
@@ -207,16 +207,7 @@ def _chat_plan(raw: dict[str, Any], state: ServerState) -> tuple[ChatCompletionR
     mapped, items = to_responses_body(chat, state.settings.media)
     try:
         body = parse_body(mapped, capabilities_for(state.engine.info))
-        budget = chat.budget or state.settings.default_max_output_tokens
-        plan = plan_request(
-            body,
-            state.encoding,
-            media=state.settings.media,
-            budget=budget,
-            seed=chat.seed,
-            reserve=chat.budget,
-            window=state.settings.context_window,
-        )
+        plan = plan_for(state, body, NOTHING_BEFORE, seed=chat.seed, max_output_tokens=chat.budget)
     except RequestError as exc:
         raise chat_request_error(exc, items) from exc
     return chat, plan

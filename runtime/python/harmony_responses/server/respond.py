@@ -266,17 +266,29 @@ def plan_request(
     )
 
 
-def plan_for(state: ServerState, body: CreateResponseBody, prior: Prior, hosted: HostedRun | None = None) -> Plan:
-    """The plan of a Responses request on this server, the same for HTTP and WebSocket: the request's own budget
-    (else the server's default) after the stored turns `prior` holds, in the server's context window, with its
-    compaction and sealed-reasoning readers, and the hosted tools the server runs for it (`hosted`)."""
+def plan_for(
+    state: ServerState,
+    body: CreateResponseBody,
+    prior: Prior,
+    hosted: HostedRun | None = None,
+    *,
+    seed: int | None = None,
+    max_output_tokens: int | None = None,
+) -> Plan:
+    """The plan of a request on this server, the one plan step of HTTP and WebSocket Responses and of Chat
+    Completions (its body mapped onto a Responses one): the request's own budget (else the server's default)
+    after the stored turns `prior` holds, in the server's context window, with its compaction and sealed-reasoning
+    readers, and the hosted tools the server runs for it (`hosted`). Chat gives what its mapped body has no field
+    for: its `seed`, and its budget (`max_completion_tokens` or `max_tokens`) as `max_output_tokens`."""
     settings = state.settings
+    asked = body.max_output_tokens if max_output_tokens is None else max_output_tokens
     return plan_request(
         body,
         state.encoding,
         media=settings.media,
-        budget=body.max_output_tokens or settings.default_max_output_tokens,
-        reserve=body.max_output_tokens,
+        budget=asked or settings.default_max_output_tokens,
+        seed=seed,
+        reserve=asked,
         history=prior.messages,
         calls=prior.calls,
         history_rendered=prior.rendered,
