@@ -175,8 +175,14 @@ def process_rss_bytes(pid: int) -> int:
 def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | None = None) -> tuple[int, bytes]:
     """One POST to an app in this process, through its ASGI interface (for unit tests that count calls inside the
     server); the status and the whole body. Every ASGI message the app sent goes to `sent_to` too."""
+    return asgi_request(app, "POST", path, json.dumps(body).encode(), sent_to=sent_to)
+
+
+def asgi_request(
+    app: Any, method: str, path: str, payload: bytes = b"", query: str = "", sent_to: list[Any] | None = None
+) -> tuple[int, bytes]:
+    """One request to an app in this process (see `asgi_post`)."""
     messages: list[dict[str, Any]] = [] if sent_to is None else sent_to
-    payload = json.dumps(body).encode()
     sent = False
 
     async def receive() -> dict[str, Any]:
@@ -190,7 +196,14 @@ def asgi_post(app: Any, path: str, body: dict[str, Any], sent_to: list[Any] | No
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": path, "headers": [], "query_string": b"", "root_path": ""}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "headers": [],
+        "query_string": query.encode(),
+        "root_path": "",
+    }
     asyncio.run(app(scope, receive, send))
     status = next(m["status"] for m in messages if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")

@@ -34,10 +34,10 @@ from harmony_responses.server.media import FILE_MARKER, IMAGE_MARKER, with_media
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings, SettingsError
 from harmony_responses.server.stored import NotRecorded
-from harmony_responses.store import MemoryStore, Owner, ResponseNotFound, StoreError
+from harmony_responses.store import InvalidArgument, MemoryStore, Owner, ResponseNotFound, StoreError
 from harmony_responses.types import FunctionCall
 
-from serverkit import asgi_post
+from serverkit import asgi_post, asgi_request
 
 ENC = load_harmony_encoding("HarmonyGptOss")
 WEATHER = {
@@ -736,3 +736,52 @@ def test_every_server_error_of_the_spec_has_a_kind_and_a_status() -> None:
         error = ServerError(kind, "m")
         assert error.body()["error"]["code"] == row["code"] and error.body()["error"]["type"] == row["type"]
         assert error.status == (row["status"] or spec.SERVER_ERRORS["internal"]["status"])
+
+
+class StoreDown(MemoryStore):
+    """A store whose every look-up of a stored response fails (the database gone away)."""
+
+    def _owned(self, response_id: str, owner: Owner) -> Any:
+        raise StoreError("the database went away")
+
+
+STORED_ENDPOINTS = [  # every endpoint on a stored response: method, path after the id, query
+    ("GET", "", ""),
+    ("GET", "", "stream=true"),
+    ("POST", "/cancel", ""),
+    ("DELETE", "", ""),
+    ("GET", "/input_items", ""),
+]
+
+
+def test_every_endpoint_on_a_stored_response_answers_store_errors_alike() -> None:
+    """Not this key's response and a store that fails: each endpoint's answer, one body per case."""
+    from harmony_responses.server.app import create_app
+
+    answers: dict[str, set[tuple[int, bytes]]] = {"missing": set(), "down": set()}
+    for case, store in (("missing", MemoryStore()), ("down", StoreDown())):
+        app = create_app(Settings(), engine=DemoEngine(ENC), encoding=ENC, store=store)
+        for method, tail, query in STORED_ENDPOINTS:
+            answers[case].add(asgi_request(app, method, f"/v1/responses/resp_gone{tail}", query=query))
+    ((missing_status, missing),) = answers["missing"]
+    ((down_status, down),) = answers["down"]
+    assert missing_status == 404 and json.loads(missing)["error"]["message"].startswith("no response 'resp_gone'")
+    assert down_status == 503 and json.loads(down)["error"]["code"] == "store_unavailable"
+    assert "the database went away" in json.loads(down)["error"]["message"]
+
+
+def test_one_function_maps_store_errors_to_http_errors() -> None:
+    from harmony_responses.server.endpoints import stored_error
+
+    def answer(exc: Any) -> tuple[int, dict[str, Any]]:
+        response = stored_error(exc, "resp_1")
+        return response.status_code, json.loads(bytes(response.body))["error"]
+
+    status, error = answer(ResponseNotFound("resp_1", requested="resp_0"))
+    assert status == 404 and "'resp_1'" in error["message"] and "another key's" in error["message"]
+    status, error = answer(InvalidArgument("after", "'x' is not an input item of this response"))
+    assert status == 400 and error["param"] == "after" and "'x'" in error["message"]
+    status, error = answer(StoreError("disk full"))
+    assert status == 503 and error["code"] == "store_unavailable" and "disk full" in error["message"]
+    status, error = answer(ServerError(ErrorKind.BAD_REQUEST, "must be an integer", "starting_after"))
+    assert status == 400 and error["param"] == "starting_after"

@@ -63,6 +63,20 @@ def _not_found(response_id: str) -> ServerError:
     )
 
 
+def stored_error(exc: ServerError | StoreError, response_id: str) -> JSONResponse:
+    """The HTTP error of an endpoint on stored response `response_id`, the same for each of them: not this key's
+    response is a 404 (one body for unknown, deleted and another key's), an argument the store cannot take a 400
+    naming it, any other store error the server's `store_failed`; a `ServerError` (a refused key, a bad query)
+    is answered as it is."""
+    if isinstance(exc, ResponseNotFound):
+        exc = _not_found(response_id)
+    elif isinstance(exc, InvalidArgument):
+        exc = ServerError(ErrorKind.BAD_REQUEST, exc.message, param=exc.param)
+    elif isinstance(exc, StoreError):
+        exc = store_failed(exc)
+    return _error(exc)
+
+
 async def get_response(request: Request, state: ServerState) -> Response:
     response_id = request.path_params["response_id"]
     query = request.query_params
@@ -71,12 +85,8 @@ async def get_response(request: Request, state: ServerState) -> Response:
         if query.get("stream", "").lower() == "true":  # a background response's events, again (`background`)
             return await stream_again(state.store, response_id, owner_of(request.headers), query.get("starting_after"))
         resource = await state.store.get(response_id, owner_of(request.headers))
-    except ResponseNotFound:
-        return _error(_not_found(response_id))
-    except StoreError as exc:
-        return _error(store_failed(exc))
-    except ServerError as exc:
-        return _error(exc)
+    except (ServerError, StoreError) as exc:
+        return stored_error(exc, response_id)
     return JSONResponse(resource)
 
 
@@ -85,12 +95,8 @@ async def cancel_response(request: Request, state: ServerState) -> Response:
     try:
         state.keys.check(request.headers)
         resource = await cancel(state.store, state.background, response_id, owner_of(request.headers))
-    except ResponseNotFound:
-        return _error(_not_found(response_id))
-    except StoreError as exc:
-        return _error(store_failed(exc))
-    except ServerError as exc:
-        return _error(exc)
+    except (ServerError, StoreError) as exc:
+        return stored_error(exc, response_id)
     return JSONResponse(resource)
 
 
@@ -99,12 +105,8 @@ async def delete_response(request: Request, state: ServerState) -> Response:
     try:
         state.keys.check(request.headers)
         await state.store.delete(response_id, owner_of(request.headers))
-    except ResponseNotFound:
-        return _error(_not_found(response_id))
-    except StoreError as exc:
-        return _error(store_failed(exc))
-    except ServerError as exc:
-        return _error(exc)
+    except (ServerError, StoreError) as exc:
+        return stored_error(exc, response_id)
     return JSONResponse({"id": response_id, "object": DELETED_OBJECT, "deleted": True})
 
 
@@ -129,14 +131,8 @@ async def list_input_items(request: Request, state: ServerState) -> Response:
             limit=_limit(query.get("limit")),
             order=query.get("order", LIST_ORDER_DEFAULT),
         )
-    except ResponseNotFound:
-        return _error(_not_found(response_id))
-    except InvalidArgument as exc:
-        return _error(ServerError(ErrorKind.BAD_REQUEST, exc.message, param=exc.param))
-    except StoreError as exc:
-        return _error(store_failed(exc))
-    except ServerError as exc:
-        return _error(exc)
+    except (ServerError, StoreError) as exc:
+        return stored_error(exc, response_id)
     return JSONResponse(page.to_json())
 
 
