@@ -46,6 +46,13 @@ def poll(sdk: OpenAI, response_id: str, timeout: float = 30) -> Any:
         time.sleep(0.05)
 
 
+def poll_until(sdk: OpenAI, response_id: str, status: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while (response := sdk.responses.retrieve(response_id)).status != status and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return response
+
+
 def raw_events(server: Server, response_id: str, starting_after: int | None = None) -> list[dict[str, Any]]:
     params: dict[str, Any] = {"stream": "true"}
     if starting_after is not None:
@@ -238,20 +245,38 @@ def test_postgresql_a_killed_process_leaves_its_background_response_failed(
         postgres_server.drop_database(url)
 
 
-def test_a_stopping_server_settles_its_background_responses(tmp_path: Any) -> None:
+def test_background_responses_get_the_drain_grace_then_fail_shutting_down(tmp_path: Any) -> None:
+    """SIGTERM with two background responses running: each gets `--shutdown-timeout` as a stream would. The
+    short one finishes within it; the long one is failed at the deadline with `server_shutting_down`, settled by
+    the stopping process itself (what it wrote is kept), not by the next open's recovery."""
+    grace = 2.0
     store = f"sqlite:///{tmp_path / 'responses.sqlite3'}"
-    server = Server("--engine", "demo?tps=5&chunk=1", "--store", store)
+    server = Server("--engine", "demo?tps=40&chunk=1", "--store", store, "--shutdown-timeout", str(grace))
     try:
-        created = client(server).responses.create(model=MODEL, input="Still going at shutdown.", background=True)
-        time.sleep(0.4)
+        sdk = client(server)
+        short = sdk.responses.create(model=MODEL, input="Short.", max_output_tokens=40, background=True)  # ~1 s
+        long = sdk.responses.create(
+            model=MODEL, input="Please quote all of this back. " * 40, max_output_tokens=4000, background=True
+        )
+        assert poll_until(sdk, long.id, "in_progress").status == "in_progress"
+        signalled = time.monotonic()
+        server.popen.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        late = httpx.post(f"{server.url}/v1/responses", json={"input": "late"}, timeout=10)
+        assert late.status_code == 503 and late.json()["error"]["code"] == "server_shutting_down"
+        assert server.popen.wait(grace + 20) == 0
+        assert time.monotonic() - signalled >= grace - 0.2  # the worker stayed for the grace
+        assert "Traceback" not in server.output(), server.output()[-3000:]
     finally:
         server.stop()
     again = Server("--engine", "demo", "--store", store)
     try:
-        data = raw_response(again, created.id)
-        assert data["status"] == "failed", json.dumps(data)[:300]
-        # settled by the stopping process itself (what it wrote is kept), not by the next open's recovery
-        assert "server stopped before this background response finished" in data["error"]["message"]
-        assert data["output"] and data["usage"] is not None
+        finished = raw_response(again, short.id)
+        assert finished["status"] in ("completed", "incomplete") and finished["error"] is None, json.dumps(finished)
+        cut = raw_response(again, long.id)
+        assert cut["status"] == "failed", json.dumps(cut)[:300]
+        assert cut["error"]["code"] == "server_shutting_down"
+        assert "server stopped before this background response finished" in cut["error"]["message"]
+        assert cut["output"] and cut["usage"] is not None
     finally:
         again.stop()

@@ -150,6 +150,7 @@ async def _background(
         release=state.release,
         stream=stream,
         owner=owner,
+        drain=state.drain,
     )
 
 

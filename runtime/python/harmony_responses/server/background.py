@@ -26,9 +26,11 @@ response that stops early; the stored response, what `GET` and the cancel endpoi
 
 A process that dies leaves its background responses unfinished: the store's sweep for dead processes marks
 them failed, and a follower that finds a response ended without a terminal event stored ends the stream with
-`response.failed` carrying the stored response. At shutdown (`BackgroundRuns.shutdown`, from the app's
-lifespan after the drain) the runs still going are failed (`background.stopped_message`, with what they wrote
-so far) and settled in the store before it closes: a background response is never continued by another process.
+`response.failed` carrying the stored response. At shutdown a background run is a live response of the drain
+(`drain.Drain`) like a stream: it gets the same `--shutdown-timeout` to finish, and one still going at the
+deadline is failed (`server_shutting_down`, `background.stopped_message`, with what it wrote so far) and
+settled in the store before the worker stops; `BackgroundRuns.shutdown`, from the app's lifespan, does the same
+for any run left then. A background response is never continued by another process.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..types import (
     ResponseIncompleteStreamingEvent,
     ResponseResource,
 )
+from .drain import Drain
 from .engines.base import Engine, EngineError, Finished
 from .errors import ErrorKind, ServerError
 from .exchange import error_kind
@@ -154,7 +157,8 @@ class EventLog:
 
 
 class BackgroundRun:
-    """One background response, run to its end by the server whether or not its client stays."""
+    """One background response, run to its end by the server whether or not its client stays. While it runs it
+    is one of the drain's live responses: at the shutdown deadline `interrupt` ends it, failed."""
 
     def __init__(
         self,
@@ -167,6 +171,7 @@ class BackgroundRun:
         metrics: Metrics,
         release: Callable[[], None],
         log_events: EventLog | None,
+        drain: Drain | None = None,
     ) -> None:
         self.engine = engine
         self.run = run
@@ -176,6 +181,13 @@ class BackgroundRun:
         self.metrics = metrics
         self.release = release
         self.events = log_events
+        self.drain = drain
+        self._task: asyncio.Task[Any] | None = None
+
+    def interrupt(self) -> None:
+        """End the run now (the shutdown deadline): it fails as the server stopping, and settles in the store."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
     @property
     def response_id(self) -> str:
@@ -233,6 +245,12 @@ class BackgroundRun:
 
     async def __call__(self) -> None:
         run = self.run
+        drain = self.drain
+        self._task = asyncio.current_task()
+        if drain is not None:
+            drain.calls.add(self)  # the worker stops only once this run has ended and settled
+            if drain.expired:
+                self.interrupt()
         watch = asyncio.ensure_future(self._watch_cancel())
         try:
             try:
@@ -247,8 +265,8 @@ class BackgroundRun:
                 elif self.runs.cancelling(self.response_id):
                     self.recorder.cancelled = True
                     run.fail(ErrorKind.CANCELLED, _spec.BACKGROUND_CANCELLED_MESSAGE)
-                else:  # the server stops
-                    run.fail(ErrorKind.INTERNAL, _spec.BACKGROUND_STOPPED_MESSAGE)
+                else:  # the server stops: the drain's deadline passed, or the app's lifespan ends
+                    run.fail(ErrorKind.SHUTTING_DOWN, _spec.BACKGROUND_STOPPED_MESSAGE)
             except (ResponseNotInProgress, StoreError) as exc:  # recovered or deleted meanwhile, or the store failed
                 log.warning("background response %s stopped: %s", self.response_id, exc)
                 return
@@ -263,6 +281,8 @@ class BackgroundRun:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
             self.release()
+            if drain is not None:
+                drain.calls.discard(self)
 
     async def _settle(self) -> None:
         """Store the last events (the terminal one included), then the response's end."""
@@ -285,8 +305,10 @@ async def start_background(
     release: Callable[[], None],
     stream: bool,
     owner: Owner,
+    drain: Drain | None = None,
 ) -> Response:
-    """Store the response `queued` and start it; the answer: the queued resource, or (streamed) its events.
+    """Store the response `queued` and start it, one of `drain`'s live responses while it runs; the answer: the
+    queued resource, or (streamed) its events.
 
     The run's opening events (`response.created`, `response.in_progress`) are written and, streamed, stored
     before this answers, so a streamed background response always has events to resume from."""
@@ -309,6 +331,7 @@ async def start_background(
         metrics=metrics,
         release=release,
         log_events=events,
+        drain=drain,
     )
     runs.start(run.builder.response_id, work)
     if stream:

@@ -4,7 +4,8 @@
 `Retry-After`, and gives the responses already running `--shutdown-timeout` seconds. `Drain.expire` (the
 deadline, or a second signal) interrupts each one still running: a stream ends with `error`,
 `response.failed` and `[DONE]` (Chat: an error chunk and `[DONE]`), a whole response with a 503 naming
-its id, and a stored one is stored failed. The server closes the store only once they are all done.
+its id, and a stored one (a background one too, `background`) is stored failed. The server closes the
+store only once they are all done.
 """
 
 from __future__ import annotations
