@@ -12,11 +12,13 @@ import contextlib
 import functools
 import io
 import json
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from harness import fixed, flag_columns, run_events
+from harness import jsonable as _jsonable
 
 from harmony_responses import (
     Conversation,
@@ -40,7 +42,6 @@ from harmony_responses.bridge import (
     SSEStreamer,
     build_response,
     chat_completion_chunks,
-    counting_ids,
     parse_request,
     request_to_conversation,
     response_snapshot,
@@ -50,7 +51,6 @@ from harmony_responses.bridge import (
 )
 from harmony_responses.bridge.arguments import check_arguments
 from harmony_responses.bridge.encrypted import ReasoningSeal
-from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 
 CORPUS = Path(__file__).resolve().parent.parent / "conformance"
 KINDS = (
@@ -74,10 +74,6 @@ Outputs = dict[str, Any]
 def load_encoding() -> HarmonyEncoding:
     """The encoding every case runs on (conformance/README.md)."""
     return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value))
 
 
 def _role(value: Any) -> Role | None:
@@ -169,40 +165,14 @@ def stream(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
     return {"steps": steps, "messages": [m.to_dict() for m in parser.messages]}
 
 
-def event_dict(event: Event) -> dict[str, Any]:
-    """An event as `parse --events` prints it."""
-    out: dict[str, Any] = {"type": event.type}
-    for key in event.__dataclass_fields__:
-        value = getattr(event, key)
-        out[key] = value.to_dict() if isinstance(value, ParsedMessage) else value
-    jsonable: dict[str, Any] = _jsonable(out)
-    return jsonable
-
-
 def events(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
-    parser = HarmonyStreamParser(
-        encoding,
-        _role(case["role"]),
-        case["mode"],
-        case["tools"],
-        stop_after_tool_call=case["stop_after_tool_call"],
-        stop_at_turn_end=case["stop_at_turn_end"],
-        max_tool_calls=case["max_tool_calls"],
-    )
-    seen: list[Event] = []
-    try:
-        for chunk in case["chunks"]:
-            seen += parser.feed_text(chunk) if isinstance(chunk, str) else parser.feed_tokens(chunk)
-        seen += parser.close()
-    except HarmonyError as exc:
-        return {"events": [event_dict(e) for e in seen], "error": str(exc)}
-    return {"events": [event_dict(e) for e in seen]}
+    options: dict[str, Any] = {k: case[k] for k in ("stop_after_tool_call", "stop_at_turn_end", "max_tool_calls")}
+    return run_events(encoding, case["chunks"], _role(case["role"]), case["mode"], case["tools"], **options)
 
 
 def _fixed(case: dict[str, Any]) -> dict[str, Any]:
-    """The fixed clock and ids (conformance/README.md): counting ids, created_at 0, a clock at 0, 7 input tokens."""
-    out: dict[str, Any] = {"ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0, "strict": case["strict"]}
-    out["input_tokens"] = 7
+    """The fixed clock and ids (harness.fixed), and the case's `role` and `tools` when it gives them."""
+    out = fixed(case["strict"])
     if "role" in case:
         out["role"] = _role(case["role"])
     if "tools" in case:
@@ -272,19 +242,11 @@ def cli(encoding: HarmonyEncoding, case: dict[str, Any]) -> Outputs:
             (Path(folder) / name).write_bytes(base64.b64decode(data))
         argv = [arg.replace("{dir}", folder) for arg in case["argv"]]
         out, err = io.StringIO(), io.StringIO()
-        columns = os.environ.get("COLUMNS")
-        os.environ["COLUMNS"] = "80"
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = py_cli.main(argv)
-                except SystemExit as exc:
-                    code = int(exc.code or 0)
-        finally:
-            if columns is None:
-                del os.environ["COLUMNS"]
-            else:
-                os.environ["COLUMNS"] = columns
+        with flag_columns(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = py_cli.main(argv)
+            except SystemExit as exc:
+                code = int(exc.code or 0)
         stdout, stderr = out.getvalue().replace(folder, "{dir}"), err.getvalue().replace(folder, "{dir}")
         return flag_library_words(argv, {"code": code, "stdout": stdout, "stderr": stderr})
 

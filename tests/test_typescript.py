@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conformance_ops import CORPUS, INPUT, expected
+from harness import fixed, jsonable, run_events, run_node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from output_items import Dialogue, dialogue, load_reference, play
@@ -50,7 +52,6 @@ from harmony_responses.bridge import (
     tool_policy,
 )
 from harmony_responses.bridge.encrypted import ReasoningSeal
-from harmony_responses.stream import Event, HarmonyStreamParser, ParsedMessage
 from harmony_responses.types import _models
 
 from conftest import ROOT
@@ -68,24 +69,14 @@ def _known(text: str) -> str:
 
 
 VOCABULARY_SIZE = 201088
-SERVER = ROOT / "runtime" / "typescript" / "build" / "test" / "server.js"
+SERVER = "test/server.js"  # under harness.TS_BUILD
 EXAMPLES = int(os.environ.get("TS_EXAMPLES", "60"))
 FUNCTIONS = ["render_conversation", "render_conversation_for_completion", "render_conversation_for_training"]
 
 
 class Node:
     def __init__(self) -> None:
-        if not SERVER.is_file():
-            raise RuntimeError(f"{SERVER} is missing: run `make ts-build` (make test does)")
-        env = {**os.environ, "COLUMNS": "80"}
-        self.proc = subprocess.Popen(
-            ["node", str(SERVER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            env=env,
-        )
+        self.proc = run_node(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def ask(self, **request: Any) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -219,10 +210,6 @@ def _py_stream(encoding: HarmonyEncoding, tokens: list[int], role: Role | None, 
     return {"steps": steps, "messages": [m.to_dict() for m in parser.messages]}
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value))
-
-
 @SETTINGS
 @given(data=st.data(), strict=st.booleans())
 def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.DataObject, strict: bool) -> None:
@@ -237,8 +224,8 @@ def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.
         ours = {"error": str(exc)}
     theirs = node.ask(op="parse", tokens=tokens, role=role.value if role else None, strict=strict)
     theirs.pop("error_type", None)
-    assert theirs == _jsonable(ours)
-    assert node.ask(op="stream", tokens=tokens, role=role.value if role else None, strict=strict) == _jsonable(
+    assert theirs == jsonable(ours)
+    assert node.ask(op="stream", tokens=tokens, role=role.value if role else None, strict=strict) == jsonable(
         _py_stream(encoding, tokens, role, strict)
     )
 
@@ -246,34 +233,21 @@ def test_parse_and_stream_agree(node: Node, encoding: HarmonyEncoding, data: st.
 # -- the event parser ---------------------------------------------------------------------------------------
 
 
-def _event_dict(event: Event) -> dict[str, Any]:
-    """An event as `parse --events` prints it (the TypeScript side answers in this form)."""
-    out: dict[str, Any] = {"type": event.type}
-    for key in event.__dataclass_fields__:
-        value = getattr(event, key)
-        out[key] = value.to_dict() if isinstance(value, ParsedMessage) else value
-    jsonable: dict[str, Any] = _jsonable(out)
-    return jsonable
-
-
 def _py_events(encoding: HarmonyEncoding, chunks: list[Any], options: dict[str, Any]) -> dict[str, Any]:
-    parser = HarmonyStreamParser(
-        encoding,
-        options["role"],
-        options["mode"],
-        options["tools"],
-        stop_after_tool_call=options["stop_after_tool_call"],
-        stop_at_turn_end=options["stop_at_turn_end"],
-        max_tool_calls=options.get("max_tool_calls"),
-    )
-    events: list[Event] = []
-    try:
-        for chunk in chunks:
-            events += parser.feed_text(chunk) if isinstance(chunk, str) else parser.feed_tokens(chunk)
-        events += parser.close()
-    except HarmonyError as exc:
-        return {"events": [_event_dict(e) for e in events], "error": str(exc)}
-    return {"events": [_event_dict(e) for e in events]}
+    flags: dict[str, Any] = {k: options.get(k) for k in ("stop_after_tool_call", "stop_at_turn_end", "max_tool_calls")}
+    return run_events(encoding, chunks, options["role"], options["mode"], options["tools"], **flags)
+
+
+def test_the_python_side_answers_the_corpus_events(encoding: HarmonyEncoding) -> None:
+    """The live comparison starts from the corpus: its Python side of the event parser (`_py_events`, the
+    harness's run) gives every `events` case's expected outputs, so a difference found here is the other
+    language's, or a case the corpus lacks."""
+    folders = sorted(p.parent for p in (CORPUS / "events").glob(f"*/{INPUT}"))
+    assert len(folders) > 300
+    for folder in folders:
+        case = json.loads((folder / INPUT).read_text(encoding="utf-8"))
+        options = {**case, "role": Role(case["role"]) if case["role"] is not None else None}
+        assert _py_events(encoding, case["chunks"], options) == expected(folder), folder.name
 
 
 def _split(draw: st.DrawFn, sequence: Any) -> list[Any]:
@@ -405,16 +379,12 @@ def test_every_model_reads_its_fields_as_pydantic_does(node: Node) -> None:
         if cls is None:  # an inline or aliased schema the Python models name differently
             continue
         ours = [
-            [info.alias or key, info.is_required(), None if info.is_required() else _jsonable(info.default)]
+            [info.alias or key, info.is_required(), None if info.is_required() else jsonable(info.default)]
             for key, info in cls.model_fields.items()
         ]
         assert fields == ours, name
         checked += 1
     assert checked > 60
-
-
-def _fixed(strict: bool) -> dict[str, Any]:
-    return {"ids": counting_ids(), "created_at": 0, "clock": lambda: 0.0, "strict": strict, "input_tokens": 7}
 
 
 def _py_bridge(
@@ -430,16 +400,16 @@ def _py_bridge(
     """`reading`: the builder's `role` and `tools`, when given (the TypeScript side takes the same keys)."""
     body = parse_request(json.loads(request)) if request is not None else None
     try:
-        streamer = SSEStreamer(encoding, body, reasoning_names=names, **_fixed(strict), **reading)
+        streamer = SSEStreamer(encoding, body, reasoning_names=names, **fixed(strict), **reading)
         sse = streamer.start()
         for piece in pieces:
             sse += streamer.feed_text(piece) if isinstance(piece, str) else streamer.feed(piece)
         sse += streamer.finish(stopped)
-        options = {**_fixed(strict), **reading, "stopped": stopped}
+        options = {**fixed(strict), **reading, "stopped": stopped}
         typed = "".join(to_sse(stream_response(pieces, encoding, body, **options), reasoning_names=names))
-        response = build_response(pieces, encoding, body, **{**_fixed(strict), **reading, "stopped": stopped})
+        response = build_response(pieces, encoding, body, **{**fixed(strict), **reading, "stopped": stopped})
         chunks = chat_completion_chunks(
-            stream_response(pieces, encoding, body, **{**_fixed(strict), **reading, "stopped": stopped}), include_usage
+            stream_response(pieces, encoding, body, **{**fixed(strict), **reading, "stopped": stopped}), include_usage
         )
         return {
             "sse": sse,
@@ -641,7 +611,7 @@ def test_strict_tool_arguments_are_checked_alike(node: Node, schema: dict[str, A
     from harmony_responses.bridge.arguments import check_arguments  # noqa: PLC0415
 
     ours = check_arguments(arguments, schema).to_dict()
-    assert node.ask(op="arguments", arguments=arguments, schema=json.dumps(schema)) == _jsonable(ours), arguments
+    assert node.ask(op="arguments", arguments=arguments, schema=json.dumps(schema)) == jsonable(ours), arguments
 
 
 def nested(depth: int, wrap: Callable[[object], object], leaf: object) -> object:
