@@ -4,7 +4,7 @@
  * before anything is decoded; a syntax error is format.json's one `text_rules` error text, with no position.
  */
 
-import { isJsonObject, JsonFloat, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
+import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
 import { spec } from "./tables.js";
 
 export const MAX_JSON_DEPTH: number = spec.MAX_JSON_DEPTH;
@@ -74,8 +74,6 @@ function* walk(value: unknown): Generator<[PathPart[], string]> {
       for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as [PathPart[], unknown]);
     } else if (typeof node === "number" && !Number.isFinite(node)) {
       yield [parts, `expected a finite number, found ${Number.isNaN(node) ? "nan" : node > 0 ? "inf" : "-inf"}`];
-    } else if (node instanceof JsonFloat && !Number.isFinite(node.value)) {
-      yield [parts, `expected a finite number, found ${node.value > 0 ? "inf" : "-inf"}`];
     }
   }
 }
