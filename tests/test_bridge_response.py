@@ -208,7 +208,7 @@ def test_parse_sse_reads_crlf_and_names_bad_lines(encoding: HarmonyEncoding) -> 
     events = events_of(encoding, tokens(encoding, "<|channel|>final<|message|>Hi<|return|>"))
     wire = "".join(to_sse(events))
     assert parse_sse(wire.replace("\n", "\r\n")) == events
-    with pytest.raises(SSEError, match="line 2: data is not JSON"):
+    with pytest.raises(SSEError, match="line 2: data: not valid JSON"):
         parse_sse("event: error\ndata: {nope\n\n")
     with pytest.raises(SSEError, match="line 1: not an SSE field"):
         parse_sse("hello\n\n")

@@ -49,7 +49,7 @@ def test_tools(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("command", "payload", "message"),
     [
-        ("render", "{not json", "$: expected JSON, line 1 column 2"),
+        ("render", "{not json", "$: not valid JSON"),
         ("render", '{"messages": {}}', "$.messages: expected a list of messages"),
         ("render", '{"messages": [{"role": "robot", "content": "x"}]}', "$.messages[0].role: expected one of"),
         (

@@ -118,15 +118,15 @@ def test_respond_names_a_token_id_outside_the_vocabulary(cli: Run, tmp_path: Pat
 )
 def test_invalid_utf8_is_one_line_in_every_command(cli: Run, tmp_path: Path, command: tuple[str, ...]) -> None:
     bad = write(tmp_path, "bad.json", b"\xff{}")
-    one_line_error(cli(command[0], bad, *command[1:]), f"{bad}: $: not UTF-8: byte ff at offset 0")
+    one_line_error(cli(command[0], bad, *command[1:]), f"{bad}: $: not UTF-8: invalid byte at offset 0")
     run = cli(command[0], "-", *command[1:], stdin=b"<|channel|>final<|message|>hi \xff<|end|>")
-    one_line_error(run, "<stdin>: $: not UTF-8: byte ff at offset 30")
+    one_line_error(run, "<stdin>: $: not UTF-8: invalid byte at offset 30")
     assert run.stdout == ""  # never passed through into the JSON Lines
 
 
 def test_invalid_utf8_on_real_standard_input_is_not_passed_through() -> None:
     run = subprocess_cli("parse", "-", "--mode", "lenient", stdin=b"<|channel|>final<|message|>hi \xff<|end|>")
-    one_line_error(run, "<stdin>: $: not UTF-8: byte ff at offset 30")
+    one_line_error(run, "<stdin>: $: not UTF-8: invalid byte at offset 30")
     assert run.stdout == ""
 
 
@@ -222,7 +222,7 @@ def test_respond_file_errors_name_the_file_and_the_flag(cli: Run, tmp_path: Path
         cli("respond", "--request", REQUEST, "--completion", absent), f"--completion {absent}: $: cannot read"
     )
     bad = write(tmp_path, "bad.json", "{nope")
-    one_line_error(cli("respond", "--request", bad, "--completion", COMPLETION), f"--request {bad}: $: expected JSON")
+    one_line_error(cli("respond", "--request", bad, "--completion", COMPLETION), f"--request {bad}: $: not valid JSON")
 
 
 def test_a_missing_vocabulary_is_not_blamed_on_the_input(tmp_path: Path) -> None:

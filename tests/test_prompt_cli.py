@@ -147,7 +147,7 @@ def test_a_bad_request_prints_its_error_body_and_exits_2(
 @pytest.mark.parametrize(
     ("payload", "words"),
     [
-        ("{not json", "--request {path}: $: expected JSON, line 1 column 2"),
+        ("{not json", "--request {path}: $: not valid JSON"),
         ('{"input": "a\\ud800"}', "--request {path}: $.input: "),
         (None, "--request {path}: $: cannot read file"),
     ],

@@ -66,7 +66,7 @@ def test_a_leading_bom_id_and_retry_fields_and_comments(wire: str, events: list[
 
 
 def test_a_field_without_colon_is_the_field_with_an_empty_value() -> None:
-    with pytest.raises(SSEError, match="line 1: data is not JSON"):
+    with pytest.raises(SSEError, match="line 1: data: not valid JSON"):
         parse_sse("data\n\n")  # `data` alone is an empty data line, and empty is not an event
 
 
@@ -91,5 +91,5 @@ def test_text_after_done_and_unknown_fields_are_flagged(wire: str) -> None:
         parse_sse("hello: there\n\n" + wire)
     with pytest.raises(SSEError, match="line 1: retry expects a number"):
         parse_sse("retry: soon\n\n" + wire)
-    with pytest.raises(SSEError, match="line 1: event 'response.created' has no data"):
+    with pytest.raises(SSEError, match='line 1: event "response.created" has no data'):
         parse_sse("event: response.created\n\n" + wire)

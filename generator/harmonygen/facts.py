@@ -124,6 +124,17 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
         Fact("BROWSER_WRAP_WIDTH", b.wrap_width, "The browser wraps page lines at this many columns."),
     ]
     out += _group("browser", b.texts.items())
+    r = fmt.text_rules
+    out += [
+        Fact(
+            "WHITESPACE_RANGES",
+            r.whitespace,
+            "White space (inclusive code-point ranges): what stripping, word splitting and blank tests use.",
+            ("seq", ("pair", "int", "int")),
+        ),
+        Fact("JSON_SYNTAX_ERROR", r.json_syntax_error, "The one text of a JSON syntax error (no position)."),
+        Fact("JSON_MAX_INTEGER_DIGITS", r.json_max_integer_digits, "A JSON integer of more digits is refused."),
+    ]
     out += _group("err", fmt.errors.items())
     p = ir.parsing
     out.append(Fact("PARSE_EOS_TERMINATOR", p.eos_terminator))

@@ -100,6 +100,15 @@ class BrowserDisplayIR:
 
 
 @dataclass(frozen=True)
+class TextRulesIR:
+    """How every runtime reads and writes text where languages' libraries differ (format.json's text_rules)."""
+
+    whitespace: tuple[tuple[int, int], ...]  # inclusive code-point ranges
+    json_syntax_error: str
+    json_max_integer_digits: int
+
+
+@dataclass(frozen=True)
 class FormatIR:
     roles: tuple[RoleIR, ...]
     reasoning_efforts: tuple[EffortIR, ...]
@@ -111,6 +120,7 @@ class FormatIR:
     tools_section: dict[str, str]
     conversation: dict[str, Any]
     browser_display: BrowserDisplayIR
+    text_rules: TextRulesIR
     errors: dict[str, str]
 
 

@@ -33,6 +33,7 @@ from .ir import (
     ServerErrorIR,
     ServerIR,
     SpecialToken,
+    TextRulesIR,
     TokensIR,
     ToolIR,
 )
@@ -232,7 +233,27 @@ def _format(fmt: _Doc) -> FormatIR:
         tools_section=fmt.strings("tools_section"),
         conversation=fmt.table("conversation"),
         browser_display=_browser_display(fmt),
+        text_rules=_text_rules(fmt),
         errors=fmt.strings("errors"),
+    )
+
+
+def _text_rules(fmt: _Doc) -> TextRulesIR:
+    """The text rules: white space as ascending, disjoint code-point ranges, and JSON's error text and limit."""
+    path = ("text_rules",)
+    extra = sorted(set(fmt.table(*path)) - {f for f in TextRulesIR.__dataclass_fields__} - {"$comment"})
+    if extra:
+        raise fmt.fail(path, f"has unknown keys {extra}")
+    ranges: list[tuple[int, int]] = []
+    for i, pair in enumerate(fmt.get(*path, "whitespace", kind=list)):
+        ok = isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)
+        if not ok or not 0 <= pair[0] <= pair[1] <= 0x10FFFF or (ranges and pair[0] <= ranges[-1][1] + 1):
+            raise fmt.fail((*path, "whitespace", i), "is not a code-point range [first, last] after the one before")
+        ranges.append((pair[0], pair[1]))
+    return TextRulesIR(
+        whitespace=tuple(ranges),
+        json_syntax_error=fmt.get(*path, "json_syntax_error", kind=str),
+        json_max_integer_digits=fmt.get(*path, "json_max_integer_digits", kind=int),
     )
 
 

@@ -60,12 +60,9 @@ def read_text(file: str, flag: str | None = None) -> str:
         raise InputError(file, "$", f"cannot read file ({exc.strerror})", flag) from None
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.end].hex(" ")
+    except UnicodeDecodeError as exc:  # where the first bad sequence starts (its bytes and words vary by language)
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            file, "$", f"not UTF-8: byte {bad} at offset {exc.start} (line {line}): {exc.reason}", flag
-        ) from None
+        raise InputError(file, "$", f"not UTF-8: invalid byte at offset {exc.start} (line {line})", flag) from None
 
 
 def read_json(file: str, flag: str | None = None) -> Any:
@@ -82,7 +79,7 @@ def _kind(value: object) -> str:
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
-        return f"{value!r} (a number with a fraction)"
+        return f"{value!r} (a number with a fraction)"  # the float spelling of format.json's text_rules
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):

@@ -27,6 +27,7 @@ from ._tables import spec as _spec
 
 MAX_JSON_DEPTH: int = _spec.MAX_JSON_DEPTH
 MAX_SCHEMA_CHARS: int = _spec.MAX_SCHEMA_CHARS
+NOT_JSON: str = _spec.JSON_SYNTAX_ERROR  # format.json text_rules: one text, no position
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -139,19 +140,19 @@ def _too_deep_at(text: str, root: str) -> str | None:
 
 
 def load_json(text: str, root: str = "$") -> Any:
-    """Decode JSON text within the limits; `JSONInputError` names the path (or line and column) of a problem.
+    """Decode JSON text within the limits; `JSONInputError` names the path of a problem.
 
-    A leading byte-order mark is refused as Python's decoder and the reference refuse it (JSON allows a
-    reader either way); the message says so.
+    The nesting limit is checked on the text's brackets first, so nothing recursive sees deeper input. Any
+    text the decoder refuses (a byte-order mark included) and an integer of more digits than Python converts
+    get format.json's one syntax-error text, `NOT_JSON`, with no position: each language's parser reports
+    positions its own way, so the corpus fixes only the text (format.json's `text_rules`).
     """
+    where = _too_deep_at(text, root)
+    if where is not None:
+        raise JSONInputError(where, f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")
     try:
         value = json.loads(text, parse_constant=_NonFinite)
-    except json.JSONDecodeError as exc:
-        raise JSONInputError(root, f"expected JSON, line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        where = _too_deep_at(text, root) or root
-        raise JSONInputError(where, f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise JSONInputError(root, f"expected JSON: {exc}") from None
+    except ValueError:  # a JSONDecodeError, or an integer of more digits than Python converts
+        raise JSONInputError(root, NOT_JSON) from None
     check_json_value(value, root)
     return value

@@ -23,7 +23,6 @@ import {
 import { prompt, promptCommand } from "./prompt.js";
 import { respond, respondCommand } from "./respond.js";
 import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
-import { cpLength } from "./pytext.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { fill } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
@@ -252,7 +251,7 @@ function setAsideNote(file: string, events: readonly Event[]): string | null {
   if (recovered.length === 0) return null;
   const counts = new Map<string, number>();
   for (const e of recovered) counts.set(e.rule, (counts.get(e.rule) ?? 0) + 1);
-  const chars = recovered.reduce((n, e) => n + cpLength(e.text), 0);
+  const chars = recovered.reduce((n, e) => n + [...e.text].length, 0);
   const rules = [...counts].sort(([a], [b]) => compareCodePoints(a, b)).map(([rule, n]) => `${rule} x${n}`).join(", ");
   const aside = chars ? `${chars} characters set aside` : "no text set aside";
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;

@@ -12,9 +12,8 @@ import { readFileSync } from "node:fs";
 
 import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
-import { isJsonObject, JsonFloat, type JsonData } from "./json.js";
+import { floatRepr, isJsonObject, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
-import { floatRepr } from "./json.js";
 import { spec } from "./tables.js";
 import { firstUtf8Problem } from "./utf8.js";
 
@@ -70,10 +69,6 @@ export class Crash extends Error {
   override readonly name = "Crash";
 }
 
-function hexBytes(bytes: Uint8Array): string {
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join(" ");
-}
-
 /** The file's (or standard input's) text, decoded as strict UTF-8. */
 export function readText(file: string, flag: string | null = null): string {
   let data: Buffer;
@@ -85,12 +80,8 @@ export function readText(file: string, flag: string | null = null): string {
   }
   const problem = firstUtf8Problem(data);
   if (problem !== null) {
-    const bytes = data.subarray(problem.start, problem.start + Math.max(1, problem.length));
-    const lead = data[problem.start] ?? 0;
-    const reason = problem.incomplete ? "unexpected end of data" : lead < 0xc2 || lead > 0xf4 ? "invalid start byte" : "invalid continuation byte";
-    let line = 1;
-    for (let i = 0; i < problem.start; i++) if (data[i] === 0x0a) line++;
-    throw new InputError(file, "$", `not UTF-8: byte ${hexBytes(bytes)} at offset ${problem.start} (line ${line}): ${reason}`, flag);
+    const line = data.subarray(0, problem.start).filter((b) => b === 0x0a).length + 1;
+    throw new InputError(file, "$", `not UTF-8: invalid byte at offset ${problem.start} (line ${line})`, flag);
   }
   return data.toString("utf8");
 }
@@ -108,8 +99,7 @@ export function readJsonFile(file: string, flag: string | null = null): JsonData
 function kind(value: unknown): string {
   if (typeof value === "boolean") return "a boolean";
   if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return "an integer";
-  if (value instanceof JsonFloat) return `${floatRepr(value.value)} (a number with a fraction)`;
-  if (typeof value === "number") return `${floatRepr(value)} (a number with a fraction)`;
+  if (typeof value === "number" || value instanceof JsonFloat) return `${floatRepr(Number(value))} (a number with a fraction)`;
   if (typeof value === "string") return "a string";
   if (Array.isArray(value)) return "an array";
   if (isJsonObject(value)) return "an object";

@@ -20,7 +20,7 @@ import { StreamableParser } from "./parser.js";
 import { fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
-import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
+import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 import { type Vocabulary, vocabulary } from "./vocab.js";
 
 const FUNCTIONS = spec.HEADER_FUNCTION_NAMESPACE;
@@ -141,7 +141,7 @@ export class HarmonyEncoding {
 
   decodeBytes(tokens: readonly number[]): Uint8Array {
     const parts = tokens.map((t) => this.tokenBytes(t));
-    return parts.length === 1 && parts[0] !== undefined ? parts[0] : concatBytes(parts);
+    return parts.length === 1 && parts[0] !== undefined ? parts[0] : Buffer.concat(parts);
   }
 
   /** Decode to text; throws HarmonyError on invalid UTF-8 (use `decode` to replace it). */

@@ -1,24 +1,14 @@
 /**
  * Untrusted JSON, read within documented limits; every problem names its JSON path (the Python package's
- * `json_input`, same limits, same messages).
- *
- * - `MAX_JSON_DEPTH` (spec/mapping/requests.json): arrays and objects nest at most that deep, the document itself
- *   being depth 1;
- * - `MAX_SCHEMA_CHARS`: a JSON Schema shown to the model is at most that many characters of compact JSON (the
- *   bridge checks it);
- * - a string or key holding a lone UTF-16 surrogate is refused, and so are `NaN` and `Infinity`.
- *
- * A document nested about 1000 deep makes Python's decoder give up before anything is checked (its recursion
- * limit); the path then reported is the first container beyond the limit, found from the brackets alone. This
- * module does the same from 1000 levels on.
+ * `json_input`, same limits, same texts: see its docstring). The nesting limit is checked on the text's brackets
+ * before anything is decoded; a syntax error is format.json's one `text_rules` error text, with no position.
  */
 
-import { isJsonObject, JsonFloat, type JsonData, JsonSyntaxError, JsonValueError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
+import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
 import { spec } from "./tables.js";
 
 export const MAX_JSON_DEPTH: number = spec.MAX_JSON_DEPTH;
 export const MAX_SCHEMA_CHARS: number = spec.MAX_SCHEMA_CHARS;
-const DECODER_DEPTH = 1000; // where Python's decoder stops on its recursion limit
 
 const KEY_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const SURROGATE = /[\ud800-\udfff]/;
@@ -84,8 +74,6 @@ function* walk(value: unknown): Generator<[PathPart[], string]> {
       for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as [PathPart[], unknown]);
     } else if (typeof node === "number" && !Number.isFinite(node)) {
       yield [parts, `expected a finite number, found ${Number.isNaN(node) ? "nan" : node > 0 ? "inf" : "-inf"}`];
-    } else if (node instanceof JsonFloat && !Number.isFinite(node.value)) {
-      yield [parts, `expected a finite number, found ${node.value > 0 ? "inf" : "-inf"}`];
     }
   }
 }
@@ -97,54 +85,41 @@ export function checkJsonValue(value: unknown, root = "$"): void {
 
 const TOKEN_RE = /"(?:[^"\\]|\\.)*"?|[[\]{}:,]/gs;
 
-/** The deepest nesting of `text`'s brackets, and the path of the first container beyond `limit` (or null). */
-function nesting(text: string, root: string, limit: number): [number, string | null] {
+/** The path of the first container nested beyond `MAX_JSON_DEPTH`, from the text's brackets alone (or null). */
+function tooDeepAt(text: string, root: string): string | null {
   const frames: [boolean, PathPart, boolean][] = []; // per open container: is an object, key or index, expecting a key
-  let deepest = 0;
-  let first: string | null = null;
   TOKEN_RE.lastIndex = 0;
   for (let m = TOKEN_RE.exec(text); m !== null; m = TOKEN_RE.exec(text)) {
     const tok = m[0];
+    const top = frames[frames.length - 1];
     if (tok === "[" || tok === "{") {
-      if (frames.length >= limit && first === null) first = formatPath(root, frames.map((f) => f[1]));
+      if (frames.length >= MAX_JSON_DEPTH) return formatPath(root, frames.map((f) => f[1]));
       frames.push(tok === "{" ? [true, "", true] : [false, 0, false]);
-      deepest = Math.max(deepest, frames.length);
-    } else if (tok === "]" || tok === "}") {
-      frames.pop();
-    } else if (tok === ",") {
-      const top = frames[frames.length - 1];
-      if (top !== undefined) {
-        if (top[0]) top[2] = true;
-        else top[1] = (top[1] as number) + 1;
+    } else if (tok === "]" || tok === "}") frames.pop();
+    else if (tok === "," && top !== undefined) {
+      if (top[0]) top[2] = true;
+      else top[1] = (top[1] as number) + 1;
+    } else if (tok !== ":" && top?.[2] === true) {
+      try {
+        top[1] = JSON.parse(tok) as string;
+      } catch {
+        top[1] = tok;
       }
-    } else if (tok !== ":") {
-      const top = frames[frames.length - 1];
-      if (top !== undefined && top[2]) {
-        try {
-          top[1] = JSON.parse(tok) as string;
-        } catch {
-          top[1] = tok;
-        }
-        top[2] = false;
-      }
+      top[2] = false;
     }
   }
-  return [deepest, first];
+  return null;
 }
 
-/**
- * Decode JSON text within the limits; `JSONInputError` names the path (or line and column) of a problem. A
- * leading byte-order mark is refused as Python's decoder and the reference refuse it.
- */
+/** Decode JSON text within the limits; `JSONInputError` names the path of a problem (the root for a syntax error). */
 export function loadJson(text: string, root = "$"): JsonData {
-  const [deepest, tooDeep] = nesting(text, root, MAX_JSON_DEPTH);
-  if (deepest >= DECODER_DEPTH) throw new JSONInputError(tooDeep ?? root, `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
+  const tooDeep = tooDeepAt(text, root);
+  if (tooDeep !== null) throw new JSONInputError(tooDeep, `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
   let value: JsonData;
   try {
     value = readJson(text, { markNonFinite: true });
   } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new JSONInputError(root, `expected JSON, line ${e.line} column ${e.column}: ${e.msg}`);
-    if (e instanceof JsonValueError) throw new JSONInputError(root, `expected JSON: ${e.message}`);
+    if (e instanceof JsonSyntaxError) throw new JSONInputError(root, e.message);
     throw e;
   }
   checkJsonValue(value, root);

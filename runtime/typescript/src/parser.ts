@@ -10,9 +10,8 @@ import { HarmonyError } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
 import { fill } from "./texts.js";
-import { isPrintable } from "./pyformat.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
-import { concatBytes, decodeReplacing, firstUtf8Problem } from "./utf8.js";
+import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 
 /**
  * Texts this module needs that the spec does not hold yet (the Python parser spells them the same way):
@@ -53,6 +52,8 @@ export class ParsedHeader {
   }
 }
 
+const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u; // Rust escapes these, but the space
+
 /** A string as Rust's `{:?}` prints it (as the Python package approximates it). */
 export function rustDebugStr(text: string): string {
   let out = '"';
@@ -63,7 +64,7 @@ export function rustDebugStr(text: string): string {
     else if (ch === "\r") out += "\\r";
     else if (ch === "\t") out += "\\t";
     else if (ch === "\0") out += "\\0";
-    else if (!isPrintable(ch) && ch !== " ") out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
+    else if (ch !== " " && NOT_PRINTABLE.test(ch)) out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
     else out += ch;
   }
   return out + '"';
@@ -255,7 +256,7 @@ export class StreamableParser {
       this.lastDelta = null;
       return;
     }
-    const pending = this.undecodedBytes.length > 0 ? concatBytes([this.undecodedBytes, data]) : data;
+    const pending = this.undecodedBytes.length > 0 ? Buffer.concat([this.undecodedBytes, data]) : data;
     this.undecodedTokens = [];
     const problem = firstUtf8Problem(pending);
     if (problem === null) {

@@ -1,7 +1,6 @@
 /**
- * What is left of Python's formatting while parsing.json's texts still use `{name!r}` (until they take the
- * spec's placeholder rule, see texts.ts) and the request validation still writes pydantic's and jsonschema's
- * words (schema.ts, arguments.ts): `str.format` with `!r`, and `repr` of a JSON value.
+ * Python's `repr` of values, for the texts of bridge/schema.ts and bridge/arguments.ts that still copy pydantic's
+ * and jsonschema's wording (they go with those texts).
  */
 
 import { floatRepr, isJsonObject, JsonFloat, keysOf } from "./json.js";
@@ -9,35 +8,10 @@ import { pyrepr } from "./texts.js";
 
 export type FormatValue = string | number | boolean | null;
 
-const FIELD = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(![rs])?\}/g;
-
-/** `template` with each field replaced by its value (`!r`: as Python's `repr` writes it). */
-export function pyFormat(template: string, values: Readonly<Record<string, FormatValue>>): string {
-  return template.replace(FIELD, (whole: string, name: string | undefined, conversion: string | undefined) => {
-    if (name === undefined) return whole.charAt(0);
-    if (!(name in values)) throw new Error(`template field ${whole} has no value`);
-    const value = values[name] ?? null;
-    return conversion === "!r" ? pyRepr(value) : pyStr(value);
-  });
-}
-
-/** A value as Python's `str()` writes it. */
-export function pyStr(value: FormatValue): string {
-  if (value === null) return "None";
-  if (typeof value === "boolean") return value ? "True" : "False";
-  return String(value);
-}
-
 /** A value as Python's `repr()` writes it. */
 export function pyRepr(value: FormatValue): string {
-  return typeof value === "string" ? pyrepr(value) : pyStr(value);
-}
-
-const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
-
-/** Python's `str.isprintable()` for one character: not a control, format, separator or unassigned one. */
-export function isPrintable(ch: string): boolean {
-  return ch === " " || !NOT_PRINTABLE.test(ch);
+  if (typeof value === "string") return pyrepr(value);
+  return value === null ? "None" : typeof value === "boolean" ? (value ? "True" : "False") : String(value);
 }
 
 /** A JSON value as Python's `repr` writes the object `json.loads` made of it. */

@@ -1,11 +1,14 @@
 /**
- * Fill the spec's texts: the placeholder rule written in spec/harmony/format.json's `texts`.
+ * The spec's text rules (spec/harmony/format.json): `fill` the spec's texts under the placeholder rule of `texts`;
+ * white space, and lengths and offsets in code points, as `text_rules` defines them.
  *
  * `{name}` inserts the value as plain text (a string as is, any other value as its JSON text: an integer in
  * decimal, `null`, `true`); `{name:json}` its JSON text
  * (`JSON.stringify`); `{name:pyrepr}`, allowed only in the texts the drop-in API copies from openai-harmony,
  * Python's `repr` of a string (the rule is written beside it in the spec); `{{` and `}}` are literal braces.
  */
+
+import { spec } from "./tables.js";
 
 const FIELD = /\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)(?::(json|pyrepr))?\}/g;
 
@@ -41,4 +44,62 @@ export function pyrepr(text: string): string {
 
 function hex(code: number, width: number): string {
   return code.toString(16).padStart(width, "0");
+}
+
+/** `text_rules.whitespace` as a regular-expression class body (flag `u`). */
+export const WHITESPACE: string = spec.WHITESPACE_RANGES.map(([a, b]) => `\\u{${a.toString(16)}}-\\u{${b.toString(16)}}`).join("");
+const SPACE_UNITS = new Set(spec.WHITESPACE_RANGES.flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => a + i)));
+const EDGES = new RegExp(`^[${WHITESPACE}]+|[${WHITESPACE}]+$`, "gu");
+const ALNUM = /^[\p{L}\p{N}]+$/u;
+
+/** Whether one UTF-16 unit is white space (all of the class is in the BMP). */
+export function isSpaceUnit(unit: number): boolean {
+  return SPACE_UNITS.has(unit);
+}
+
+/** `text` without white space at either end. */
+export function strip(text: string): string {
+  return text.replace(EDGES, "");
+}
+
+/** Not empty, and every character a letter or a number (Unicode L and N). */
+export function isAlnum(text: string): boolean {
+  return ALNUM.test(text);
+}
+
+/** The code points of `text` (a surrogate pair counts once, a lone surrogate once). */
+export function cpLength(text: string): number {
+  return cpCount(text, 0, text.length);
+}
+
+/** The code points between UTF-16 offsets `start` and `end`, without slicing. */
+export function cpCount(text: string, start: number, end: number): number {
+  let n = end - start;
+  for (let i = start; i < end - 1; i++) {
+    if (isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1))) {
+      n--;
+      i++;
+    }
+  }
+  return n;
+}
+
+/** The first `count` code points of `text`. */
+export function cpPrefix(text: string, count: number): string {
+  let i = 0;
+  for (let k = 0; k < count && i < text.length; k++) i += isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1)) ? 2 : 1;
+  return text.slice(0, i);
+}
+
+export function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+export function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/** Escape `text` for a regular expression with the `u` flag. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 }

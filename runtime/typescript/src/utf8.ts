@@ -1,8 +1,10 @@
 /**
- * UTF-8 as Python's codec reports it: where the first bad sequence starts, how long it is, and whether the
- * data merely ends inside a character ("unexpected end of data"). Replacement follows the same "maximal
- * subpart" rule as Python and `TextDecoder`, so both languages produce the same text from the same bytes.
+ * UTF-8 by Unicode's rules: where the first ill-formed sequence starts and how long its maximal subpart is (what
+ * Rust's `Utf8Error` reports and openai-harmony's error texts print), and decoding in pieces with U+FFFD for each
+ * maximal subpart (as `TextDecoder` and the Python package replace).
  */
+
+import { isUtf8 } from "node:buffer";
 
 /** The first problem in a byte string: `length` bytes from `start` are invalid, or (`incomplete`) the data
  * ends inside a character that starts at `start`. */
@@ -12,65 +14,28 @@ export interface Utf8Problem {
   readonly incomplete: boolean;
 }
 
+// Over the bytes read as Latin-1 (one character a byte): Unicode's table of well-formed sequences, and the
+// longest start of one (a maximal subpart).
+const WELL_FORMED =
+  /(?:[\x00-\x7f]+|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2})*/y;
+const SUBPART =
+  /[\xc2-\xdf]|\xe0[\xa0-\xbf]?|[\xe1-\xec\xee\xef][\x80-\xbf]?|\xed[\x80-\x9f]?|\xf0(?:[\x90-\xbf][\x80-\xbf]?)?|[\xf1-\xf3](?:[\x80-\xbf][\x80-\xbf]?)?|\xf4(?:[\x80-\x8f][\x80-\xbf]?)?/y;
 const replacing = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
-const encoder = new TextEncoder();
 
 /** The first invalid or unfinished sequence in `bytes`, or null if it is all valid UTF-8. */
 export function firstUtf8Problem(bytes: Uint8Array): Utf8Problem | null {
-  const n = bytes.length;
-  let i = 0;
-  while (i < n) {
-    const b = bytes[i] ?? 0;
-    if (b < 0x80) {
-      i += 1;
-      continue;
-    }
-    let need: number;
-    let lo = 0x80;
-    let hi = 0xbf;
-    if (b >= 0xc2 && b <= 0xdf) need = 1;
-    else if (b >= 0xe0 && b <= 0xef) {
-      need = 2;
-      if (b === 0xe0) lo = 0xa0;
-      else if (b === 0xed) hi = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      need = 3;
-      if (b === 0xf0) lo = 0x90;
-      else if (b === 0xf4) hi = 0x8f;
-    } else return { start: i, length: 1, incomplete: false };
-    let j = 1;
-    for (; j <= need; j++) {
-      if (i + j >= n) return { start: i, length: j, incomplete: true };
-      const c = bytes[i + j] ?? 0;
-      const ok = j === 1 ? c >= lo && c <= hi : c >= 0x80 && c <= 0xbf;
-      if (!ok) return { start: i, length: j, incomplete: false };
-    }
-    i += need + 1;
-  }
-  return null;
+  if (isUtf8(bytes)) return null;
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("latin1");
+  WELL_FORMED.lastIndex = 0;
+  const start = WELL_FORMED.exec(text)?.[0].length ?? 0;
+  SUBPART.lastIndex = start;
+  const part = SUBPART.exec(text)?.[0].length ?? 0;
+  return { start, length: Math.max(1, part), incomplete: part > 0 && start + part === text.length };
 }
 
-/** Decode, replacing each invalid sequence with U+FFFD (Python's `errors="replace"`). */
+/** Decode, replacing each invalid sequence with U+FFFD. */
 export function decodeReplacing(bytes: Uint8Array): string {
   return replacing.decode(bytes);
-}
-
-/** The UTF-8 bytes of `text`; lone surrogates become U+FFFD, as Python's `surrogatepass`/`replace` round trip. */
-export function encodeUtf8(text: string): Uint8Array {
-  return encoder.encode(text);
-}
-
-/** Concatenate byte strings. */
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** Where the data ends inside a character that more bytes could finish (its first byte), else `bytes.length`. */
@@ -79,31 +44,25 @@ function unfinishedTail(bytes: Uint8Array): number {
   for (let k = 1; k <= Math.min(3, n); k++) {
     const b = bytes[n - k] ?? 0;
     if (b < 0x80) return n;
-    if (b >= 0xc0) {
-      const problem = firstUtf8Problem(bytes.subarray(n - k));
-      return problem !== null && problem.start === 0 && problem.incomplete ? n - k : n;
-    }
+    if (b >= 0xc0) return firstUtf8Problem(bytes.subarray(n - k))?.incomplete === true ? n - k : n;
   }
   return n;
 }
 
-/**
- * UTF-8 bytes in pieces → text, as Python's incremental decoder with `errors="replace"`: the bytes of an
- * unfinished character are held (`pending`) until the next piece says what they are.
- */
+/** UTF-8 bytes in pieces → text: the bytes of an unfinished character are held (`pending`) until the next piece
+ * says what they are. */
 export class Utf8Stream {
   private held: Uint8Array = new Uint8Array(0);
 
-  /** Bytes of an unfinished character are held. */
   get pending(): boolean {
     return this.held.length > 0;
   }
 
   decode(bytes: Uint8Array, final = false): string {
-    const data = this.held.length > 0 ? concatBytes([this.held, bytes]) : bytes;
+    const data = this.held.length > 0 ? Buffer.concat([this.held, bytes]) : bytes;
     const cut = final ? data.length : unfinishedTail(data);
-    this.held = cut < data.length ? data.slice(cut) : new Uint8Array(0);
-    return cut > 0 ? decodeReplacing(cut < data.length ? data.subarray(0, cut) : data) : "";
+    this.held = data.slice(cut);
+    return cut > 0 ? decodeReplacing(data.subarray(0, cut)) : "";
   }
 
   reset(): void {

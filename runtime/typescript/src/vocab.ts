@@ -13,7 +13,6 @@ import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
 
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
-import { encodeUtf8 } from "./utf8.js";
 
 /** Every special token of the Harmony encoding: the named ones and the reserved ranges. */
 export function allSpecialTokens(): Map<string, number> {
@@ -86,9 +85,9 @@ export class Vocabulary {
     this.specials = allSpecialTokens();
     const table: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(this.baseCount);
     ranks.forEach((value, rank) => {
-      table[rank] = typeof value === "string" ? encodeUtf8(value) : Uint8Array.from(value);
+      table[rank] = typeof value === "string" ? Buffer.from(value) : Uint8Array.from(value);
     });
-    for (const [spelling, id] of this.specials) table[id] = encodeUtf8(spelling);
+    for (const [spelling, id] of this.specials) table[id] = Buffer.from(spelling);
     this.tokenBytes = table;
   }
 
@@ -100,7 +99,7 @@ export class Vocabulary {
     if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
     const out: number[] = [];
     for (const [piece] of text.matchAll(this.splitter)) {
-      const ids = piece.includes(BOM) ? mergeBytes(encodeUtf8(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
+      const ids = piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
       for (const id of ids) out.push(id);
     }
     return out;

@@ -240,6 +240,26 @@ BROWSER_FIND_NO_RESULTS: str = "No `find` results for pattern: `{pattern}`"
 
 BROWSER_FIND_TITLE: str = "Find results for text: `{pattern}` in `{title}`"
 
+WHITESPACE_RANGES: tuple[tuple[int, int], ...] = (
+    (9, 13),
+    (28, 32),
+    (133, 133),
+    (160, 160),
+    (5760, 5760),
+    (8192, 8202),
+    (8232, 8233),
+    (8239, 8239),
+    (8287, 8287),
+    (12288, 12288),
+)
+"""White space (inclusive code-point ranges): what stripping, word splitting and blank tests use."""
+
+JSON_SYNTAX_ERROR: str = "not valid JSON"
+"""The one text of a JSON syntax error (no position)."""
+
+JSON_MAX_INTEGER_DIGITS: int = 4300
+"""A JSON integer of more digits is refused."""
+
 ERR_TOOL_WITHOUT_NAME: str = "Tools should have a name!"
 
 ERR_SYSTEM_CONTENT_MISPLACED: str = "SystemContent may only appear in system messages, found in {role}"

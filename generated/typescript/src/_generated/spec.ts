@@ -236,6 +236,26 @@ export const BROWSER_FIND_NO_RESULTS: string = "No `find` results for pattern: `
 
 export const BROWSER_FIND_TITLE: string = "Find results for text: `{pattern}` in `{title}`";
 
+/** White space (inclusive code-point ranges): what stripping, word splitting and blank tests use. */
+export const WHITESPACE_RANGES: readonly (readonly [number, number])[] = [
+  [9, 13],
+  [28, 32],
+  [133, 133],
+  [160, 160],
+  [5760, 5760],
+  [8192, 8202],
+  [8232, 8233],
+  [8239, 8239],
+  [8287, 8287],
+  [12288, 12288],
+];
+
+/** The one text of a JSON syntax error (no position). */
+export const JSON_SYNTAX_ERROR: string = "not valid JSON";
+
+/** A JSON integer of more digits is refused. */
+export const JSON_MAX_INTEGER_DIGITS: number = 4300;
+
 export const ERR_TOOL_WITHOUT_NAME: string = "Tools should have a name!";
 
 export const ERR_SYSTEM_CONTENT_MISPLACED: string = "SystemContent may only appear in system messages, found in {role}";

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from ..json_input import NOT_JSON
+
 MISSING = "the jsonschema package is not installed (pip install 'harmony-responses[validate]'): not checked"
-NOT_JSON = "not JSON: {error}"
 BAD_SCHEMA = "the tool's schema is invalid: {error}"
 
 
@@ -45,8 +46,8 @@ def check_arguments(arguments: str, schema: dict[str, Any]) -> Validation:
     """Validate a call's `arguments` (a JSON text) against `schema`; never raises on what the model wrote."""
     try:
         value = json.loads(arguments)
-    except ValueError as exc:
-        return Validation(False, [{"path": "", "message": NOT_JSON.format(error=exc)}])
+    except ValueError:  # format.json's one syntax-error text, as every JSON reader of the package says it
+        return Validation(False, [{"path": "", "message": NOT_JSON}])
     jsonschema = _jsonschema()
     if jsonschema is None:
         return Validation(None, [{"path": "", "message": MISSING}])

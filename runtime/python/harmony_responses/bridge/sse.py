@@ -292,14 +292,17 @@ _LINE_END_RE = re.compile("\r\n|\r|\n")
 _BOM = "\ufeff"
 
 
+def _quoted(text: str) -> str:
+    """A name or a line shown in an error: as its JSON text (the spec's `{name:json}` form)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _event(number: int, name: str | None, payload: str) -> StreamingEvent:
     """One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError`."""
     try:
         raw = load_json(payload, "data")
     except JSONInputError as exc:
-        if exc.path == "data":  # not JSON at all: where in the data, and why
-            raise SSEError(number, "data is not JSON: " + exc.reason.removeprefix("expected JSON, ")) from None
-        raise SSEError(number, str(exc)) from None
+        raise SSEError(number, str(exc)) from None  # `data: not valid JSON`, or the path of a problem
     if not isinstance(raw, dict):
         raise SSEError(number, f"data: expected a JSON object (an event), found {found(raw)}")
     kind = raw.get("type")
@@ -308,12 +311,12 @@ def _event(number: int, name: str | None, payload: str) -> StreamingEvent:
     if kind in _FROM_OPENAI:
         raw["type"] = kind = _FROM_OPENAI[kind]
     if name is not None and _FROM_OPENAI.get(name, name) != kind:
-        raise SSEError(number, f"event name {name!r} differs from the body's type {kind!r}")
+        raise SSEError(number, f"event name {_quoted(name)} differs from the body's type {_quoted(kind)}")
     try:
         return StreamingEventAdapter.validate_python(raw)
     except ValidationError as exc:
         problem = explain(exc, raw)
-        raise SSEError(number, f"{problem.path('data')}: {problem.message} (event {kind!r})") from None
+        raise SSEError(number, f"{problem.path('data')}: {problem.message} (event {_quoted(kind)})") from None
 
 
 def parse_sse(lines: Iterable[str] | str) -> list[StreamingEvent]:
@@ -355,7 +358,7 @@ def parse_sse(lines: Iterable[str] | str) -> list[StreamingEvent]:
                     else:
                         events.append(_event(data_line, name, payload))
                 elif name is not None:
-                    raise SSEError(first, f"event {name!r} has no data")
+                    raise SSEError(first, f"event {_quoted(name)} has no data")
                 name, data, first, data_line = None, [], 0, 0
                 continue
             if line.startswith(":"):
@@ -374,9 +377,9 @@ def parse_sse(lines: Iterable[str] | str) -> list[StreamingEvent]:
                     raise SSEError(number, "an id holding NUL, which readers ignore")
             elif field == "retry":
                 if not value.isascii() or not value.isdigit():
-                    raise SSEError(number, f"retry expects a number of milliseconds, found {value[:40]!r}")
+                    raise SSEError(number, f"retry expects a number of milliseconds, found {_quoted(value[:40])}")
             else:
-                raise SSEError(number, f"not an SSE field: {line[:40]!r} (fields: data, event, id, retry)")
+                raise SSEError(number, f"not an SSE field: {_quoted(line[:40])} (fields: data, event, id, retry)")
         if first:
             raise SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched")
         if not done:

@@ -26,10 +26,9 @@ import { isJsonObject, JsonFloat, type JsonData, type JsonObject, JsonSyntaxErro
 import { pyReprJson } from "../pyformat.js";
 import { compareCodePoints } from "../toolNamespace.js";
 
-/** The texts of this module (the Python module's `MISSING`, `NOT_JSON` and its schema-error text). */
+/** The texts of this module (the Python module's `MISSING` and its schema-error text). */
 export const TEXTS = {
   missing: "the ajv package is not installed (npm install ajv): not checked",
-  notJson: "not JSON: ",
   badSchema: "the tool's schema is invalid: ",
 } as const;
 
@@ -368,7 +367,7 @@ export function checkArguments(argumentsText: string, schema: JsonObject): Valid
     value = readJson(argumentsText);
   } catch (e) {
     if (!(e instanceof JsonSyntaxError)) throw e;
-    return new Validation(false, [{ path: "", message: TEXTS.notJson + e.message }]);
+    return new Validation(false, [{ path: "", message: e.message }]);
   }
   const ajv = ajvFor(schema);
   if (ajv === null) return new Validation(null, [{ path: "", message: TEXTS.missing }]);

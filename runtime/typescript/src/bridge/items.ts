@@ -37,8 +37,7 @@ import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from
 
 import type { HarmonyEncoding } from "../encoding.js";
 import { type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
-import { fill } from "../texts.js";
-import { strip } from "../pytext.js";
+import { fill, strip } from "../texts.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";

@@ -30,9 +30,8 @@ import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormat
 
 import { type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
-import { cpLength } from "../pytext.js";
 import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig } from "../models.js";
-import { fill, pyrepr } from "../texts.js";
+import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
 import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";

@@ -18,9 +18,9 @@
  * A validated or constructed model is a plain object; validation tags it with its model's name (`modelOf`).
  */
 
+import { cpLength, WHITESPACE } from "../texts.js";
 import { JsonFloat, type JsonData, type JsonObject, KEY_ORDER, keysOf } from "../json.js";
 import { pyRepr, pyReprJson } from "../pyformat.js";
-import { cpLength, PY_WHITESPACE } from "../pytext.js";
 import { responses } from "../tables.js";
 
 /**
@@ -324,7 +324,7 @@ type Result = { readonly ok: true; readonly value: JsonData; readonly set: numbe
 
 const ok = (value: JsonData, set = 0): Result => ({ ok: true, value, set });
 const bad = (...issues: ValidationIssue[]): Result => ({ ok: false, issues });
-const TRIM = new RegExp(`^[${PY_WHITESPACE}]+|[${PY_WHITESPACE}]+$`, "gu");
+const TRIM = new RegExp(`^[${WHITESPACE}]+|[${WHITESPACE}]+$`, "gu");
 const DIGITS = "[0-9](?:_?[0-9])*";
 const INT_TEXT = new RegExp(`^[+-]?${DIGITS}(?:\\.0+)?$`);
 const FLOAT_TEXT = new RegExp(`^[+-]?(?:(?:${DIGITS}\\.(?:${DIGITS})?|\\.${DIGITS}|${DIGITS})(?:[eE][+-]?${DIGITS})?|inf|infinity|nan)$`, "i");

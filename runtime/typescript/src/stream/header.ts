@@ -30,8 +30,7 @@
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { fill } from "../texts.js";
-import { cpCount, cpLength, escapeRegExp, isAlnum, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
 import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
@@ -64,7 +63,7 @@ export const BUILTIN_ITEM_NAMESPACES: ReadonlySet<string> = new Set(
     .map((row) => row.namespace)
     .filter((ns): ns is string => !!ns),
 );
-const WORD_RE = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
+const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const PARTS: ReadonlySet<string> = new Set([grammar.RULE_AUTHOR, grammar.RULE_RECIPIENT, grammar.RULE_CHANNEL, grammar.RULE_CONTENT_TYPE]);
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
@@ -73,7 +72,7 @@ const GLUED_ROLE_RE = new RegExp(
   "u",
 );
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
-const BODY_START_RE = new RegExp(`(?:^|(?<=[${PY_WHITESPACE}]))[{\\["]`, "u");
+const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
 /** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
 export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
 const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");

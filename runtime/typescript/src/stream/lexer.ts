@@ -12,9 +12,9 @@
  * half held until the next chunk, so positions and pieces do not depend on where JavaScript strings are cut.
  */
 
+import { cpLength, escapeRegExp, isHighSurrogate } from "../texts.js";
 import type { HarmonyEncoding } from "../encoding.js";
 import { HarmonyError } from "../errors.js";
-import { cpLength, escapeRegExp, isHighSurrogate } from "../pytext.js";
 import { grammar, spec } from "../tables.js";
 import { Utf8Stream } from "../utf8.js";
 

@@ -27,8 +27,7 @@
 import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
-import { fill } from "../texts.js";
-import { cpCount, cpLength, cpPrefix, isSpaceUnit, PY_WHITESPACE, strip } from "../pytext.js";
+import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
 import { ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered, type RepairValues } from "./events.js";
 import {
@@ -69,8 +68,8 @@ const TURN_END = terminator(spec.TERMINATORS[spec.TOKEN_END_DONE_SAMPLING] as st
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
-const LEADING_SPACE = new RegExp(`^[${PY_WHITESPACE}]+`, "u");
-const WORDS = new RegExp(`[^${PY_WHITESPACE}]+`, "gu");
+const LEADING_SPACE = new RegExp(`^[${WHITESPACE}]+`, "u");
+const WORDS = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const JSON_OPENERS = "{["; // what JSON arguments begin with
 const QUOTE = 0x22; // `"`, as a UTF-16 unit (it and the backslash are never part of a surrogate pair)
 const BACKSLASH = 0x5c;
@@ -460,7 +459,7 @@ export class HarmonyStreamParser {
     const at = header.bodyStart();
     if (at === null) return false;
     const [body, bodyAt] = header.splitPending(at, this.unit === spec.PARSE_UNIT_TEXT);
-    const word = body.match(new RegExp(`[^${PY_WHITESPACE}]+`, "u"))?.[0] ?? "";
+    const word = body.match(new RegExp(`[^${WHITESPACE}]+`, "u"))?.[0] ?? "";
     this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);

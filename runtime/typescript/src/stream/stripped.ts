@@ -11,7 +11,7 @@
  * count code points, as Python's do.
  */
 
-import { cpLength, escapeRegExp } from "../pytext.js";
+import { cpLength, escapeRegExp } from "../texts.js";
 import { type Role, Role as Roles, spec } from "../tables.js";
 
 const ROLE = Roles.Assistant;
