@@ -103,7 +103,8 @@ def constant_of(fact: Fact) -> Constant:
 
 def spec_constants(ir: ProjectIR) -> list[Constant]:
     """`src/_generated/spec.ts`: every fact the runtime reads, named as every target names it (`facts`), and
-    the split pattern in JavaScript syntax besides."""
+    the split pattern in JavaScript syntax besides. The server's facts (`server_facts`) are not printed: this
+    runtime has no server, and a language gets only what it reads."""
     out = [constant_of(fact) for fact in spec_facts(ir)]
     pattern = next(i for i, c in enumerate(out) if c.name == "PATTERN")
     out.insert(
@@ -274,7 +275,7 @@ def run_schema_to_ts(bundle: dict[str, Any]) -> str:
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "index.ts": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.ts": (
-        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "builtin_namespaces"),
+        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "server", "builtin_namespaces"),
         lambda ir: {"constants": spec_constants(ir), "json_value": JSON_VALUE},
     ),
     "responses.ts": (
