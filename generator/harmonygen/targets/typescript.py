@@ -119,6 +119,38 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     return out
 
 
+@dataclass(frozen=True)
+class RowType:
+    """A named type for the rows of one table (a record type per row kind): `ITEM_KINDS` → `ItemKindsRow`."""
+
+    name: str
+    type: str
+    table: str
+
+
+_ROW_TABLE = re.compile(r"^(Readonly<Record<(?:string|number), )(\{ .* \})(>>)$")
+
+
+def row_types(constants: list[Constant]) -> tuple[list[Constant], list[RowType]]:
+    """Each table whose rows are records gets its row type by name; the table's type then names it."""
+    out: list[Constant] = []
+    rows: list[RowType] = []
+    for c in constants:
+        m = _ROW_TABLE.match(c.type)
+        if m is None:
+            out.append(c)
+            continue
+        row = RowType(member(c.name) + "Row", m.group(2), c.name)
+        rows.append(row)
+        out.append(Constant(c.name, m.group(1) + row.name + m.group(3), c.literal, c.doc))
+    return out, rows
+
+
+def spec_context(ir: ProjectIR) -> dict[str, Any]:
+    constants, rows = row_types(spec_constants(ir))
+    return {"constants": constants, "rows": rows, "json_value": JSON_VALUE}
+
+
 def grammar_constants(ir: ProjectIR) -> list[Constant]:
     return [constant_of(fact) for fact in grammar_facts(ir)]
 
@@ -276,7 +308,7 @@ MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "index.ts": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.ts": (
         ("encoding", "tokens", "format", "parsing", "mapping", "requests", "server", "builtin_namespaces"),
-        lambda ir: {"constants": spec_constants(ir), "json_value": JSON_VALUE},
+        spec_context,
     ),
     "responses.ts": (
         ("responses",),

@@ -4,6 +4,21 @@
 /** A JSON value as the spec holds it (tool parameter schemas). */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
+/** A row of `REPAIRS`. */
+export type RepairsRow = { readonly detail: string; readonly sets_aside: string | null };
+
+/** A row of `ITEM_KINDS`. */
+export type ItemKindsRow = { readonly type: string; readonly id_prefix: string; readonly call_id_prefix: string | null; readonly channel_purpose: string | null; readonly text: Readonly<Record<string, string>> | null; readonly arguments: Readonly<Record<string, string>> | null; readonly phases: Readonly<Record<string, string>> | null; readonly namespace: string | null };
+
+/** A row of `ERRORS`. */
+export type ErrorsRow = { readonly type: string; readonly message: string };
+
+/** A row of `REQUEST_ERRORS`. */
+export type RequestErrorsRow = { readonly code: string; readonly message: string };
+
+/** A row of `BUILTIN_NAMESPACES`. */
+export type BuiltinNamespacesRow = { readonly name: string; readonly description: string | null; readonly tools: readonly { readonly name: string; readonly description: string; readonly parameters: JsonValue }[] };
+
 /** The reference's name for the encoding. */
 export const ENCODING_NAME: string = "HarmonyGptOss";
 
@@ -396,7 +411,7 @@ export const RECOVERY_RULES: Readonly<Record<string, string>> = {
 };
 
 /** Rule id → the detail text its repair reports and the placeholder whose value it sets aside in `text`. */
-export const REPAIRS: Readonly<Record<string, { readonly detail: string; readonly sets_aside: string | null }>> = {
+export const REPAIRS: Readonly<Record<string, RepairsRow>> = {
   "text_before_start": { "detail": "text before the first message", "sets_aside": null },
   "junk_between_messages": { "detail": "text between messages", "sets_aside": null },
   "extra_stop": { "detail": "{token} outside a message", "sets_aside": null },
@@ -573,7 +588,7 @@ export const PARSE_ERR_UNEXPECTED_TERMINAL: string = "unexpected {terminal}, exp
 export const PARSE_ERR_NOTHING: string = "nothing";
 
 /** Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events. */
-export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readonly id_prefix: string; readonly call_id_prefix: string | null; readonly channel_purpose: string | null; readonly text: Readonly<Record<string, string>> | null; readonly arguments: Readonly<Record<string, string>> | null; readonly phases: Readonly<Record<string, string>> | null; readonly namespace: string | null }>> = {
+export const ITEM_KINDS: Readonly<Record<string, ItemKindsRow>> = {
   "reasoning": {
     "type": "reasoning",
     "id_prefix": "rs",
@@ -760,7 +775,7 @@ export const STREAM_ERROR: string = "error";
 export const ERROR_MODEL_OUTPUT_INVALID: string = "model_output_invalid";
 
 /** Error code → its type and message. */
-export const ERRORS: Readonly<Record<string, { readonly type: string; readonly message: string }>> = {
+export const ERRORS: Readonly<Record<string, ErrorsRow>> = {
   "model_output_invalid": { "type": "server_error", "message": "the model's output does not follow the Harmony format: {detail}" },
 };
 
@@ -792,7 +807,7 @@ export const MAX_SCHEMA_CHARS: number = 262144;
 export const REQUEST_ERROR_TYPE: string = "invalid_request_error";
 
 /** Request error by handle → the code a client sees and the message (`{fields}` shown as JSON). */
-export const REQUEST_ERRORS: Readonly<Record<string, { readonly code: string; readonly message: string }>> = {
+export const REQUEST_ERRORS: Readonly<Record<string, RequestErrorsRow>> = {
   "not_an_object": { "code": "invalid_request", "message": "expected the request body to be an object, found {found}" },
   "invalid": { "code": "invalid_request", "message": "{reason}" },
   "missing": { "code": "missing_required_parameter", "message": "required, but missing" },
@@ -1034,7 +1049,7 @@ export const INCLUDES: Readonly<Record<string, string | null>> = {
 export const ENCRYPTED_REASONING_SEAL: string = "hrr1";
 
 /** Built-in tool namespaces (browser, python) as ToolNamespaceConfig data. */
-export const BUILTIN_NAMESPACES: Readonly<Record<string, { readonly name: string; readonly description: string | null; readonly tools: readonly { readonly name: string; readonly description: string; readonly parameters: JsonValue }[] }>> = {
+export const BUILTIN_NAMESPACES: Readonly<Record<string, BuiltinNamespacesRow>> = {
   "browser": {
     "name": "browser",
     "description": "Tool for browsing.\nThe `cursor` appears in brackets before each browsing display: `[{cursor}]`.\nCite information from the tool using the following format:\n`【{cursor}†L{line_start}(-L{line_end})?】`, for example: `【6†L9-L11】` or `【8†L3】`.\nDo not quote more than 10 words directly from the tool output.\nsources=web (default: web)",
