@@ -21,7 +21,8 @@ import { Role } from "./tables.js";
 
 /** What `prompt` accepts beyond the prompt's own fields: everything that leaves the prompt as it is. */
 export const PROMPT_CAPABILITIES: Capabilities = { store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false };
-const REQUEST_FLAG = "--request";
+/** The flag naming the request file, in `prompt` and `respond`. */
+export const REQUEST_FLAG = "--request";
 
 /** The `prompt` subcommand's flags (the Python CLI's `add_prompt_parser`). */
 export function promptCommand(): CommandSpec {

@@ -21,12 +21,11 @@ import { CommandError, InputError, readText, readTokenIds, STDIN } from "./cliio
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
-import { planRequest } from "./prompt.js";
+import { planRequest, REQUEST_FLAG } from "./prompt.js";
 import { Role, spec } from "./tables.js";
 
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
 export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
-const REQUEST_FLAG = "--request";
 const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reasons, as Chat Completions names them
 const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
