@@ -233,3 +233,34 @@ def _digest_in_subprocess(project: Path, seed: str) -> str:
 
 def test_generation_is_deterministic_across_hash_seeds(project: Path) -> None:
     assert _digest_in_subprocess(project, "1") == _digest_in_subprocess(project, "4242")
+
+
+def test_each_language_gets_only_the_facts_it_reads() -> None:
+    """The server's facts go to Python's `_generated/server.py` (re-exported by `spec`), never to TypeScript,
+    whose runtime has no server; every other fact goes to both."""
+    from harmony_responses._generated import server as py_server
+    from harmony_responses._tables import spec as py_spec
+    from harmonygen.facts import server_facts, spec_facts
+
+    ir = load_project(load_config(ROOT))
+    only_server = [f.name for f in server_facts(ir)]
+    shared = [f.name for f in spec_facts(ir)]
+    assert only_server and not set(only_server) & set(shared)
+    ts_spec = (ROOT / "generated" / "typescript" / "src" / "_generated" / "spec.ts").read_text(encoding="utf-8")
+    for name in only_server:
+        assert f"export const {name}:" not in ts_spec, name
+        assert getattr(py_spec, name) is getattr(py_server, name), name
+    for name in shared:
+        assert f"export const {name}:" in ts_spec, name
+        assert not hasattr(py_server, name), name
+
+
+def test_typescript_tables_of_records_name_their_row_type() -> None:
+    """A table whose rows are records has a row type of its own (`ITEM_KINDS` → `ItemKindsRow`) that its
+    readers can name; no table spells a record type inline."""
+    ts_spec = (ROOT / "generated" / "typescript" / "src" / "_generated" / "spec.ts").read_text(encoding="utf-8")
+    assert "export const ITEM_KINDS: Readonly<Record<string, ItemKindsRow>>" in ts_spec
+    assert "export type ItemKindsRow = { readonly type: string;" in ts_spec
+    for line in ts_spec.splitlines():
+        if line.startswith("export const "):
+            assert "Record<string, {" not in line and "Record<number, {" not in line, line[:120]

@@ -43,7 +43,8 @@ def _group(prefix: str, pairs: Iterable[tuple[str, Any]]) -> list[Fact]:
 
 
 def spec_facts(ir: ProjectIR) -> list[Fact]:
-    """The facts of the format: tokens, format texts, the parser's vocabulary, the mapping, the requests."""
+    """The facts every runtime reads: tokens, format texts, the parser's vocabulary, the mapping, the requests
+    (`server_facts` holds those only a server reads)."""
     enc, tok, fmt, h = ir.encoding, ir.tokens, ir.format, ir.format.header
     out = [
         Fact("ENCODING_NAME", enc.name, "The reference's name for the encoding."),
@@ -109,21 +110,6 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("dev", fmt.developer_sections.items())
     out += _group("tools", fmt.tools_section.items())
     out += _group("conv", fmt.conversation.items())
-    b = fmt.browser_display
-    out += [
-        Fact("BROWSER_LINK_OPEN", b.link_open, "The browser's link opens with this (and the model's citations)."),
-        Fact("BROWSER_LINK_SEPARATOR", b.link_separator, "Between a link's id, text and domain."),
-        Fact("BROWSER_LINK_CLOSE", b.link_close, "The browser's link closes with this."),
-        Fact("BROWSER_LINK_OPEN_IN_TEXT", b.link_open_in_text, "What page text spelling BROWSER_LINK_OPEN shows."),
-        Fact("BROWSER_LINK_CLOSE_IN_TEXT", b.link_close_in_text, "What page text spelling BROWSER_LINK_CLOSE shows."),
-        Fact(
-            "BROWSER_SEPARATOR_IN_LINK_TEXT",
-            b.separator_in_link_text,
-            "What link text spelling BROWSER_LINK_SEPARATOR shows.",
-        ),
-        Fact("BROWSER_WRAP_WIDTH", b.wrap_width, "The browser wraps page lines at this many columns."),
-    ]
-    out += _group("browser", b.texts.items())
     r = fmt.text_rules
     out += [
         Fact(
@@ -155,7 +141,7 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("parse_err", p.errors.items())
     out += _mapping_facts(ir)
     out += _request_facts(ir)
-    out += _server_facts(ir)
+    out += _group("encrypted_reasoning", ir.server.encrypted_reasoning.items())  # the bridge's
     tool = ("record", (("name", "str"), ("description", "str"), ("parameters", "json")))
     namespace = ("record", (("name", "str"), ("description", ("opt", "str")), ("tools", ("seq", tool))))
     out.append(
@@ -268,7 +254,10 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
     return out
 
 
-def _server_facts(ir: ProjectIR) -> list[Fact]:
+def server_facts(ir: ProjectIR) -> list[Fact]:
+    """The facts only the HTTP server reads: its own errors, limits, objects and probes (spec/mapping/server.json)
+    and the hosted browser's display (format.json's `browser_display`). A target whose language has no server
+    leaves them out; `spec_facts` holds the rest."""
     sv = ir.server
     error = ("record", (("status", ("opt", "int")), ("type", "str"), ("code", "str")))
     out = [
@@ -303,8 +292,22 @@ def _server_facts(ir: ProjectIR) -> list[Fact]:
     out += _group("input_items", sv.list_paging.items())
     out += _group("input_item_id_prefix", sv.input_item_id_prefixes.items())
     out += _group("compaction", sv.compaction.items())
-    out += _group("encrypted_reasoning", sv.encrypted_reasoning.items())
     out += _group("background", sv.background.items())
+    b = ir.format.browser_display
+    out += [
+        Fact("BROWSER_LINK_OPEN", b.link_open, "The browser's link opens with this (and the model's citations)."),
+        Fact("BROWSER_LINK_SEPARATOR", b.link_separator, "Between a link's id, text and domain."),
+        Fact("BROWSER_LINK_CLOSE", b.link_close, "The browser's link closes with this."),
+        Fact("BROWSER_LINK_OPEN_IN_TEXT", b.link_open_in_text, "What page text spelling BROWSER_LINK_OPEN shows."),
+        Fact("BROWSER_LINK_CLOSE_IN_TEXT", b.link_close_in_text, "What page text spelling BROWSER_LINK_CLOSE shows."),
+        Fact(
+            "BROWSER_SEPARATOR_IN_LINK_TEXT",
+            b.separator_in_link_text,
+            "What link text spelling BROWSER_LINK_SEPARATOR shows.",
+        ),
+        Fact("BROWSER_WRAP_WIDTH", b.wrap_width, "The browser wraps page lines at this many columns."),
+    ]
+    out += _group("browser", b.texts.items())
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import jinja2
 
-from ..facts import Fact, Shape, grammar_facts, spec_facts, symbol
+from ..facts import Fact, Shape, grammar_facts, server_facts, spec_facts, symbol
 from ..ir import ProjectIR
 from ..pyprint import py_literal
 from .base import Output
@@ -95,8 +95,13 @@ def grammar_constants(ir: ProjectIR) -> list[Constant]:
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "__init__.py": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.py": (
-        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "builtin_namespaces"),
+        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "server", "builtin_namespaces"),
         lambda ir: {"constants": spec_constants(ir)},
+    ),
+    # Only the server reads these (`server_facts`); `spec` re-exports them, so `spec.NAME` still finds them.
+    "server.py": (
+        ("server", "format", "responses"),
+        lambda ir: {"constants": [constant_of(fact) for fact in server_facts(ir)]},
     ),
     "grammar.py": (("grammar",), lambda ir: {"constants": grammar_constants(ir), "grammar": ir.grammar.source}),
     "enums.py": (

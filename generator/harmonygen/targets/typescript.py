@@ -103,7 +103,8 @@ def constant_of(fact: Fact) -> Constant:
 
 def spec_constants(ir: ProjectIR) -> list[Constant]:
     """`src/_generated/spec.ts`: every fact the runtime reads, named as every target names it (`facts`), and
-    the split pattern in JavaScript syntax besides."""
+    the split pattern in JavaScript syntax besides. The server's facts (`server_facts`) are not printed: this
+    runtime has no server, and a language gets only what it reads."""
     out = [constant_of(fact) for fact in spec_facts(ir)]
     pattern = next(i for i, c in enumerate(out) if c.name == "PATTERN")
     out.insert(
@@ -116,6 +117,38 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
         ),
     )
     return out
+
+
+@dataclass(frozen=True)
+class RowType:
+    """A named type for the rows of one table (a record type per row kind): `ITEM_KINDS` → `ItemKindsRow`."""
+
+    name: str
+    type: str
+    table: str
+
+
+_ROW_TABLE = re.compile(r"^(Readonly<Record<(?:string|number), )(\{ .* \})(>>)$")
+
+
+def row_types(constants: list[Constant]) -> tuple[list[Constant], list[RowType]]:
+    """Each table whose rows are records gets its row type by name; the table's type then names it."""
+    out: list[Constant] = []
+    rows: list[RowType] = []
+    for c in constants:
+        m = _ROW_TABLE.match(c.type)
+        if m is None:
+            out.append(c)
+            continue
+        row = RowType(member(c.name) + "Row", m.group(2), c.name)
+        rows.append(row)
+        out.append(Constant(c.name, m.group(1) + row.name + m.group(3), c.literal, c.doc))
+    return out, rows
+
+
+def spec_context(ir: ProjectIR) -> dict[str, Any]:
+    constants, rows = row_types(spec_constants(ir))
+    return {"constants": constants, "rows": rows, "json_value": JSON_VALUE}
 
 
 def grammar_constants(ir: ProjectIR) -> list[Constant]:
@@ -274,8 +307,8 @@ def run_schema_to_ts(bundle: dict[str, Any]) -> str:
 MODULES: dict[str, tuple[tuple[str, ...], Any]] = {
     "index.ts": (("generator",), lambda ir: {"format_version": ir.format_version}),
     "spec.ts": (
-        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "builtin_namespaces"),
-        lambda ir: {"constants": spec_constants(ir), "json_value": JSON_VALUE},
+        ("encoding", "tokens", "format", "parsing", "mapping", "requests", "server", "builtin_namespaces"),
+        spec_context,
     ),
     "responses.ts": (
         ("responses",),

@@ -36,15 +36,8 @@ function escapeRegExp(text: string): string {
 }
 
 function hasFunctionTools(messages: readonly Message[]): boolean {
-  for (const msg of messages) {
-    for (const content of msg.content) {
-      if (content instanceof DeveloperContent && content.tools !== null) {
-        const ns = content.tools.get(FUNCTIONS);
-        if (ns !== undefined && ns.tools.length > 0) return true;
-      }
-    }
-  }
-  return false;
+  const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
+  return messages.some((msg) => msg.content.some(functions));
 }
 
 /** Which special-token spellings `encode` turns into special tokens, and which raise. */
@@ -283,18 +276,13 @@ export class HarmonyEncoding {
     const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
     const functionTools = hasFunctionTools(messages);
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
-    let dropBefore = -1;
-    if (autoDrop) {
-      let lastAssistantFinal = false;
-      for (let i = messages.length - 1; i >= 0; i--) {
-        const msg = messages[i];
-        if (msg !== undefined && msg.author.role === Roles.Assistant) {
-          lastAssistantFinal = msg.channel === spec.CHANNEL_ANSWER;
-          break;
-        }
-      }
-      if (lastAssistantFinal) dropBefore = messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER);
-    }
+    // Analysis before the first final is dropped when the last assistant message is a final one.
+    let last = messages.length - 1;
+    while (last >= 0 && messages[last]?.author.role !== Roles.Assistant) last--;
+    const dropBefore =
+      autoDrop && last >= 0 && messages[last]?.channel === spec.CHANNEL_ANSWER
+        ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER)
+        : -1;
     messages.forEach((msg, index) => {
       if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
       this.renderInto(msg, out, functionTools);

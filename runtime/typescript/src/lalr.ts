@@ -42,6 +42,25 @@ function top(states: readonly number[]): number {
   return states[states.length - 1] as number;
 }
 
+const ACCEPTED = -1;
+
+function noReduce(): void {}
+
+/** Reduce on `terminal` as the tables say (`reduced` builds each rule's value; `states` follows) until it would
+ * be shifted (its target state), the start rule is complete at the end of input (`ACCEPTED`), or it has no
+ * action (undefined). */
+function drive(states: number[], terminal: string, reduced: (origin: string, size: number) => void): number | undefined {
+  for (;;) {
+    const act = action(top(states), terminal);
+    if (act === undefined || act >= 0) return act;
+    const [origin, size] = RULES[~act] as readonly [string, number];
+    states.length -= size;
+    reduced(origin, size);
+    if (terminal === END && origin === START_RULE && states.length === 1) return ACCEPTED;
+    states.push(action(top(states), origin) as number);
+  }
+}
+
 /** Feed terminals one at a time; the state stack is the whole parse state. */
 export class IncrementalParser {
   private states: number[] = [grammar.START_STATE];
@@ -67,16 +86,7 @@ export class IncrementalParser {
   accepts(terminal: string): boolean {
     const first = action(top(this.states), terminal);
     if (first === undefined || first >= 0) return first !== undefined; // no action, or a shift: nothing to simulate
-    const states = [...this.states];
-    for (;;) {
-      const act = action(top(states), terminal);
-      if (act === undefined) return false;
-      if (act >= 0) return true;
-      const [origin, size] = RULES[~act] as readonly [string, number];
-      if (size) states.length -= size;
-      if (terminal === END && origin === START_RULE && states.length === 1) return true;
-      states.push(action(top(states), origin) as number);
-    }
+    return drive([...this.states], terminal, noReduce) !== undefined;
   }
 
   copy(): IncrementalParser {
@@ -91,46 +101,23 @@ export class IncrementalParser {
     this.values = [...other.values];
   }
 
-  /** Take the children of a `size`-symbol rule off both stacks. */
-  private pop(size: number): unknown[] {
-    if (!size) return [];
-    const children = this.values.splice(this.values.length - size, size);
-    this.states.length -= size;
-    return children;
-  }
+  /** Reduce a `size`-symbol rule: its children off the value stack, its value on. */
+  private readonly reduced = (origin: string, size: number): void => {
+    this.values.push(this.reduce(origin, this.values.splice(this.values.length - size, size)));
+  };
 
   /** Shift `terminal`, reducing first as the tables say; throws GrammarError if it cannot. */
   feedToken(terminal: string, value: unknown = null): void {
-    const states = this.states;
-    for (;;) {
-      const act = action(top(states), terminal);
-      if (act === undefined) throw new GrammarError(terminal, this.expected());
-      if (act >= 0) {
-        states.push(act);
-        this.values.push(value);
-        return;
-      }
-      const [origin, size] = RULES[~act] as readonly [string, number];
-      this.values.push(this.reduce(origin, this.pop(size)));
-      states.push(action(top(states), origin) as number);
-    }
+    const act = drive(this.states, terminal, this.reduced);
+    if (act === undefined || act === ACCEPTED) throw new GrammarError(terminal, this.expected());
+    this.states.push(act);
+    this.values.push(value);
   }
 
   /** End the input: reduce to `start` and return its value; throws GrammarError if incomplete. */
   feedEof(): unknown {
-    const states = this.states;
-    for (;;) {
-      const act = action(top(states), END);
-      if (act === undefined || act >= 0) throw new GrammarError(END, this.expected());
-      const [origin, size] = RULES[~act] as readonly [string, number];
-      const value = this.reduce(origin, this.pop(size));
-      if (origin === START_RULE && states.length === 1) {
-        states.push(grammar.ACCEPT_STATE);
-        this.values.push(value);
-        return value;
-      }
-      this.values.push(value);
-      states.push(action(top(states), origin) as number);
-    }
+    if (drive(this.states, END, this.reduced) !== ACCEPTED) throw new GrammarError(END, this.expected());
+    this.states.push(grammar.ACCEPT_STATE);
+    return this.values[this.values.length - 1];
   }
 }

@@ -7,7 +7,7 @@
  */
 
 import { loadJson } from "./jsonInput.js";
-import { entriesOf, isJsonObject, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
+import { isJsonObject, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
 import { fill } from "./texts.js";
 import { ReasoningEffort, REASONING_EFFORT_VALUES, Role, ROLE_VALUES, spec } from "./tables.js";
 
@@ -220,6 +220,11 @@ export class ToolNamespaceConfig {
   }
 }
 
+/** `tools` with `ns` set under its name (a new map when there was none). */
+function withNamespace(tools: Map<string, ToolNamespaceConfig> | null, ns: ToolNamespaceConfig): Map<string, ToolNamespaceConfig> {
+  return (tools ?? new Map<string, ToolNamespaceConfig>()).set(ns.name, ns);
+}
+
 function namespacesToDict(tools: ReadonlyMap<string, ToolNamespaceConfig>): JsonObject {
   const out: JsonObject = {};
   for (const [key, ns] of tools) out[key] = ns.toDict();
@@ -250,49 +255,23 @@ export class SystemContent {
     return new SystemContent();
   }
 
-  withModelIdentity(modelIdentity: string): this {
-    this.modelIdentity = modelIdentity;
-    return this;
-  }
+  withModelIdentity(modelIdentity: string): this { this.modelIdentity = modelIdentity; return this; }
 
-  withReasoningEffort(reasoningEffort: ReasoningEffort): this {
-    this.reasoningEffort = reasoningEffort;
-    return this;
-  }
+  withReasoningEffort(reasoningEffort: ReasoningEffort): this { this.reasoningEffort = reasoningEffort; return this; }
 
-  withConversationStartDate(conversationStartDate: string): this {
-    this.conversationStartDate = conversationStartDate;
-    return this;
-  }
+  withConversationStartDate(date: string): this { this.conversationStartDate = date; return this; }
 
-  withKnowledgeCutoff(knowledgeCutoff: string): this {
-    this.knowledgeCutoff = knowledgeCutoff;
-    return this;
-  }
+  withKnowledgeCutoff(knowledgeCutoff: string): this { this.knowledgeCutoff = knowledgeCutoff; return this; }
 
-  withChannelConfig(channelConfig: ChannelConfig): this {
-    this.channelConfig = channelConfig;
-    return this;
-  }
+  withChannelConfig(channelConfig: ChannelConfig): this { this.channelConfig = channelConfig; return this; }
 
-  withRequiredChannels(channels: readonly string[]): this {
-    this.channelConfig = ChannelConfig.requireChannels(channels);
-    return this;
-  }
+  withRequiredChannels(channels: readonly string[]): this { return this.withChannelConfig(ChannelConfig.requireChannels(channels)); }
 
-  withTools(nsConfig: ToolNamespaceConfig): this {
-    this.tools ??= new Map();
-    this.tools.set(nsConfig.name, nsConfig);
-    return this;
-  }
+  withTools(nsConfig: ToolNamespaceConfig): this { this.tools = withNamespace(this.tools, nsConfig); return this; }
 
-  withBrowserTool(): this {
-    return this.withTools(ToolNamespaceConfig.browser());
-  }
+  withBrowserTool(): this { return this.withTools(ToolNamespaceConfig.browser()); }
 
-  withPythonTool(): this {
-    return this.withTools(ToolNamespaceConfig.python());
-  }
+  withPythonTool(): this { return this.withTools(ToolNamespaceConfig.python()); }
 
   toDict(): JsonObject {
     const out: JsonObject = {};
@@ -338,16 +317,9 @@ export class DeveloperContent {
     return new DeveloperContent();
   }
 
-  withInstructions(instructions: string): this {
-    this.instructions = instructions;
-    return this;
-  }
+  withInstructions(instructions: string): this { this.instructions = instructions; return this; }
 
-  withTools(nsConfig: ToolNamespaceConfig): this {
-    this.tools ??= new Map();
-    this.tools.set(nsConfig.name, nsConfig);
-    return this;
-  }
+  withTools(nsConfig: ToolNamespaceConfig): this { this.tools = withNamespace(this.tools, nsConfig); return this; }
 
   withFunctionTools(tools: readonly ToolDescription[]): this {
     return this.withTools(new ToolNamespaceConfig(spec.HEADER_FUNCTION_NAMESPACE, null, [...tools]));
@@ -414,20 +386,11 @@ export class Message {
     return this;
   }
 
-  withChannel(channel: string): this {
-    this.channel = channel;
-    return this;
-  }
+  withChannel(channel: string): this { this.channel = channel; return this; }
 
-  withRecipient(recipient: string): this {
-    this.recipient = recipient;
-    return this;
-  }
+  withRecipient(recipient: string): this { this.recipient = recipient; return this; }
 
-  withContentType(contentType: string): this {
-    this.contentType = contentType;
-    return this;
-  }
+  withContentType(contentType: string): this { this.contentType = contentType; return this; }
 
   toDict(): JsonObject {
     const out: JsonObject = {
@@ -492,5 +455,3 @@ export class RenderConversationConfig {
 export class RenderOptions {
   constructor(public conversationHasFunctionTools = false) {}
 }
-
-export { entriesOf };

@@ -53,17 +53,14 @@ export class ParsedHeader {
 }
 
 const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u; // Rust escapes these, but the space
+const RUST_ESCAPES: Readonly<Record<string, string>> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
 
 /** A string as Rust's `{:?}` prints it (as the Python package approximates it). */
 export function rustDebugStr(text: string): string {
   let out = '"';
   for (const ch of text) {
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\0") out += "\\0";
+    const escaped = RUST_ESCAPES[ch];
+    if (escaped !== undefined) out += escaped;
     else if (ch !== " " && NOT_PRINTABLE.test(ch)) out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
     else out += ch;
   }
@@ -304,25 +301,29 @@ export class StreamableParser {
 
   // -- observing -------------------------------------------------------------------------------------------
 
+  /** The header of the message being read, while in its body. */
+  private get body(): ParsedHeader | null {
+    return this.stateValue === StreamState.Content ? this.header : null;
+  }
+
   get currentContent(): string {
     return this.stateValue === StreamState.Content ? this.deltas.join("") : "";
   }
 
   get currentRole(): Role | null {
-    if (this.stateValue === StreamState.Content && this.header !== null) return this.header.author.role;
-    return this.nextRole;
+    return this.body?.author.role ?? this.nextRole;
   }
 
   get currentChannel(): string | null {
-    return this.stateValue === StreamState.Content && this.header !== null ? this.header.channel : null;
+    return this.body?.channel ?? null;
   }
 
   get currentRecipient(): string | null {
-    return this.stateValue === StreamState.Content && this.header !== null ? this.header.recipient : null;
+    return this.body?.recipient ?? null;
   }
 
   get currentContentType(): string | null {
-    return this.stateValue === StreamState.Content && this.header !== null ? this.header.contentType : null;
+    return this.body?.contentType ?? null;
   }
 
   get lastContentDelta(): string | null {

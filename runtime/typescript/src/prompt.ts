@@ -9,6 +9,8 @@
  * change it and is refused. Mirrors the Python package's `prompt.py`, output byte for byte.
  */
 
+import type { CreateResponseBody } from "#types";
+
 import type { CommandSpec, Value } from "./args.js";
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
 import { CommandError, displayName, loadEncoding, readJsonFile } from "./cliio.js";
@@ -19,7 +21,8 @@ import { Role } from "./tables.js";
 
 /** What `prompt` accepts beyond the prompt's own fields: everything that leaves the prompt as it is. */
 export const PROMPT_CAPABILITIES: Capabilities = { store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false };
-const REQUEST_FLAG = "--request";
+/** The flag naming the request file, in `prompt` and `respond`. */
+export const REQUEST_FLAG = "--request";
 
 /** The `prompt` subcommand's flags (the Python CLI's `add_prompt_parser`). */
 export function promptCommand(): CommandSpec {
@@ -36,26 +39,39 @@ export function promptCommand(): CommandSpec {
 
 /** The prompt's token ids for a request body given as JSON data; throws `RequestError` for a bad request. */
 export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] {
-  const body = parseRequest(raw, PROMPT_CAPABILITIES);
+  return renderRequest(parseRequest(raw, PROMPT_CAPABILITIES), encoding);
+}
+
+function renderRequest(body: CreateResponseBody, encoding: HarmonyEncoding): number[] {
   return encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
+}
+
+/** Read a request file, check it under `capabilities` and render its prompt; a bad request prints its 400 error body
+ * on `err` and gives null (exit 2), a rendering error names the file. */
+export function planRequest(
+  file: string,
+  capabilities: Capabilities,
+  err: (text: string) => void,
+): { readonly body: CreateResponseBody; readonly encoding: HarmonyEncoding; readonly prompt: number[] } | null {
+  const raw = readJsonFile(file, REQUEST_FLAG);
+  try {
+    const body = parseRequest(raw, capabilities);
+    const encoding = loadEncoding();
+    return { body, encoding, prompt: renderRequest(body, encoding) };
+  } catch (e) {
+    if (e instanceof RequestError) {
+      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
+      return null;
+    }
+    if (e instanceof HarmonyError) throw new CommandError(`${displayName(file, REQUEST_FLAG)}: $: ${e.message}`);
+    throw e;
+  }
 }
 
 /** Run `prompt`; returns the exit code. */
 export function prompt(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
-  const requestFile = String(values["request"]);
-  const raw = readJsonFile(requestFile, REQUEST_FLAG);
-  const encoding = loadEncoding();
-  let tokens: number[];
-  try {
-    tokens = promptTokens(raw, encoding);
-  } catch (e) {
-    if (e instanceof RequestError) {
-      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
-      return 2;
-    }
-    if (e instanceof HarmonyError) throw new CommandError(`${displayName(requestFile, REQUEST_FLAG)}: $: ${e.message}`);
-    throw e;
-  }
-  out(values["tokens"] === true ? writeJson(tokens) + "\n" : encoding.decodeUtf8(tokens) + "\n");
+  const planned = planRequest(String(values["request"]), PROMPT_CAPABILITIES, err);
+  if (planned === null) return 2;
+  out((values["tokens"] === true ? writeJson(planned.prompt) : planned.encoding.decodeUtf8(planned.prompt)) + "\n");
   return 0;
 }

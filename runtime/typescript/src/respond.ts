@@ -14,18 +14,18 @@ import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#type
 import type { CommandSpec, Value } from "./args.js";
 import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
 import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, ResponseStreamer, tokensFromText } from "./bridge/items.js";
-import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
+import type { Capabilities } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
 import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
-import { CommandError, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds, STDIN } from "./cliio.js";
+import { CommandError, InputError, readText, readTokenIds, STDIN } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
+import { planRequest, REQUEST_FLAG } from "./prompt.js";
 import { Role, spec } from "./tables.js";
 
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
 export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
-const REQUEST_FLAG = "--request";
 const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reasons, as Chat Completions names them
 const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
@@ -121,17 +121,6 @@ function* sse(
   yield streamer.finish(stopped);
 }
 
-function requestBody(file: string, err: (text: string) => void): CreateResponseBody | null {
-  const raw = readJsonFile(file, REQUEST_FLAG);
-  try {
-    return parseRequest(raw, RESPOND_CAPABILITIES);
-  } catch (e) {
-    if (!(e instanceof RequestError)) throw e;
-    err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
-    return null;
-  }
-}
-
 /** Run `respond`; returns the exit code. */
 export function respond(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
   const requestFile = String(values["request"]);
@@ -139,20 +128,9 @@ export function respond(values: Readonly<Record<string, Value>>, out: (text: str
   if (requestFile === STDIN && completionFile === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
   }
-  const body = requestBody(requestFile, err);
-  if (body === null) return 2;
-  const encoding = loadEncoding();
-  let prompt: number[];
-  try {
-    prompt = encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
-  } catch (e) {
-    if (e instanceof RequestError) {
-      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
-      return 2;
-    }
-    if (e instanceof HarmonyError) throw new CommandError(`${displayName(requestFile, REQUEST_FLAG)}: $: ${e.message}`);
-    throw e;
-  }
+  const planned = planRequest(requestFile, RESPOND_CAPABILITIES, err);
+  if (planned === null) return 2;
+  const { body, encoding, prompt } = planned;
   const text = values["tokens"] === true ? null : readText(completionFile, COMPLETION_FLAG);
   let ids = text === null ? completionIds(completionFile, encoding) : null;
   let cut = false;

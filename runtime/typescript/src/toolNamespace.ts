@@ -6,7 +6,7 @@
  * the prompt's tokens. Schemas read with `readJson` keep their key order and their integral floats.
  */
 
-import { entriesOf, isJsonObject, JsonFloat, keysOf, writeJson, type JsonObject } from "./json.js";
+import { entriesOf, isJsonObject, JsonFloat, writeJson, type JsonObject } from "./json.js";
 import { ToolDescription, ToolNamespaceConfig } from "./models.js";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
@@ -87,62 +87,48 @@ export function jsonDisplay(value: unknown): string {
   return writeJson(value, { ensureAscii: false });
 }
 
-function defaultComment(schema: unknown, value: unknown): string {
-  if (typeof value === "string") return isEnum(schema) ? `default: ${value}` : `default: "${value}"`;
-  return `default: ${jsonDisplay(value)}`;
-}
-
-function inlineDefaultComment(schema: unknown, value: unknown): string {
-  // A top-level oneOf variant writes an enum's string default as JSON (quoted, escaped).
+/** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
+function defaultComment(schema: unknown, value: unknown, inline = false): string {
   if (typeof value === "string" && !isEnum(schema)) return `default: "${value}"`;
-  return `default: ${jsonDisplay(value)}`;
+  return typeof value === "string" && !inline ? `default: ${value}` : `default: ${jsonDisplay(value)}`;
 }
 
 function withNullable(variant: unknown, text: string): string {
   return isJsonObject(variant) && variant["nullable"] === true && !text.includes("null") ? text + " | null" : text;
 }
 
+/** ` | TYPE // trailing comments` for one oneOf variant. */
+function variantLine(variant: unknown, indent: string, trailing: readonly (string | null)[]): string {
+  const text = ` | ${withNullable(variant, schemaToTypescript(variant, indent + "   "))}`;
+  const comments = trailing.filter((t): t is string => t !== null);
+  return comments.length > 0 ? `${text} // ${comments.join(" ")}` : text;
+}
+
+function descriptionOf(schema: unknown): string | null {
+  const desc = get(schema, "description");
+  return typeof desc === "string" ? desc : null;
+}
+
+function defaultOf(schema: unknown, inline = false): string | null {
+  return has(schema, "default") ? defaultComment(schema, (schema as JsonObject)["default"], inline) : null;
+}
+
 function oneOfInline(variants: readonly unknown[], indent: string): string {
-  let out = "";
-  for (const variant of variants) {
-    out += `\n${indent} | `;
-    out += withNullable(variant, schemaToTypescript(variant, indent + "   "));
-    const trailing: string[] = [];
-    const desc = get(variant, "description");
-    if (typeof desc === "string") trailing.push(desc);
-    if (has(variant, "default")) trailing.push(inlineDefaultComment(variant, (variant as JsonObject)["default"]));
-    if (trailing.length > 0) out += " // " + trailing.join(" ");
-  }
-  return out;
+  return variants.map((v) => `\n${indent}` + variantLine(v, indent, [descriptionOf(v), defaultOf(v, true)])).join("");
 }
 
 function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[], optional: string, indent: string): string {
   let out = "";
-  const rawDesc = val["description"];
-  const propDesc = typeof rawDesc === "string" ? rawDesc : null;
-  const firstDesc = variants.length > 0 ? get(variants[0], "description") : undefined;
-  const skip = propDesc !== null && typeof firstDesc === "string" && firstDesc === propDesc;
-  let descAbove = false;
-  if (!skip && propDesc !== null) {
-    out += `${indent}${COMMENT}${propDesc}\n`;
-    descAbove = true;
-  }
+  const propDesc = descriptionOf(val);
+  const descAbove = propDesc !== null && descriptionOf(variants[0]) !== propDesc;
+  if (descAbove) out += `${indent}${COMMENT}${propDesc}\n`;
   if (has(val, "default")) out += `${indent}${COMMENT}${defaultComment(val, val["default"])}\n`;
   out += `${indent}${key}${optional}:\n`;
   variants.forEach((variant, i) => {
-    out += `${indent} | `;
-    out += withNullable(variant, schemaToTypescript(variant, indent + "   "));
-    const trailing: string[] = [];
-    if (!(i === 0 && descAbove)) {
-      const vdesc = get(variant, "description");
-      if (typeof vdesc === "string" && vdesc !== propDesc) trailing.push(vdesc);
-    }
-    if (has(variant, "default")) trailing.push(defaultComment(variant, (variant as JsonObject)["default"]));
-    if (trailing.length > 0) out += " // " + trailing.join(" ");
-    out += "\n";
+    const vdesc = i === 0 && descAbove ? null : descriptionOf(variant);
+    out += indent + variantLine(variant, indent, [vdesc !== propDesc ? vdesc : null, defaultOf(variant)]) + "\n";
   });
-  out += `${indent},\n`;
-  return out;
+  return out + `${indent},\n`;
 }
 
 function objectType(schema: JsonObject, indent: string): string {
@@ -275,5 +261,3 @@ function asTool(raw: ToolLike): ToolDescription {
 export function renderToolNamespace(name: string, tools: Iterable<ToolLike>, description: string | null = null): string {
   return namespaceBlock(new ToolNamespaceConfig(name, description, [...tools].map(asTool)));
 }
-
-export { keysOf };

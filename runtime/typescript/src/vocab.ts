@@ -1,12 +1,7 @@
 /**
  * The o200k_base vocabulary, from the npm registry: gpt-tokenizer ships the ranks (and the byte-pair
  * merge), this module adds Harmony's special tokens from the spec and a table of every token's bytes.
- *
- * `ranksFileText` writes the ranks in tiktoken's file format, so a test can compare them with the
- * `o200k_base.tiktoken` file the Python package reads (its sha256 is in the spec).
  */
-
-import { createHash } from "node:crypto";
 
 import { BytePairEncodingCore } from "gpt-tokenizer/BytePairEncodingCore";
 import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
@@ -114,21 +109,6 @@ export class Vocabulary {
       }
     }
     return this.byteRanks.get(Buffer.from(bytes).toString("latin1"));
-  }
-
-  /** The ordinary ranks in tiktoken's file format (`base64 rank` a line), as `o200k_base.tiktoken` holds them. */
-  ranksFileText(): string {
-    const lines: string[] = [];
-    for (let rank = 0; rank < this.baseCount; rank++) {
-      const bytes = this.tokenBytes[rank];
-      if (bytes !== undefined) lines.push(`${Buffer.from(bytes).toString("base64")} ${rank}`);
-    }
-    return lines.join("\n") + "\n";
-  }
-
-  /** sha256 of `ranksFileText()`, to compare with the spec's `RANKS_SHA256`. */
-  ranksSha256(): string {
-    return createHash("sha256").update(this.ranksFileText()).digest("hex");
   }
 }
 
