@@ -384,6 +384,32 @@ def read_value(path: Path) -> Any:
     return json.loads(text)
 
 
+def sse_frames(text: str) -> list[object]:
+    """An `sse` output as the corpus compares it: frame by frame, each `data:` payload as a JSON value and every
+    other line (and the framing) as text."""
+    frames: list[object] = []
+    for frame in text.split("\n\n"):
+        lines: list[object] = []
+        for line in frame.split("\n"):
+            payload = line.removeprefix("data: ")
+            try:
+                lines.append({"data": json.loads(payload)} if line.startswith("data: {") else line)
+            except ValueError:
+                lines.append(line)
+        frames.append(lines)
+    return frames
+
+
+def same_output(key: str, got: object, want: object) -> bool:
+    """Whether a runner's output `got` is the expected `want` (`sse` frame by frame; the rest as read)."""
+    if key == SSE_KEY and isinstance(got, str) and isinstance(want, str):
+        return sse_frames(got) == sse_frames(want)
+    return got == want
+
+
+SSE_KEY = "sse"
+
+
 def expected(folder: Path) -> Outputs:
     """A case's expected outputs, by key (every file but input.json)."""
     return {p.name.rsplit(".", 1)[0]: read_value(p) for p in sorted(folder.iterdir()) if p.name != INPUT}

@@ -35,9 +35,9 @@ import { Author, type Content, Conversation, DeveloperContent, Message, SystemCo
 import { fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";
+import { dumpAs, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
-import { explain, found, ITEM_UNION, problemPath } from "./validation.js";
+import { explain, found, problemPath } from "./validation.js";
 
 const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
@@ -64,7 +64,7 @@ export class Verbatim {
 
 /** A value as an error message shows it: JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`). */
 function shown(value: unknown): string {
-  return writeJson(value, { ensureAscii: true });
+  return writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
 }
 
 /**
@@ -155,7 +155,7 @@ function honoured(capabilities: Capabilities, flag: string | null | undefined): 
 
 /** Python's `==` between JSON scalars (1 == 1.0 == True). */
 function pyEqual(a: unknown, b: unknown): boolean {
-  const num = (v: unknown): number | null => (typeof v === "number" ? v : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
+  const num = (v: unknown): number | null => (typeof v === "number" ? v : v instanceof JsonFloat ? v.value : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
   const x = num(a);
   const y = num(b);
   if (x !== null && y !== null) return x === y;
@@ -174,8 +174,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     let value: unknown = body;
     for (const name of field.split(".")) value = value !== null && typeof value === "object" ? ((value as Record<string, unknown>)[name] ?? null) : null;
     if (!neutral.some((n) => pyEqual(value, n)) && !honoured(capabilities, flag)) {
-      const type: Type | null = fieldTypeAt(BODY, field);
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value: type !== null ? dump(type, value) : value, why: new Verbatim(why) });
+      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(why) });
     }
   }
   (body.include ?? []).forEach((include, i) => {
@@ -197,9 +196,9 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
 const ITEMS = "ItemParam";
 
 function literalArgs(modelName: string, key: string): string[] {
-  let type: Type | undefined = model(modelName).byKey.get(key)?.type;
-  if (type?.kind === "nullable") type = type.inner;
-  return type?.kind === "literal" ? type.values.filter((v): v is string => typeof v === "string") : [];
+  const prop = responses.SCHEMAS[modelName]?.properties?.[key];
+  const values = prop?.enum ?? prop?.anyOf?.find((b) => b.enum !== undefined)?.enum ?? [];
+  return values.filter((v): v is string => typeof v === "string");
 }
 
 /** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
@@ -277,7 +276,7 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   } catch (e) {
     if (!(e instanceof ModelValidationError)) throw e;
     const problem = explain(e.issues, raw);
-    if (problem.union === ITEM_UNION) throw explainItem(problemPath(problem), problem.value);
+    if (problem.union !== undefined) throw explainItem(problemPath(problem), problem.value);
     throw RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
   }
   checkSchemas(body);
@@ -346,7 +345,7 @@ function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   }
   const input = body.input;
   if (input === undefined || input === null) return [];
-  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { content: input })];
+  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
   return [...input];
 }
 
