@@ -401,13 +401,26 @@ def sse_frames(text: str) -> list[object]:
 
 
 def same_output(key: str, got: object, want: object) -> bool:
-    """Whether a runner's output `got` is the expected `want` (`sse` frame by frame; the rest as read)."""
-    if key == SSE_KEY and isinstance(got, str) and isinstance(want, str):
-        return sse_frames(got) == sse_frames(want)
+    """Whether a runner's output `got` is the expected `want`: SSE text (`sse`, or a command's output of events)
+    frame by frame, a command's output of one JSON document as a JSON value, the rest as read."""
+    if isinstance(got, str) and isinstance(want, str):
+        if key == SSE_KEY or (key == STDOUT_KEY and want.startswith(SSE_START)):
+            return sse_frames(got) == sse_frames(want)
+        if key == STDOUT_KEY and (document := _document(want)) is not None:
+            return _document(got) == document
     return got == want
 
 
-SSE_KEY = "sse"
+def _document(text: str) -> object:
+    """The JSON document `text` is (an object), or None."""
+    try:
+        value = json.loads(text) if text.startswith("{") else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+SSE_KEY, STDOUT_KEY, SSE_START = "sse", "stdout", "event: "
 
 
 def expected(folder: Path) -> Outputs:

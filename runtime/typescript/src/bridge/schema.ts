@@ -56,7 +56,20 @@ function prepare(node: unknown): unknown {
     return { type: "object", required: [TAG], properties: { [TAG]: { enum: tags } }, allOf: branches };
   }
   const out: Record<string, unknown> = {};
+  if (schema.properties !== undefined) {
+    // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one
+    // may be null
+    const defaulted = (prop: Schema): boolean => "default" in prop || prop.enum?.length === 1;
+    const required = (schema.required ?? []).filter((key) => !defaulted(schema.properties?.[key] ?? {}));
+    const nullable = (prop: Schema): boolean => prop.type === "null" || (prop.anyOf ?? prop.oneOf ?? []).some((b) => b.type === "null");
+    const props = Object.entries(schema.properties).map(([key, prop]) => {
+      const open = !required.includes(key) && !nullable(prop) && Object.keys(prop).length > 0;
+      return [key, open ? { anyOf: [prepare(prop), { type: "null" }] } : prepare(prop)];
+    });
+    Object.assign(out, { properties: Object.fromEntries(props), required });
+  }
   for (const [key, value] of Object.entries(node)) {
+    if (key === "properties" || key === "required") continue;
     if (key === "discriminator") continue;
     out[key === "oneOf" ? "anyOf" : key] = key === "properties" || key === "$defs" ? mapValues(value, prepare) : prepare(value);
   }
@@ -78,7 +91,8 @@ function itemModel(unionName: string, value: unknown): string | null {
   const byRole = variants.some((v) => v.type === kind && v.role !== null);
   const found = variants.find((v) => v.type === kind && v.role === role) ?? (role === null || !byRole ? variants.find((v) => v.type === kind && v.role === null) : undefined);
   if (found !== undefined) return found.model;
-  return typeof kind === "string" && kind.includes(":") ? EXTENSION : null;
+  const colon = typeof kind === "string" ? kind.indexOf(":") : -1;
+  return typeof kind === "string" && colon > 0 && colon < kind.length - 1 ? EXTENSION : null; // `slug:name`
 }
 
 function itemUnion(this: unknown, unionName: string, data: unknown, _parent: unknown, cxt?: { instancePath: string }): boolean {
