@@ -119,8 +119,14 @@ const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false
 ajv.addKeyword({ keyword: ITEM_KEYWORD, schemaType: "string", errors: true, validate: itemUnion });
 ajv.addSchema({ $id: DOC, $defs: mapValues(SCHEMAS, prepare) } as SchemaObject);
 
-/** The compiled validator of a schema component (compiled once, on first use). */
+const UNIONS = new Map<string, ValidateFunction>();
+
+/** The compiled validator of a schema component (compiled once, on first use; an item union read by its tag). */
 function validator(name: string): ValidateFunction {
+  if (responses.ITEM_UNIONS[name] !== undefined) {
+    if (!UNIONS.has(name)) UNIONS.set(name, ajv.compile({ [ITEM_KEYWORD]: name }));
+    return UNIONS.get(name) as ValidateFunction;
+  }
   const found = ajv.getSchema(DOC + DEFS + name);
   if (found === undefined) throw new Error(`no Open Responses schema named ${name}`);
   return found;
