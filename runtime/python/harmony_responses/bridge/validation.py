@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .._tables import spec as _spec
 from ..json_input import format_path
 from ..texts import fill
 
+_Model = TypeVar("_Model", bound=BaseModel)
 _TEXTS = _spec.VALIDATION_TEXTS  # spec/mapping/requests.json's `validation`: what each kind of error says
 _KINDS = {  # pydantic error type → the table's kind of what the input should have held there
     "string_type": "string",
@@ -54,7 +55,7 @@ _INVALID, _MISSING = _spec.REQUEST_ERROR_INVALID, _spec.REQUEST_ERROR_MISSING  #
 ITEM_UNION = "item_tag()"  # how pydantic names the discriminator of the item unions (`item_discriminator`)
 
 
-def validate(model: Any, raw: object) -> Any:
+def validate(model: type[_Model], raw: object) -> _Model:
     """`model.model_validate(raw)` by the spec's rule: JSON types as sent, no coercion (pydantic's strict mode),
     except that an integral number (16.0) is an integer, as it is to JSON."""
     try:
