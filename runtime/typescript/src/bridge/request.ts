@@ -1,29 +1,8 @@
 /**
- * Open Responses request → Harmony conversation, for gpt-oss.
- *
- * `requestToConversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
- * `instructions` and `system`/`developer` input messages become the developer message's instructions, function
- * tools its `functions` namespace, `reasoning.effort` the system message's reasoning line, `text.format`
- * (json_schema) a `# Response Formats` section closing the developer message; the other items become messages in
- * order (`itemsToMessages`). Whatever the model cannot take throws `RequestError`, a 400-style error that names the
- * offending parameter; nothing is dropped silently.
- *
- * Every item the bridge emits comes back as input and renders to the message the model wrote: `reasoning` → an
- * analysis message of its `content` (only without content, of its `summary`), with the content type in its
- * `harmony:content_type`; an assistant `message` → its phase's channel unless its `harmony:channel` names the one
- * the model wrote it on (null: none), with the content type in its `harmony:content_type`; `function_call` → a message to the function on the channel and with the content type its vendor fields
- * name (`harmony:channel`, `harmony:content_type`; null: none; absent: the tool-calls channel and the constrained
- * function-arguments type), its output → a tool message on the call's channel; the vendor-prefixed call items → a
- * message to their `recipient`, and the vendor-prefixed tool output item (naming its call by the call item's `id`)
- * → a tool message from that recipient to the assistant on the call's channel. The chain-of-thought rule is the
- * renderer's, as the reference's.
- *
- * `parseRequest(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`: the JSON
- * limits of `jsonInput` (depth, lone surrogates, NaN), then every tool and response-format schema at most
- * `MAX_SCHEMA_CHARS` characters; the Open Responses schema, the error naming the request's own path and saying
- * what was expected there (`validation.explain`); and `checkSupported`: a field is either honoured (by the bridge,
- * or by the caller's `Capabilities`) or refused, never dropped. Codes and messages are the spec's
- * (`REQUEST_ERRORS`, spec/mapping/requests.json). Mirrors the Python package's `bridge/request.py`.
+ * Open Responses request → Harmony conversation, for gpt-oss: `parseRequest` checks a JSON body (the JSON limits,
+ * the schema, then `checkSupported`: every field honoured or refused with a 400 naming it), `requestToConversation`
+ * and `itemsToMessages` map it onto the messages the model is trained on. The rules, item by item, are the Python
+ * package's `bridge/request.py` docstring; codes and messages are the spec's (spec/mapping/requests.json).
  */
 
 import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
