@@ -346,6 +346,45 @@ def read_value(path: Path) -> Any:
     return json.loads(text)
 
 
+def sse_frames(text: str) -> list[object]:
+    """An `sse` output as the corpus compares it: frame by frame, each `data:` payload as a JSON value and every
+    other line (and the framing) as text."""
+    frames: list[object] = []
+    for frame in text.split("\n\n"):
+        lines: list[object] = []
+        for line in frame.split("\n"):
+            payload = line.removeprefix("data: ")
+            try:
+                lines.append({"data": json.loads(payload)} if line.startswith("data: {") else line)
+            except ValueError:
+                lines.append(line)
+        frames.append(lines)
+    return frames
+
+
+def same_output(key: str, got: object, want: object) -> bool:
+    """Whether a runner's output `got` is the expected `want`: SSE text (`sse`, or a command's output of events)
+    frame by frame, a command's output of one JSON document as a JSON value, the rest as read."""
+    if isinstance(got, str) and isinstance(want, str):
+        if key == SSE_KEY or (key == STDOUT_KEY and want.startswith(SSE_START)):
+            return sse_frames(got) == sse_frames(want)
+        if key == STDOUT_KEY and (document := _document(want)) is not None:
+            return _document(got) == document
+    return got == want
+
+
+def _document(text: str) -> object:
+    """The JSON document `text` is (an object), or None."""
+    try:
+        value = json.loads(text) if text.startswith("{") else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+SSE_KEY, STDOUT_KEY, SSE_START = "sse", "stdout", "event: "
+
+
 def expected(folder: Path) -> Outputs:
     """A case's expected outputs, by key (every file but input.json)."""
     return {p.name.rsplit(".", 1)[0]: read_value(p) for p in sorted(folder.iterdir()) if p.name != INPUT}

@@ -228,6 +228,14 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
         ),
     ]
     out += [Fact(symbol("request_error", e.handle), e.handle) for e in r.errors]
+    out.append(
+        Fact(
+            "VALIDATION_TEXTS",
+            r.validation,
+            "A schema error's kind → its text: the message, what was expected, how a value found is shown.",
+            ("map", "str", "str"),
+        )
+    )
     out += [
         Fact(
             "HONOURED_BY_CALLER",

@@ -246,6 +246,7 @@ class RequestsIR:
     max_schema_chars: int
     error_type: str
     errors: tuple[RequestErrorIR, ...]
+    validation: dict[str, str]  # a schema error's kind → its text (what was expected, how a value found is shown)
     honoured_by_caller: tuple[CallerFieldIR, ...]
     extra_fields: tuple[CallerFieldIR, ...]  # outside the spec; `neutral` is empty: any value asks
     labels: dict[str, str]  # a request field that only labels the request → what it labels

@@ -644,6 +644,7 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
         max_schema_chars=rq.get("limits", "max_schema_chars", kind=int),
         error_type=rq.get("error_type", kind=str),
         errors=errors,
+        validation=rq.strings("validation"),
         honoured_by_caller=tuple(honoured),
         extra_fields=extras,
         labels=labels,

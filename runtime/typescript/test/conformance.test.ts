@@ -263,6 +263,31 @@ const OPS: Record<string, (c: Case) => Outputs> = {
   arguments: (c) => ({ validation: checkArguments(String(c["arguments"]), c["schema"] as JsonObject).toDict() }),
 };
 
+/** An `sse` output as the corpus compares it: frame by frame, each `data:` payload as a JSON value, every other
+ * line (and the framing) as text. */
+function sseFrames(text: string): unknown[] {
+  return text.split("\n\n").map((frame) =>
+    frame.split("\n").map((line) => {
+      if (!line.startsWith("data: {")) return line;
+      try {
+        return { data: plain(JSON.parse(line.slice("data: ".length))) };
+      } catch {
+        return line;
+      }
+    }),
+  );
+}
+
+/** The JSON document (an object) `text` is, or null. */
+function documentOf(text: string): unknown {
+  try {
+    const value = text.startsWith("{") ? (JSON.parse(text) as unknown) : null;
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
 /** A case's expected outputs, by key: `.txt` byte for byte, `.jsonl` a list of values, `.json` a value. */
 function expected(folder: string): Outputs {
   const out: Outputs = {};
@@ -309,7 +334,10 @@ for (const id of cases) {
     const got = op(c);
     assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort());
     for (const [key, value] of Object.entries(want)) {
-      if (typeof value === "string") assert.equal(got[key], value, key);
+      const isSse = key === "sse" || (key === "stdout" && typeof value === "string" && value.startsWith("event: "));
+      if (isSse && typeof value === "string") assert.deepEqual(sseFrames(String(got[key])), sseFrames(value), key);
+      else if (key === "stdout" && typeof value === "string" && documentOf(value) !== null) assert.deepEqual(documentOf(String(got[key])), documentOf(value), key);
+      else if (typeof value === "string") assert.equal(got[key], value, key);
       else assert.deepEqual(plain(got[key]), value, key);
     }
   });

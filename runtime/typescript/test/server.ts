@@ -49,7 +49,6 @@ import {
   countingIds,
   dumpAs,
   parseRequest,
-  pydanticJson,
   RequestError,
   requestToConversation,
   responseSnapshot,
@@ -186,7 +185,7 @@ function request(req: Request): unknown {
     if (e instanceof RequestError) return { error: { code: e.code, param: e.param, message: e.reason } };
     throw e;
   }
-  const snapshot = pydanticJson(dumpAs("ResponseResource", responseSnapshot(body, { responseId: "resp_x", createdAt: 0, model: "m", status: "completed", output: [] })));
+  const snapshot = dumpAs("ResponseResource", responseSnapshot(body, { responseId: "resp_x", createdAt: 0, model: "m", status: "completed", output: [] }));
   const key = req["reasoning_key"];
   const sealed = typeof key === "string" ? new ReasoningSeal(Buffer.from(key, "hex")).reader() : null;
   try {

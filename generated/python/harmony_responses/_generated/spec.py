@@ -1046,6 +1046,30 @@ REQUEST_ERROR_HOSTED_TOOL: str = "hosted_tool"
 
 REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: str = "websocket_event_type"
 
+VALIDATION_TEXTS: dict[str, str] = {
+    "message": "expected {expected}, found {found}",
+    "or": " or ",
+    "found_scalar": "{value} ({kind})",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+    "enum": "one of {values}",
+    "min_length": "a string of at least {limit} characters",
+    "max_length": "a string of at most {limit} characters",
+    "min_items": "at least {limit} entries",
+    "max_items": "at most {limit} entries",
+    "pattern": "a string matching {pattern}",
+    "minimum": "a number >= {limit}",
+    "exclusive_minimum": "a number > {limit}",
+    "maximum": "a number <= {limit}",
+    "exclusive_maximum": "a number < {limit}",
+}
+"""A schema error's kind → its text: the message, what was expected, how a value found is shown."""
+
 HONOURED_BY_CALLER: tuple[tuple[str, str | None, tuple[Any, ...], str], ...] = (
     ("store", "store", (None, False), "responses are not stored"),
     ("background", "background", (None, False), "requests run in the foreground"),

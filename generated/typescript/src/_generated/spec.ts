@@ -1019,6 +1019,30 @@ export const REQUEST_ERROR_HOSTED_TOOL: string = "hosted_tool";
 
 export const REQUEST_ERROR_WEBSOCKET_EVENT_TYPE: string = "websocket_event_type";
 
+/** A schema error's kind → its text: the message, what was expected, how a value found is shown. */
+export const VALIDATION_TEXTS: Readonly<Record<string, string>> = {
+  "message": "expected {expected}, found {found}",
+  "or": " or ",
+  "found_scalar": "{value} ({kind})",
+  "string": "a string",
+  "integer": "an integer",
+  "number": "a number",
+  "boolean": "a boolean",
+  "array": "an array",
+  "object": "an object",
+  "null": "null",
+  "enum": "one of {values}",
+  "min_length": "a string of at least {limit} characters",
+  "max_length": "a string of at most {limit} characters",
+  "min_items": "at least {limit} entries",
+  "max_items": "at most {limit} entries",
+  "pattern": "a string matching {pattern}",
+  "minimum": "a number >= {limit}",
+  "exclusive_minimum": "a number > {limit}",
+  "maximum": "a number <= {limit}",
+  "exclusive_maximum": "a number < {limit}",
+};
+
 /** Request fields the bridge honours only with its caller: (field path, capability, neutral values, why). */
 export const HONOURED_BY_CALLER: readonly (readonly [string, string | null, readonly (string | number | boolean | null)[], string])[] = [
   ["store", "store", [null, false], "responses are not stored"],

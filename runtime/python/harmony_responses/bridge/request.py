@@ -113,7 +113,7 @@ from .tools import (
     read_tools,
     recipient,
 )
-from .validation import ITEM_UNION, explain, found
+from .validation import ITEM_UNION, explain, found, validate
 
 _FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _spec.HEADER_NAMESPACE_SEPARATOR
 _CONSTRAIN = _spec.SPELLING_CONSTRAIN
@@ -244,6 +244,8 @@ def _value_at(body: CreateResponseBody, field: str) -> Any:
 
 
 def _shown(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # the value's JSON: 2.0 is 2
     return json.dumps(value, ensure_ascii=True, default=str)
 
 
@@ -374,7 +376,7 @@ def parse_request(raw: Mapping[str, Any], capabilities: Capabilities = NOTHING_M
         raise RequestError.of(_spec.REQUEST_ERROR_INVALID, exc.path or None, reason=Verbatim(exc.reason)) from None
     raw, unavailable = split_tools(raw, capabilities.hosted_tools, capabilities.runs_tools)
     try:
-        body = CreateResponseBody.model_validate(raw)
+        body = validate(CreateResponseBody, raw)
     except ValidationError as exc:
         raise _explain(exc, raw) from None
     _check_schemas(body)
@@ -670,7 +672,7 @@ def _validated(model: Any, item: ExtensionItem, where: str) -> Any:
     """A vendor-prefixed item read with the model the spec names for it; a bad shape is a 400 at its field."""
     raw = item.model_dump(mode="json")
     try:
-        return model.model_validate(raw)
+        return validate(model, raw)
     except ValidationError as exc:
         problem = explain(exc, raw)
         raise RequestError.of(problem.error, problem.path(where), reason=Verbatim(problem.message)) from None

@@ -12,34 +12,75 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .._tables import spec as _spec
 from ..json_input import format_path
+from ..texts import fill
 
-_EXPECTED = {  # pydantic error type → what the input should have held there
-    "string_type": "a string",
-    "string_unicode": "a string",
-    "list_type": "an array",
-    "tuple_type": "an array",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "a boolean",
-    "bool_parsing": "a boolean",
+_Model = TypeVar("_Model", bound=BaseModel)
+_TEXTS = _spec.VALIDATION_TEXTS  # spec/mapping/requests.json's `validation`: what each kind of error says
+_KINDS = {  # pydantic error type → the table's kind of what the input should have held there
+    "string_type": "string",
+    "string_unicode": "string",
+    "list_type": "array",
+    "tuple_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
     "none_required": "null",
 }
-_BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+_LIMITS = {  # pydantic error type → the table's kind, and the ctx entry that is its `{limit}`
+    "string_too_long": ("max_length", "max_length"),
+    "string_too_short": ("min_length", "min_length"),
+    "too_long": ("max_items", "max_length"),
+    "too_short": ("min_items", "min_length"),
+    "greater_than_equal": ("minimum", "ge"),
+    "greater_than": ("exclusive_minimum", "gt"),
+    "less_than_equal": ("maximum", "le"),
+    "less_than": ("exclusive_maximum", "lt"),
+}
+_FOUND_CHARS = 40  # a string found is shown up to this many characters
 _TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
 _INVALID, _MISSING = _spec.REQUEST_ERROR_INVALID, _spec.REQUEST_ERROR_MISSING  # the spec's request errors
 ITEM_UNION = "item_tag()"  # how pydantic names the discriminator of the item unions (`item_discriminator`)
+
+
+def validate(model: type[_Model], raw: object) -> _Model:
+    """`model.model_validate(raw)` by the spec's rule: JSON types as sent, no coercion (pydantic's strict mode),
+    except that an integral number (16.0) is an integer, as it is to JSON."""
+    try:
+        return model.model_validate(raw, strict=True)
+    except ValidationError as exc:
+        fixed, changed = raw, False
+        for error in exc.errors():
+            value = error.get("input")
+            if error["type"] == "int_type" and isinstance(value, float) and value.is_integer():
+                fixed, changed = _replaced(fixed, error["loc"], int(value)), True
+        if not changed:
+            raise
+    return model.model_validate(fixed, strict=True)
+
+
+def _replaced(node: object, loc: Sequence[int | str], value: object) -> object:
+    """A copy of `node` with `value` at pydantic's `loc` (union member names, not in the data, skipped)."""
+    if not loc:
+        return value
+    head, rest = loc[0], loc[1:]
+    if isinstance(head, int) and isinstance(node, list) and 0 <= head < len(node):
+        return [_replaced(v, rest, value) if i == head else v for i, v in enumerate(node)]
+    if isinstance(head, str) and isinstance(node, Mapping) and head in node:
+        return {k: _replaced(v, rest, value) if k == head else v for k, v in node.items()}
+    return _replaced(node, rest, value)
 
 
 @dataclass(frozen=True)
@@ -64,28 +105,29 @@ class Problem:
 def kind_of(value: object) -> str:
     """`an integer`, `an array`, `null`: a JSON value's kind."""
     if value is None:
-        return "null"
+        return _TEXTS["null"]
     if isinstance(value, bool):
-        return "a boolean"
+        return _TEXTS["boolean"]
     if isinstance(value, int):
-        return "an integer"
+        return _TEXTS["integer"]
     if isinstance(value, float):
-        return "a number"
+        return _TEXTS["number"]
     if isinstance(value, str):
-        return "a string"
+        return _TEXTS["string"]
     if isinstance(value, Mapping):
-        return "an object"
+        return _TEXTS["object"]
     if isinstance(value, (list, tuple)):
-        return "an array"
+        return _TEXTS["array"]
     return type(value).__name__
 
 
 def found(value: object) -> str:
     """`"robot"`, `5 (an integer)`, `an array`: short enough for one line, never the whole value."""
     if isinstance(value, str):
-        return json.dumps(value[:40] + ("…" if len(value) > 40 else ""), ensure_ascii=True)
+        return json.dumps(value[:_FOUND_CHARS] + ("…" if len(value) > _FOUND_CHARS else ""), ensure_ascii=True)
     if value is None or isinstance(value, (bool, int, float)):
-        return f"{json.dumps(value)} ({kind_of(value)})"
+        number = int(value) if isinstance(value, float) and value.is_integer() else value  # JSON's value: 1.0 is 1
+        return fill(_TEXTS["found_scalar"], value=json.dumps(number), kind=kind_of(value))
     return kind_of(value)
 
 
@@ -112,47 +154,42 @@ def _resolve(raw: object, loc: Sequence[int | str], missing: bool) -> tuple[tupl
 def _phrase(error: Mapping[str, Any]) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
-    if kind in _EXPECTED:
-        return _EXPECTED[kind]
-    if kind == "string_too_long":
-        return f"a string of at most {ctx.get('max_length')} characters"
-    if kind == "string_too_short":
-        return f"a string of at least {ctx.get('min_length')} characters"
-    if kind == "too_long":
-        return f"at most {ctx.get('max_length')} entries"
-    if kind == "too_short":
-        return f"at least {ctx.get('min_length')} entries"
+    if kind in _KINDS:
+        return _TEXTS[_KINDS[kind]]
+    if kind in _LIMITS:
+        text, key = _LIMITS[kind]
+        return fill(_TEXTS[text], limit=ctx.get(key))
     if kind == "string_pattern_mismatch":
-        return f"a string matching {ctx.get('pattern')}"
-    if kind in _BOUNDS:
-        return f"a number {_BOUNDS[kind]} {next(iter(ctx.values()), '')}"
+        return fill(_TEXTS["pattern"], pattern=ctx.get("pattern"))
     return str(error["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
 
 
-def _quoted(text: object) -> str:
-    return str(text).replace("'", '"')
+def _literals(text: object) -> list[str]:
+    """pydantic's list of allowed values (`'a', 'b' or 'c'`) as JSON texts."""
+    return [part.strip().replace("'", '"') for part in str(text).replace(" or ", ", ").split(", ") if part.strip()]
 
 
 def explain(exc: ValidationError, raw: object) -> Problem:
-    """The deepest place `raw` went wrong, and what would have fit there."""
+    """The deepest place `raw` went wrong, and what would have fit there (the rule of the `validation` table)."""
     resolved = []
     for error in exc.errors():
         parts, value, present = _resolve(raw, error["loc"], error["type"] == "missing")
         resolved.append((parts, value, present, error))
     depth = max(len(r[0]) for r in resolved)
+    # Of the deepest: a wrong `type` first (it explains the rest of its object), then a wrong value, then a missing one.
     deepest = [r for r in resolved if len(r[0]) == depth]
-    # A wrong `type` explains the other complaints about its object.
-    parts, value, present, error = next((r for r in deepest if r[0] and r[0][-1] == "type"), deepest[0])
+    ranked = sorted(deepest, key=lambda r: 2 if not r[2] else 0 if r[0] and r[0][-1] == "type" else 1)
+    parts, value, present, error = ranked[0]
     if error["type"] in _TAG_ERRORS:
         ctx = error.get("ctx") or {}
         union = str(ctx.get("discriminator", ""))
         if union == ITEM_UNION:
-            return Problem(parts, _INVALID, "expected a known item type", value, union)
+            return Problem(parts, _INVALID, "", value, union)
         if error["type"] == "union_tag_not_found":
             return Problem((*parts, "type"), _MISSING, "", None, union)
         tag = value.get("type") if isinstance(value, Mapping) else value
-        message = f"expected a type of {_quoted(ctx.get('expected_tags', ''))}, found {found(tag)}"
-        return Problem((*parts, "type"), _INVALID, message, tag, union)
+        expected = fill(_TEXTS["enum"], values=", ".join(_literals(ctx.get("expected_tags", ""))))
+        return Problem((*parts, "type"), _INVALID, fill(_TEXTS["message"], expected=expected, found=found(tag)), tag)
     if not present:
         return Problem(parts, _MISSING, "", None)
     phrases: list[str] = []
@@ -162,9 +199,12 @@ def explain(exc: ValidationError, raw: object) -> Problem:
         if r[0] != parts or kind in _TAG_ERRORS or kind == "missing":
             continue
         if kind == "literal_error":
-            literals.append(_quoted((r[3].get("ctx") or {}).get("expected", "")))
+            literals += [v for v in _literals((r[3].get("ctx") or {}).get("expected", "")) if v not in literals]
         elif (phrase := _phrase(r[3])) not in phrases:
             phrases.append(phrase)
+    if len(phrases) > 1 or literals:  # null is what an optional field may also be: told only when nothing else is
+        phrases = [p for p in phrases if p != _TEXTS["null"]]
     if literals:
-        phrases.append("one of " + ", ".join(literals).replace(" or ", ", "))
-    return Problem(parts, _INVALID, f"expected {' or '.join(phrases)}, found {found(value)}", value)
+        phrases.append(fill(_TEXTS["enum"], values=", ".join(literals)))
+    message = fill(_TEXTS["message"], expected=_TEXTS["or"].join(phrases), found=found(value))
+    return Problem(parts, _INVALID, message, value)

@@ -54,5 +54,5 @@ export {
 } from "./request.js";
 export { explain, found, type Problem } from "./validation.js";
 export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
-export { dumpAs, ModelValidationError, modelOf, pydanticJson, validateAs, type ValidationIssue } from "./schema.js";
+export { compactJson, dumpAs, ModelValidationError, modelOf, validateAs } from "./schema.js";
 export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, type StreamSSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";

@@ -1,29 +1,8 @@
 /**
- * Open Responses request → Harmony conversation, for gpt-oss.
- *
- * `requestToConversation(body)` maps a `CreateResponseBody` onto the messages the model is trained on:
- * `instructions` and `system`/`developer` input messages become the developer message's instructions, function
- * tools its `functions` namespace, `reasoning.effort` the system message's reasoning line, `text.format`
- * (json_schema) a `# Response Formats` section closing the developer message; the other items become messages in
- * order (`itemsToMessages`). Whatever the model cannot take throws `RequestError`, a 400-style error that names the
- * offending parameter; nothing is dropped silently.
- *
- * Every item the bridge emits comes back as input and renders to the message the model wrote: `reasoning` → an
- * analysis message of its `content` (only without content, of its `summary`), with the content type in its
- * `harmony:content_type`; an assistant `message` → its phase's channel unless its `harmony:channel` names the one
- * the model wrote it on (null: none), with the content type in its `harmony:content_type`; `function_call` → a message to the function on the channel and with the content type its vendor fields
- * name (`harmony:channel`, `harmony:content_type`; null: none; absent: the tool-calls channel and the constrained
- * function-arguments type), its output → a tool message on the call's channel; the vendor-prefixed call items → a
- * message to their `recipient`, and the vendor-prefixed tool output item (naming its call by the call item's `id`)
- * → a tool message from that recipient to the assistant on the call's channel. The chain-of-thought rule is the
- * renderer's, as the reference's.
- *
- * `parseRequest(raw, capabilities)` checks a JSON body in three steps, each failure one `RequestError`: the JSON
- * limits of `jsonInput` (depth, lone surrogates, NaN), then every tool and response-format schema at most
- * `MAX_SCHEMA_CHARS` characters; the Open Responses schema, the error naming the request's own path and saying
- * what was expected there (`validation.explain`); and `checkSupported`: a field is either honoured (by the bridge,
- * or by the caller's `Capabilities`) or refused, never dropped. Codes and messages are the spec's
- * (`REQUEST_ERRORS`, spec/mapping/requests.json). Mirrors the Python package's `bridge/request.py`.
+ * Open Responses request → Harmony conversation, for gpt-oss: `parseRequest` checks a JSON body (the JSON limits,
+ * the schema, then `checkSupported`: every field honoured or refused with a 400 naming it), `requestToConversation`
+ * and `itemsToMessages` map it onto the messages the model is trained on. The rules, item by item, are the Python
+ * package's `bridge/request.py` docstring; codes and messages are the spec's (spec/mapping/requests.json).
  */
 
 import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
@@ -34,9 +13,9 @@ import { Author, type Content, Conversation, DeveloperContent, Message, SystemCo
 import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dump, dumpAs, fieldTypeAt, make, model, ModelValidationError, modelOf, type Type, validateAs } from "./schema.js";
+import { dumpAs, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
-import { explain, found, ITEM_UNION, problemPath } from "./validation.js";
+import { explain, found, problemPath } from "./validation.js";
 
 const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
@@ -63,7 +42,7 @@ export class Verbatim {
 
 /** A value as an error message shows it: JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`). */
 function shown(value: unknown): string {
-  return writeJson(value, { ensureAscii: true });
+  return writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
 }
 
 /**
@@ -154,7 +133,7 @@ function honoured(capabilities: Capabilities, flag: string | null | undefined): 
 
 /** Python's `==` between JSON scalars (1 == 1.0 == True). */
 function pyEqual(a: unknown, b: unknown): boolean {
-  const num = (v: unknown): number | null => (typeof v === "number" ? v : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
+  const num = (v: unknown): number | null => (typeof v === "number" ? v : v instanceof JsonFloat ? v.value : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
   const x = num(a);
   const y = num(b);
   if (x !== null && y !== null) return x === y;
@@ -173,8 +152,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     let value: unknown = body;
     for (const name of field.split(".")) value = value !== null && typeof value === "object" ? ((value as Record<string, unknown>)[name] ?? null) : null;
     if (!neutral.some((n) => pyEqual(value, n)) && !honoured(capabilities, flag)) {
-      const type: Type | null = fieldTypeAt(BODY, field);
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value: type !== null ? dump(type, value) : value, why: new Verbatim(why) });
+      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(why) });
     }
   }
   (body.include ?? []).forEach((include, i) => {
@@ -196,9 +174,9 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
 const ITEMS = "ItemParam";
 
 function literalArgs(modelName: string, key: string): string[] {
-  let type: Type | undefined = model(modelName).byKey.get(key)?.type;
-  if (type?.kind === "nullable") type = type.inner;
-  return type?.kind === "literal" ? type.values.filter((v): v is string => typeof v === "string") : [];
+  const prop = responses.SCHEMAS[modelName]?.properties?.[key];
+  const values = prop?.enum ?? prop?.anyOf?.find((b) => b.enum !== undefined)?.enum ?? [];
+  return values.filter((v): v is string => typeof v === "string");
 }
 
 /** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
@@ -276,7 +254,7 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   } catch (e) {
     if (!(e instanceof ModelValidationError)) throw e;
     const problem = explain(e.issues, raw);
-    if (problem.union === ITEM_UNION) throw explainItem(problemPath(problem), problem.value);
+    if (problem.union !== undefined) throw explainItem(problemPath(problem), problem.value);
     throw RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
   }
   checkSchemas(body);
@@ -345,7 +323,7 @@ function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   }
   const input = body.input;
   if (input === undefined || input === null) return [];
-  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { content: input })];
+  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
   return [...input];
 }
 

@@ -7,7 +7,7 @@ import { isJsonObject, type JsonData } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { spec } from "../tables.js";
 import { type BuilderOptions, type Completion, feedAll, type OpenItem, ResponseBuilder, type Sink, type StreamOptions } from "./items.js";
-import { dumpAs, jsonString, ModelValidationError, pydanticJson, validateAs } from "./schema.js";
+import { compactJson as pydanticJson, dumpAs, jsonString, ModelValidationError, validateAs } from "./schema.js";
 import { explain, found, problemPath } from "./validation.js";
 
 export const OPENAI_REASONING_EVENTS: Readonly<Record<string, string>> = { ...spec.OPENAI_REASONING_EVENTS };
