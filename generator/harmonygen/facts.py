@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .ir import ProjectIR
+from .ir import EVENT_REPEATS, ProjectIR
 
 Shape = Any  # str | tuple: the notation above
 
@@ -187,7 +187,13 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
             },
             "Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events.",
         ),
-        Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
+        Fact(
+            "EVENT_ORDER",
+            m.event_order,
+            "Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens"
+            " (the first alone when none repeats), the rest when it ends; each event's fields are its model's.",
+        ),
+        Fact("EVENT_REPEATS", EVENT_REPEATS, "The mark ending an `EVENT_ORDER` entry that repeats (the deltas)."),
         Fact(
             "HOSTED_KINDS",
             m.hosted,

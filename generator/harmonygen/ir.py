@@ -195,6 +195,9 @@ class ErrorIR:
     message: str
 
 
+EVENT_REPEATS = "*"  # the mark ending an `event_order` entry that repeats (an item's deltas)
+
+
 @dataclass(frozen=True)
 class MappingIR:
     """Harmony → Open Responses: item kinds, the stream's opening and closing events, errors, SSE, Chat."""

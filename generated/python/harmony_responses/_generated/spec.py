@@ -736,7 +736,10 @@ EVENT_ORDER: dict[str, tuple[str, ...]] = {
     "container_call": ("response.output_item.added", "response.output_item.done"),
     "tool_call": ("response.output_item.added", "response.output_item.done"),
 }
-"""Item kind → its events, in order."""
+"""Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens (the first alone when none repeats), the rest when it ends; each event's fields are its model's."""
+
+EVENT_REPEATS: str = "*"
+"""The mark ending an `EVENT_ORDER` entry that repeats (the deltas)."""
 
 HOSTED_KINDS: dict[str, Any] = {
     "web_search": {

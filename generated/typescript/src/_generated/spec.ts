@@ -693,7 +693,7 @@ export const ITEM_KINDS: Readonly<Record<string, { readonly type: string; readon
   },
 };
 
-/** Item kind → its events, in order. */
+/** Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens (the first alone when none repeats), the rest when it ends; each event's fields are its model's. */
 export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "reasoning": [
     "response.output_item.added",
@@ -722,6 +722,9 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "container_call": ["response.output_item.added", "response.output_item.done"],
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
+
+/** The mark ending an `EVENT_ORDER` entry that repeats (the deltas). */
+export const EVENT_REPEATS: string = "*";
 
 /** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size. */
 export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
