@@ -219,6 +219,13 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
     )
     out.append(Fact("OPENAI_REASONING_EVENTS", m.openai_reasoning_events))
     out += _group("sse", m.sse.items())
+    out.append(
+        Fact(
+            "ARGUMENT_ERRORS",
+            m.arguments,
+            "A strict tool's argument errors: JSON Schema keyword → its text (`other`: any other; `not_json`).",
+        )
+    )
     out += _group("chat", m.chat.items())
     return out
 

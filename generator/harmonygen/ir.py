@@ -209,6 +209,7 @@ class MappingIR:
     errors: tuple[ErrorIR, ...]
     openai_reasoning_events: dict[str, str]
     sse: dict[str, str]
+    arguments: dict[str, str]  # a strict tool's argument errors: JSON Schema keyword → its text (and `not_json`)
     chat: dict[str, Any]
     event_order: dict[str, tuple[str, ...]]  # item shape (text, arguments, plain) → its events in order
     hosted: dict[str, dict[str, Any]]  # hosted tool kind → its tool types, item type and prefix, namespace, events

@@ -518,6 +518,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         errors=errors,
         openai_reasoning_events=mp.strings("openai_reasoning_events"),
         sse=mp.strings("sse"),
+        arguments={"not_json": mp.get("arguments", "not_json", kind=str), **mp.strings("arguments", "errors")},
         chat=mp.table("chat"),
         event_order=order,
         hosted=hosted,
