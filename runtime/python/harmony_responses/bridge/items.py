@@ -176,12 +176,13 @@ Emitted = tuple[tuple[Any, tuple[str, ...]], ...]  # events to send: each one's 
 
 
 def _emitted(types: Iterable[str]) -> Emitted:
-    """Each event type's model, and its fields besides `type` and `sequence_number` (the model's, in order)."""
+    """Each event type's model, and those of its fields the builder gives (the model's, in order)."""
     classes = [EVENT_CLASSES[name] for name in types]
-    return tuple((cls, tuple(key for key in cls.model_fields if key not in _HEAD)) for cls in classes)
+    return tuple((cls, tuple(key for key in cls.model_fields if key in _GIVEN)) for cls in classes)
 
 
-_HEAD = frozenset({"type", "sequence_number"})
+# what the builder knows of an item when it sends its events (`ResponseBuilder._emit`)
+_GIVEN = frozenset({"item_id", "output_index", "content_index", "item", "part", "text", "arguments", "logprobs"})
 
 
 @dataclass(frozen=True)
@@ -737,10 +738,11 @@ class ResponseBuilder:
     def _emit(self, events: Emitted, open_item: OpenItem, **values: Any) -> None:
         """Send `events` in order, each given the fields of its model that `values` hold (None: not given), and
         the item's place."""
-        values.update(item_id=open_item.id, output_index=open_item.output_index, content_index=0)
+        values["item_id"], values["output_index"], values["content_index"] = open_item.id, open_item.output_index, 0
+        event, get = self._sink.event, values.get
         for cls, fields in events:
-            given = {key: values[key] for key in fields if values.get(key) is not None}
-            self._sink.event(cls(sequence_number=self.next_sequence_number(), **given))
+            given = {key: value for key in fields if (value := get(key)) is not None}
+            event(cls(sequence_number=self.next_sequence_number(), **given))
 
     def _close(self, status: Status, text: str) -> None:
         item = self._item
