@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .ir import ProjectIR
+from .ir import EVENT_REPEATS, ProjectIR
 
 Shape = Any  # str | tuple: the notation above
 
@@ -184,7 +184,13 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
             },
             "Item kind → its wire type, id prefixes, the channel purpose or namespace that picks it, its events.",
         ),
-        Fact("EVENT_ORDER", m.event_order, "Item kind → its events, in order."),
+        Fact(
+            "EVENT_ORDER",
+            m.event_order,
+            "Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens"
+            " (the first alone when none repeats), the rest when it ends; each event's fields are its model's.",
+        ),
+        Fact("EVENT_REPEATS", EVENT_REPEATS, "The mark ending an `EVENT_ORDER` entry that repeats (the deltas)."),
         Fact(
             "HOSTED_KINDS",
             m.hosted,
@@ -210,6 +216,13 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
     )
     out.append(Fact("OPENAI_REASONING_EVENTS", m.openai_reasoning_events))
     out += _group("sse", m.sse.items())
+    out.append(
+        Fact(
+            "ARGUMENT_ERRORS",
+            m.arguments,
+            "A strict tool's argument errors: JSON Schema keyword → its text (`other`: any other).",
+        )
+    )
     out += _group("chat", m.chat.items())
     return out
 

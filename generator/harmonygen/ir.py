@@ -205,6 +205,9 @@ class ErrorIR:
     message: str
 
 
+EVENT_REPEATS = "*"  # the mark ending an `event_order` entry that repeats (an item's deltas)
+
+
 @dataclass(frozen=True)
 class MappingIR:
     """Harmony → Open Responses: item kinds, the stream's opening and closing events, errors, SSE, Chat."""
@@ -216,6 +219,7 @@ class MappingIR:
     errors: tuple[ErrorIR, ...]
     openai_reasoning_events: dict[str, str]
     sse: dict[str, str]
+    arguments: dict[str, str]  # a strict tool's argument errors: JSON Schema keyword → its text
     chat: dict[str, Any]
     event_order: dict[str, tuple[str, ...]]  # item shape (text, arguments, plain) → its events in order
     hosted: dict[str, dict[str, Any]]  # hosted tool kind → its tool types, item type and prefix, namespace, events

@@ -12,6 +12,7 @@ from . import __version__
 from .config import Config
 from .errors import SpecError
 from .ir import (
+    EVENT_REPEATS,
     FORMAT_VERSION,
     BrowserDisplayIR,
     CallerFieldIR,
@@ -501,9 +502,9 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
     for item in items:
         seq = [stream["item_added"]]
         if item.text is not None:
-            seq += [stream["part_added"], item.text["delta"] + "*", item.text["done"], stream["part_done"]]
+            seq += [stream["part_added"], item.text["delta"] + EVENT_REPEATS, item.text["done"], stream["part_done"]]
         if item.arguments is not None:
-            seq += [item.arguments["delta"] + "*", item.arguments["done"]]
+            seq += [item.arguments["delta"] + EVENT_REPEATS, item.arguments["done"]]
         order[item.kind] = (*seq, stream["item_done"])
     response = mp.strings("response")
     _check_header_fields(mp, response, responses)
@@ -538,6 +539,7 @@ def _mapping(mp: _Doc, fmt: FormatIR, responses: Any) -> MappingIR:
         errors=errors,
         openai_reasoning_events=mp.strings("openai_reasoning_events"),
         sse=mp.strings("sse"),
+        arguments=mp.strings("arguments", "errors"),
         chat=mp.table("chat"),
         event_order=order,
         hosted=hosted,

@@ -262,7 +262,7 @@ def test_an_engine_that_cannot_constrain_reports_a_failed_check(tmp_path: Any) -
         message = response["output"][-1]
         assert response["status"] == "completed" and message["content"][0]["text"] == '{"city": "Oslo"}'
         validation = message["harmony:validation"]
-        assert validation["valid"] is False and "'days' is a required property" in validation["errors"][0]["message"]
+        assert validation["valid"] is False and '"days" is a required property' in validation["errors"][0]["message"]
         loose = {**raw, "text": {"format": {**TEXT_FORMAT["format"], "strict": False}}}
         message = httpx.post(proc.url + "/v1/responses", json=loose, timeout=30).json()["output"][-1]
         assert "harmony:validation" not in message, "without strict, JSON that parses holds"

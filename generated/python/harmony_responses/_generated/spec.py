@@ -711,7 +711,10 @@ EVENT_ORDER: dict[str, tuple[str, ...]] = {
     "container_call": ("response.output_item.added", "response.output_item.done"),
     "tool_call": ("response.output_item.added", "response.output_item.done"),
 }
-"""Item kind → its events, in order."""
+"""Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens (the first alone when none repeats), the rest when it ends; each event's fields are its model's."""
+
+EVENT_REPEATS: str = "*"
+"""The mark ending an `EVENT_ORDER` entry that repeats (the deltas)."""
 
 HOSTED_KINDS: dict[str, Any] = {
     "web_search": {
@@ -823,6 +826,38 @@ OPENAI_REASONING_EVENTS: dict[str, str] = {
 }
 
 SSE_DONE: str = "[DONE]"
+
+ARGUMENT_ERRORS: dict[str, str] = {
+    "type": "not of type {expected:json}",
+    "enum": "not one of {expected:json}",
+    "const": "not the constant {expected:json}",
+    "required": "{name:json} is a required property",
+    "dependentRequired": "{name:json} is required when {by:json} is present",
+    "additionalProperties": "{name:json} is not an allowed property",
+    "unevaluatedProperties": "has unevaluated properties, which are not allowed",
+    "unevaluatedItems": "has unevaluated items, which are not allowed",
+    "minimum": "less than the minimum {limit:json}",
+    "maximum": "greater than the maximum {limit:json}",
+    "exclusiveMinimum": "not greater than the exclusive minimum {limit:json}",
+    "exclusiveMaximum": "not less than the exclusive maximum {limit:json}",
+    "multipleOf": "not a multiple of {limit:json}",
+    "minLength": "shorter than {limit:json} characters",
+    "maxLength": "longer than {limit:json} characters",
+    "minItems": "fewer than {limit:json} items",
+    "maxItems": "more than {limit:json} items",
+    "minProperties": "fewer than {limit:json} properties",
+    "maxProperties": "more than {limit:json} properties",
+    "uniqueItems": "has items that are not unique",
+    "pattern": "does not match the pattern {pattern:json}",
+    "anyOf": "valid under none of the `anyOf` schemas",
+    "oneOf": "not valid under exactly one of the `oneOf` schemas",
+    "not": "valid under the `not` schema",
+    "items": "more items than the {limit:json} the schema lists",
+    "contains": "not as many items as `contains`, `minContains` and `maxContains` ask",
+    "false": "no value is allowed here (the schema is false)",
+    "other": "fails the schema's {keyword:json}",
+}
+"""A strict tool's argument errors: JSON Schema keyword → its text (`other`: any other)."""
 
 CHAT_ID_PREFIX: str = "chatcmpl"
 

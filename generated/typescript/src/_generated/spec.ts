@@ -681,7 +681,7 @@ export const ITEM_KINDS: Readonly<Record<string, ItemKindsRow>> = {
   },
 };
 
-/** Item kind → its events, in order. */
+/** Item kind → its events, in order: those before the repeated one (the deltas) go out when the item opens (the first alone when none repeats), the rest when it ends; each event's fields are its model's. */
 export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "reasoning": [
     "response.output_item.added",
@@ -710,6 +710,9 @@ export const EVENT_ORDER: Readonly<Record<string, readonly string[]>> = {
   "container_call": ["response.output_item.added", "response.output_item.done"],
   "tool_call": ["response.output_item.added", "response.output_item.done"],
 };
+
+/** The mark ending an `EVENT_ORDER` entry that repeats (the deltas). */
+export const EVENT_REPEATS: string = "*";
 
 /** Hosted tool kind → its request tool types, output item type and id prefix, Harmony namespace (or null), the events before the tool runs and after it answered or failed, its `include` values, and (web search) `search_context_size` → tokens per browser display with the default size. */
 export const HOSTED_KINDS: Readonly<Record<string, JsonValue>> = {
@@ -805,6 +808,38 @@ export const OPENAI_REASONING_EVENTS: Readonly<Record<string, string>> = {
 };
 
 export const SSE_DONE: string = "[DONE]";
+
+/** A strict tool's argument errors: JSON Schema keyword → its text (`other`: any other). */
+export const ARGUMENT_ERRORS: Readonly<Record<string, string>> = {
+  "type": "not of type {expected:json}",
+  "enum": "not one of {expected:json}",
+  "const": "not the constant {expected:json}",
+  "required": "{name:json} is a required property",
+  "dependentRequired": "{name:json} is required when {by:json} is present",
+  "additionalProperties": "{name:json} is not an allowed property",
+  "unevaluatedProperties": "has unevaluated properties, which are not allowed",
+  "unevaluatedItems": "has unevaluated items, which are not allowed",
+  "minimum": "less than the minimum {limit:json}",
+  "maximum": "greater than the maximum {limit:json}",
+  "exclusiveMinimum": "not greater than the exclusive minimum {limit:json}",
+  "exclusiveMaximum": "not less than the exclusive maximum {limit:json}",
+  "multipleOf": "not a multiple of {limit:json}",
+  "minLength": "shorter than {limit:json} characters",
+  "maxLength": "longer than {limit:json} characters",
+  "minItems": "fewer than {limit:json} items",
+  "maxItems": "more than {limit:json} items",
+  "minProperties": "fewer than {limit:json} properties",
+  "maxProperties": "more than {limit:json} properties",
+  "uniqueItems": "has items that are not unique",
+  "pattern": "does not match the pattern {pattern:json}",
+  "anyOf": "valid under none of the `anyOf` schemas",
+  "oneOf": "not valid under exactly one of the `oneOf` schemas",
+  "not": "valid under the `not` schema",
+  "items": "more items than the {limit:json} the schema lists",
+  "contains": "not as many items as `contains`, `minContains` and `maxContains` ask",
+  "false": "no value is allowed here (the schema is false)",
+  "other": "fails the schema's {keyword:json}",
+};
 
 export const CHAT_ID_PREFIX: string = "chatcmpl";
 

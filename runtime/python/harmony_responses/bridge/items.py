@@ -172,9 +172,24 @@ EVENT_CLASSES: dict[str, Any] = _by_type(_union_members(StreamingEvent))
 _PART_CLASSES = _by_type((OutputTextContent, ReasoningTextContent))
 
 
+Emitted = tuple[tuple[Any, tuple[str, ...]], ...]  # events to send: each one's model and the fields it is given
+
+
+def _emitted(types: Iterable[str]) -> Emitted:
+    """Each event type's model, and those of its fields the builder gives (the model's, in order)."""
+    classes = [EVENT_CLASSES[name] for name in types]
+    return tuple((cls, tuple(key for key in cls.model_fields if key in _GIVEN)) for cls in classes)
+
+
+# what the builder knows of an item when it sends its events (`ResponseBuilder._emit`)
+_GIVEN = frozenset({"item_id", "output_index", "content_index", "item", "part", "text", "arguments", "logprobs"})
+
+
 @dataclass(frozen=True)
 class KindSpec:
-    """One kind of output item, as the spec's `ITEM_KINDS` describes it."""
+    """One kind of output item, as the spec's `ITEM_KINDS` describes it, with its events from `EVENT_ORDER`:
+    those before the repeated one (its deltas) when it opens, the first alone when none repeats, the rest when it
+    ends."""
 
     kind: ItemKind
     type: str
@@ -182,7 +197,8 @@ class KindSpec:
     call_id_prefix: str | None
     part: Callable[[str], Any] | None  # text → the content part, for items that stream text
     delta: Any  # the event class of a piece of text or of arguments, or None
-    done: Any  # the event class that ends the text or the arguments, or None
+    opening: Emitted  # the events the item opens with
+    closing: Emitted  # the events it ends with
 
     @property
     def streams_text(self) -> bool:
@@ -196,16 +212,17 @@ def _part_maker(cls: Any) -> Callable[[str], Any]:
 
 
 def _kind_spec(kind: ItemKind) -> KindSpec:
-    row = _spec.ITEM_KINDS[kind]
-    events = row["text"] or row["arguments"] or {}
+    row, order = _spec.ITEM_KINDS[kind], _spec.EVENT_ORDER[kind]
+    at = next((i for i, name in enumerate(order) if name.endswith(_spec.EVENT_REPEATS)), None)
     return KindSpec(
         kind=kind,
         type=row["type"],
         id_prefix=row["id_prefix"],
         call_id_prefix=row["call_id_prefix"],
         part=_part_maker(_PART_CLASSES[row["text"]["part"]]) if row["text"] else None,
-        delta=EVENT_CLASSES[events["delta"]] if events else None,
-        done=EVENT_CLASSES[events["done"]] if events else None,
+        delta=None if at is None else EVENT_CLASSES[order[at].removesuffix(_spec.EVENT_REPEATS)],
+        opening=_emitted(order[: 1 if at is None else at]),
+        closing=_emitted(order[1 if at is None else at + 1 :]),
     )
 
 
@@ -219,10 +236,8 @@ _PHASE_OF_CHANNEL: dict[str, Any] = {
     _spec.CHANNEL_BY_PURPOSE[purpose]: phase for purpose, phase in _spec.ITEM_KINDS[ItemKind.MESSAGE]["phases"].items()
 }
 _DEFAULT_PHASE = _PHASE_OF_CHANNEL[_spec.CHANNEL_ANSWER]
-_ADDED = EVENT_CLASSES[_spec.STREAM_ITEM_ADDED]
+_ADDED = EVENT_CLASSES[_spec.STREAM_ITEM_ADDED]  # a hosted call's item: its events are the caller's
 _ITEM_DONE = EVENT_CLASSES[_spec.STREAM_ITEM_DONE]
-_PART_ADDED = EVENT_CLASSES[_spec.STREAM_PART_ADDED]
-_PART_DONE = EVENT_CLASSES[_spec.STREAM_PART_DONE]
 _CREATED, _IN_PROGRESS = (EVENT_CLASSES[name] for name in _spec.STREAM_OPENING)
 _CLOSING = {Status(status): EVENT_CLASSES[name] for status, name in _spec.STREAM_CLOSING.items()}
 _ERROR_EVENT = EVENT_CLASSES[_spec.STREAM_ERROR]
@@ -716,17 +731,23 @@ class ResponseBuilder:
         return item
 
     def _added(self, item: OpenItem) -> None:
-        spec, sink = item.spec, self._sink
-        sink.event(_ADDED(sequence_number=self.next_sequence_number(), output_index=item.output_index,
-                          item=item.body(Status.IN_PROGRESS)))  # fmt: skip
-        if spec.part is not None:
-            sink.event(_PART_ADDED(sequence_number=self.next_sequence_number(), item_id=item.id,
-                                   output_index=item.output_index, content_index=0, part=spec.part("")))  # fmt: skip
+        part = item.spec.part
+        body = item.body(Status.IN_PROGRESS)
+        self._emit(item.spec.opening, item, item=body, part=part("") if part is not None else None)
+
+    def _emit(self, events: Emitted, open_item: OpenItem, **values: Any) -> None:
+        """Send `events` in order, each given the fields of its model that `values` hold (None: not given), and
+        the item's place."""
+        values["item_id"], values["output_index"], values["content_index"] = open_item.id, open_item.output_index, 0
+        event, get = self._sink.event, values.get
+        for cls, fields in events:
+            given = {key: value for key in fields if (value := get(key)) is not None}
+            event(cls(sequence_number=self.next_sequence_number(), **given))
 
     def _close(self, status: Status, text: str) -> None:
         item = self._item
         assert item is not None
-        spec, sink, index = item.spec, self._sink, item.output_index
+        spec, index = item.spec, item.output_index
         if item.held:
             if status is Status.COMPLETED:
                 self.held_call = HeldCall(item.recipient or "", text, item.channel, item.content_type, index)
@@ -744,15 +765,6 @@ class ResponseBuilder:
                 item.validation = self.answer_check(text)
             if self.annotate is not None:
                 item.annotations = self.annotate(text)
-        if spec.part is not None and spec.done is not None:
-            extra = {} if item.logprobs is None else {"logprobs": item.logprobs}
-            sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                 content_index=0, text=text, **extra))  # fmt: skip
-            sink.event(_PART_DONE(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                  content_index=0, part=item.part(text)))  # fmt: skip
-        elif spec.done is not None:
-            sink.event(spec.done(sequence_number=self.next_sequence_number(), item_id=item.id, output_index=index,
-                                 arguments=text))  # fmt: skip
         if item.reasoning:
             if self._text:  # text input: count the tokens it stands for: <|message|>, the text, the stop
                 self._reasoning_tokens += (
@@ -761,7 +773,8 @@ class ResponseBuilder:
             else:  # from the token that opened the body to the one that closed it
                 self._reasoning_tokens += self._tokens_read() - self._reasoning_from
         body = self._sealed(item, item.body(status, text), text)
-        sink.event(_ITEM_DONE(sequence_number=self.next_sequence_number(), output_index=index, item=body))
+        part = item.part(text) if spec.part is not None else None
+        self._emit(spec.closing, item, item=body, part=part, text=text, arguments=text, logprobs=item.logprobs)
         self._output.append(body)
         self._item = None
 

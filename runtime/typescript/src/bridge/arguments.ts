@@ -5,32 +5,26 @@
  * the first time a strict tool's call is checked, never when the package is imported, so the core keeps
  * gpt-tokenizer as its only runtime dependency. Without it the result says so (`valid` is null).
  *
- * The result is the Python package's (`bridge/arguments.py`, which runs the `jsonschema` package) byte for byte:
- * ajv decides what is wrong and where, and each error is written as jsonschema writes it (`'city' is a required
- * property`, values as Python's `repr` writes them), one error per jsonschema error (ajv's errors inside a failed
- * `anyOf`/`oneOf`/`not`/`contains` and its `if`/`propertyNames` wrappers are folded the way jsonschema reports
- * them, the extra properties of one object are one error), sorted as the Python package sorts them: by the
- * instance path, then in the order jsonschema meets the schema's keywords. The draft is the one `$schema` names
- * (2020-12 when it names none, as jsonschema's `validator_for` picks). Formats are not checked (jsonschema checks
- * none without a format checker).
- *
- * Known limits of the translation (ajv and jsonschema themselves differ there): the order of two errors at the same
- * instance path when one comes through a `$ref`; regular expressions (`pattern`, `patternProperties`) run as
- * JavaScript's; `multipleOf` with fractions, as each language's floats compute it; `unevaluatedProperties` with a
- * schema; and a schema jsonschema cannot run at all (its Python side fails; here the result is `valid: null`).
+ * ajv decides what is wrong and where (the draft `$schema` names, 2020-12 when none; formats are not checked);
+ * what is reported is the spec's (`ARGUMENT_ERRORS`, the mapping's `arguments` section, whose comment gives the
+ * rule), as the Python package's `bridge/arguments.py` reports it: ajv's errors inside `anyOf`/`oneOf`/`not`/
+ * `contains` and its `if`/`propertyNames` wrappers are left out, each error is the text of its keyword, sorted by
+ * path and message, once.
  */
 
 import { createRequire } from "node:module";
 
 import { isJsonObject, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson } from "../json.js";
-import { pyReprJson } from "../pyformat.js";
+import { spec } from "../tables.js";
+import { fill } from "../texts.js";
 import { compareCodePoints } from "../toolNamespace.js";
 
-/** The texts of this module (the Python module's `MISSING` and its schema-error text). */
+/** The texts of this module that are the language's own (the Python module's `MISSING` and `BAD_SCHEMA`). */
 export const TEXTS = {
   missing: "the ajv package is not installed (npm install ajv): not checked",
   badSchema: "the tool's schema is invalid: ",
 } as const;
+const ERRORS = spec.ARGUMENT_ERRORS;
 
 /** What the check found: `valid` true, false, or null (not checked); each error's JSON pointer and text. */
 export class Validation {
@@ -145,219 +139,26 @@ function validatorFor(ajv: AjvInstance, schema: object): AjvValidate | Error {
   return found;
 }
 
-// -- jsonschema's words ------------------------------------------------------------------------------------------
+// -- the spec's texts -------------------------------------------------------------------------------------------
 
-const repr = pyReprJson;
+const WRAPPERS = new Set(["if", "propertyNames"]); // ajv's errors that only wrap others
+const FOLDING = new Set(["anyOf", "oneOf", "not", "contains"]); // whose inner errors are not reported
+const SAME: Readonly<Record<string, string>> = { dependencies: "dependentRequired", "false schema": "false" };
+const NAMED = new Set(["required", "dependentRequired", "additionalProperties"]); // their property as `name`
 
-/** A JSON pointer (ajv's, escaped with `~0`/`~1`; a schema path also URI-encoded) → its parts. */
-function pointerParts(pointer: string, uri: boolean): string[] {
-  const body = pointer.startsWith("#") ? pointer.slice(1) : pointer;
-  if (!body) return [];
-  return body
-    .slice(1)
-    .split("/")
-    .map((part) => (uri ? decodeURIComponent(part) : part).replace(/~1/g, "/").replace(/~0/g, "~"));
-}
-
-/** A value at `parts` inside `root` (array indices as strings). */
-function at(root: unknown, parts: readonly string[]): unknown {
-  let node = root;
-  for (const part of parts) {
-    if (Array.isArray(node)) node = node[Number(part)];
-    else if (isJsonObject(node)) node = node[part];
-    else return undefined;
-  }
-  return node;
-}
-
-/** Where each step of a schema path stands among its siblings: the order jsonschema meets the keywords in. */
-function schemaOrder(schema: unknown, parts: readonly string[]): number[] {
-  const out: number[] = [];
-  let node = schema;
-  for (const part of parts) {
-    if (Array.isArray(node)) {
-      out.push(Number(part));
-      node = node[Number(part)];
-    } else if (isJsonObject(node)) {
-      out.push(keysOf(node).indexOf(part));
-      node = node[part];
-    } else {
-      out.push(-1);
-    }
-  }
-  return out;
-}
-
-function extrasMessage(extras: readonly unknown[]): [string, string] {
-  return [extras.map(repr).join(", "), extras.length === 1 ? "was" : "were"];
-}
-
-function compareLists<T>(a: readonly T[], b: readonly T[], compare: (x: T, y: T) => number): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    const c = compare(a[i] as T, b[i] as T);
-    if (c !== 0) return c;
-  }
-  return a.length - b.length;
-}
-
-interface Found {
-  readonly path: string[]; // the instance path's parts
-  readonly order: number[]; // the schema path's order
-  readonly message: string;
-}
-
-const WRAPPERS = new Set(["if", "propertyNames"]); // ajv's errors that only wrap others jsonschema reports alone
-const FOLDING = new Set(["anyOf", "oneOf", "not", "contains"]); // whose inner errors jsonschema does not report
-
-/** ajv's errors → jsonschema's, in the Python package's order. */
-function translate(ajv: AjvInstance, errors: readonly AjvError[], instance: JsonData, schema: JsonObject): Found[] {
-  const folded = errors.filter((e) => FOLDING.has(e.keyword)).map((e) => e.schemaPath + "/");
-  const merged = new Map<string, { error: AjvError; names: unknown[] }>(); // additional / unevaluated properties
-  const out: (Found | { merge: string })[] = [];
-  for (const error of errors) {
-    if (WRAPPERS.has(error.keyword) || folded.some((p) => error.schemaPath.startsWith(p))) continue;
-    if (error.keyword === "additionalProperties" || error.keyword === "unevaluatedProperties") {
-      const key = `${error.instancePath}\u0000${error.schemaPath}`;
-      const name = error.params["additionalProperty"] ?? error.params["unevaluatedProperty"];
-      const entry = merged.get(key);
-      if (entry === undefined) {
-        merged.set(key, { error, names: [name] });
-        out.push({ merge: key });
-      } else entry.names.push(name);
-      continue;
-    }
-    out.push(found(ajv, error, instance, schema, []));
-  }
-  const done = out.map((item) => {
-    if (!("merge" in item)) return item;
-    const entry = merged.get(item.merge) as { error: AjvError; names: unknown[] };
-    return found(ajv, entry.error, instance, schema, entry.names);
+/** One ajv error as the spec's text. */
+function message(error: AjvError): string {
+  const keyword = SAME[error.keyword] ?? error.keyword;
+  const p = error.params;
+  const text = ERRORS[keyword];
+  if (text === undefined || keyword === "other") return fill(ERRORS["other"] ?? "", { keyword: error.keyword });
+  return fill(text, {
+    limit: p["limit"] ?? p["multipleOf"],
+    expected: p["type"] ?? p["allowedValues"] ?? p["allowedValue"],
+    pattern: p["pattern"],
+    name: NAMED.has(keyword) ? (p["missingProperty"] ?? p["additionalProperty"]) : undefined,
+    by: p["property"],
   });
-  return done
-    .map((f, i) => [f, i] as const)
-    .sort(([a, i], [b, j]) => compareLists(a.path, b.path, compareCodePoints) || compareLists(a.order, b.order, (x, y) => x - y) || i - j)
-    .map(([f]) => f);
-}
-
-function found(ajv: AjvInstance, error: AjvError, instance: JsonData, schema: JsonObject, names: readonly unknown[]): Found {
-  const path = pointerParts(error.instancePath, false);
-  const schemaParts = pointerParts(error.schemaPath, true);
-  const value = error.propertyName !== undefined ? error.propertyName : at(instance, path);
-  const keywordValue = at(schema, schemaParts);
-  const parent = at(schema, schemaParts.slice(0, -1));
-  return { path, order: schemaOrder(schema, schemaParts), message: message(ajv, error, value, keywordValue, parent, names) };
-}
-
-/** How many of `items` the schema `subschema` takes (null: it cannot be compiled on its own). */
-function matching(ajv: AjvInstance, subschema: unknown, items: readonly unknown[]): number | null {
-  if (typeof subschema === "boolean") return subschema ? items.length : 0;
-  if (typeof subschema !== "object" || subschema === null) return null;
-  const validate = validatorFor(ajv, subschema);
-  if (validate instanceof Error) return null;
-  return items.filter((item) => validate(plain(item))).length;
-}
-
-function message(ajv: AjvInstance, error: AjvError, value: unknown, keywordValue: unknown, parent: unknown, names: readonly unknown[]): string {
-  const v = repr(value);
-  const limit = Number(keywordValue instanceof JsonFloat ? keywordValue.value : keywordValue);
-  switch (error.keyword) {
-    case "type": {
-      const types = Array.isArray(keywordValue) ? keywordValue : [keywordValue];
-      return `${v} is not of type ${types.map(repr).join(", ")}`;
-    }
-    case "enum":
-      return `${v} is not one of ${repr(keywordValue)}`;
-    case "const":
-      return `${repr(keywordValue)} was expected`;
-    case "required":
-      return `${repr(error.params["missingProperty"])} is a required property`;
-    case "dependentRequired":
-    case "dependencies":
-      return `${repr(error.params["missingProperty"])} is a dependency of ${repr(error.params["property"])}`;
-    case "additionalProperties": {
-      const extras = [...names].sort((a, b) => compareCodePoints(String(a), String(b)));
-      const patterns = isJsonObject(parent) && isJsonObject(parent["patternProperties"]) ? keysOf(parent["patternProperties"]).sort(compareCodePoints) : null;
-      if (patterns !== null) {
-        return `${extras.map(repr).join(", ")} ${extras.length === 1 ? "does" : "do"} not match any of the regexes: ${patterns.map((p) => repr(p)).join(", ")}`;
-      }
-      const [joined, verb] = extrasMessage(extras);
-      return `Additional properties are not allowed (${joined} ${verb} unexpected)`;
-    }
-    case "unevaluatedProperties": {
-      const [joined, verb] = extrasMessage([...names].sort((a, b) => compareCodePoints(String(a), String(b))));
-      return keywordValue === false
-        ? `Unevaluated properties are not allowed (${joined} ${verb} unexpected)`
-        : `Unevaluated properties are not valid under the given schema (${joined} ${verb} unevaluated and invalid)`;
-    }
-    case "unevaluatedItems": {
-      const items = Array.isArray(value) ? value.slice(Number(error.params["limit"] ?? 0)) : [];
-      const [joined, verb] = extrasMessage(items);
-      return `Unevaluated items are not allowed (${joined} ${verb} unexpected)`;
-    }
-    case "minimum":
-      return `${v} is less than the minimum of ${repr(keywordValue)}`;
-    case "maximum":
-      return `${v} is greater than the maximum of ${repr(keywordValue)}`;
-    case "exclusiveMinimum":
-      return `${v} is less than or equal to the minimum of ${repr(keywordValue)}`;
-    case "exclusiveMaximum":
-      return `${v} is greater than or equal to the maximum of ${repr(keywordValue)}`;
-    case "multipleOf":
-      return `${v} is not a multiple of ${repr(keywordValue)}`;
-    case "minLength":
-    case "minItems":
-      return `${v} ${limit === 1 ? "should be non-empty" : "is too short"}`;
-    case "maxLength":
-    case "maxItems":
-      return `${v} ${limit === 0 ? "is expected to be empty" : "is too long"}`;
-    case "minProperties":
-      return `${v} ${limit === 1 ? "should be non-empty" : "does not have enough properties"}`;
-    case "maxProperties":
-      return `${v} ${limit === 0 ? "is expected to be empty" : "has too many properties"}`;
-    case "uniqueItems":
-      return `${v} has non-unique elements`;
-    case "pattern":
-      return `${v} does not match ${repr(keywordValue)}`;
-    case "anyOf":
-      return `${v} is not valid under any of the given schemas`;
-    case "oneOf": {
-      const passing = error.params["passingSchemas"];
-      if (!Array.isArray(passing) || !Array.isArray(keywordValue)) return `${v} is not valid under any of the given schemas`;
-      const [first, second] = passing as number[];
-      const more = [keywordValue[second ?? 0]];
-      for (let i = (second ?? 0) + 1; i < keywordValue.length; i++) {
-        if (matching(ajv, keywordValue[i], [value]) === 1) more.push(keywordValue[i]);
-      }
-      more.push(keywordValue[first ?? 0]);
-      return `${v} is valid under each of ${more.map(repr).join(", ")}`;
-    }
-    case "not":
-      return `${v} should not be valid under ${repr(keywordValue)}`;
-    case "items": {
-      const items = Array.isArray(value) ? value : [];
-      const prefix = Number(error.params["limit"] ?? 0);
-      const extra = items.length - prefix;
-      const rest = extra !== 1 ? items.slice(prefix) : items[prefix];
-      return `Expected at most ${prefix} ${prefix !== 1 ? "items" : "item"} but found ${extra} extra: ${repr(rest)}`;
-    }
-    case "contains": {
-      const items = Array.isArray(value) ? value : [];
-      const count = matching(ajv, keywordValue, items) ?? 0;
-      const max = error.params["maxContains"];
-      if (typeof max === "number" && count > max) return `Too many items match the given schema (expected at most ${max})`;
-      if (count === 0) return `${v} does not contain items matching the given schema`;
-      return `Too few items match the given schema (expected at least ${String(error.params["minContains"])} but only ${count} matched)`;
-    }
-    case "false schema":
-      return `False schema does not allow ${v}`;
-    default:
-      return `${v}: ${error.message ?? error.keyword}`;
-  }
-}
-
-/** The Python package's `_pointer`: an instance path's parts as a JSON pointer. */
-function pointer(parts: readonly string[]): string {
-  return parts.map((part) => "/" + part.replace(/~/g, "~0").replace(/\//g, "~1")).join("");
 }
 
 /** Validate a call's `arguments` (a JSON text) against `schema`; never throws on what the model wrote. */
@@ -374,10 +175,14 @@ export function checkArguments(argumentsText: string, schema: JsonObject): Valid
   const validate = validatorFor(ajv, schema);
   if (validate instanceof Error) return new Validation(null, [{ path: "", message: TEXTS.badSchema + validate.message }]);
   if (validate(plain(value))) return new Validation(true);
-  const errors = translate(ajv, validate.errors ?? [], value, schema);
-  return new Validation(
-    errors.length === 0,
-    errors.map((e) => ({ path: pointer(e.path), message: e.message })),
-  );
+  const errors = validate.errors ?? [];
+  const folded = errors.filter((e) => FOLDING.has(e.keyword)).map((e) => e.schemaPath + "/");
+  const found = new Map<string, { path: string; message: string }>();
+  for (const e of errors) {
+    if (WRAPPERS.has(e.keyword) || folded.some((p) => e.schemaPath.startsWith(p))) continue;
+    const one = { path: e.instancePath, message: message(e) };
+    found.set(`${one.path}\u0000${one.message}`, one);
+  }
+  const sorted = [...found.values()].sort((a, b) => compareCodePoints(a.path, b.path) || compareCodePoints(a.message, b.message));
+  return new Validation(errors.length === 0, sorted);
 }
-

@@ -115,8 +115,14 @@ export interface KindSpec {
   readonly callIdPrefix: string | null;
   readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
   readonly delta: string | null; // the event of a piece of text or of arguments
-  readonly done: string | null; // the event that ends the text or the arguments
+  readonly opening: Emitted; // the events the item opens with
+  readonly closing: Emitted; // the events it ends with
 }
+
+/** Events to send: each one's type and the fields it is given (its model's, in order). */
+type Emitted = readonly (readonly [string, readonly string[]])[];
+const HEAD: ReadonlySet<string> = new Set(["type", "sequence_number"]);
+const emitted = (types: readonly string[]): Emitted => types.map((t) => [t, model(eventModelOf(t)).fields.map((f) => f.key).filter((k) => !HEAD.has(k))]);
 
 /** The item union the response's `output` holds. */
 const OUTPUT_UNION = "ItemField";
@@ -136,18 +142,22 @@ function partMaker(itemType: string, partType: string): (text: string) => JsonOb
   };
 }
 
+/** A kind's row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated one (its deltas) when
+ * it opens, the first alone when none repeats, the rest when it ends. */
 function kindSpec(kind: ItemKind): KindSpec {
   const row = spec.ITEM_KINDS[kind];
-  if (row === undefined) throw new Error(`the spec has no item kind ${kind}`);
-  const events = row.text ?? row.arguments ?? null;
+  const order = spec.EVENT_ORDER[kind];
+  if (row === undefined || order === undefined) throw new Error(`the spec has no item kind ${kind}`);
+  const at = order.findIndex((name) => name.endsWith(spec.EVENT_REPEATS));
   return {
     kind,
     type: row.type,
     idPrefix: row.id_prefix,
     callIdPrefix: row.call_id_prefix,
     part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
-    delta: events?.["delta"] ?? null,
-    done: events?.["done"] ?? null,
+    delta: at === -1 ? null : (order[at] ?? "").slice(0, -spec.EVENT_REPEATS.length),
+    opening: emitted(order.slice(0, at === -1 ? 1 : at)),
+    closing: emitted(order.slice(at === -1 ? 1 : at + 1)),
   };
 }
 
@@ -568,12 +578,7 @@ export class ResponseBuilder<D> {
     }
     this.item = item;
     this.reasoningFrom = this.parser.tokensRead - 1;
-    this.sink.event(event(spec.STREAM_ITEM_ADDED, { sequence_number: this.nextSequenceNumber(), output_index: item.outputIndex, item: item.body(Status.InProgress) }));
-    if (kind.part !== null) {
-      this.sink.event(
-        event(spec.STREAM_PART_ADDED, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: item.outputIndex, content_index: 0, part: kind.part("") }),
-      );
-    }
+    this.emit(kind.opening, item, { item: item.body(Status.InProgress), part: kind.part !== null ? kind.part("") : null });
     return item;
   }
 
@@ -581,16 +586,9 @@ export class ResponseBuilder<D> {
     const item = this.item;
     if (item === null) throw new Error("ResponseBuilder: no item is open");
     const kind = item.spec;
-    const index = item.outputIndex;
     if (kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
     else if (kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
       this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
-    }
-    if (kind.part !== null && kind.done !== null) {
-      this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, text }));
-      this.sink.event(event(spec.STREAM_PART_DONE, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, content_index: 0, part: kind.part(text) }));
-    } else if (kind.done !== null) {
-      this.sink.event(event(kind.done, { sequence_number: this.nextSequenceNumber(), item_id: item.id, output_index: index, arguments: text }));
     }
     if (item.reasoning) {
       if (this.text.length > 0) {
@@ -601,9 +599,20 @@ export class ResponseBuilder<D> {
       }
     }
     const body = item.body(status, text);
-    this.sink.event(event(spec.STREAM_ITEM_DONE, { sequence_number: this.nextSequenceNumber(), output_index: index, item: body }));
+    this.emit(kind.closing, item, { item: body, part: kind.part !== null ? kind.part(text) : null, text, arguments: text });
     this.outputItems.push(body);
     this.item = null;
+  }
+
+  /** Send `events` in order, each given the fields of its model that `values` hold (null: not given), and the
+   * item's place. */
+  private emit(events: Emitted, item: OpenItem, values: JsonObject): void {
+    Object.assign(values, { item_id: item.id, output_index: item.outputIndex, content_index: 0 });
+    for (const [type, fields] of events) {
+      const given: JsonObject = { sequence_number: this.nextSequenceNumber() };
+      for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
+      this.sink.event(event(type, given));
+    }
   }
 
   /** A finished call's arguments: `{}` for empty ones (one more delta), and a strict tool's check. */
