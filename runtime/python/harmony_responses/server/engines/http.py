@@ -16,7 +16,8 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -154,10 +155,26 @@ class HttpEngine(Engine):
         through it, and each layer of generators or coroutines would cost a frame resumed per token."""
         sse = response.framing is Framing.SSE
         take, arrival = response.take, response.arrival
+        left: list[EngineUnavailable] = []  # a failure the direct path met, for this generator to raise
+        listener: Callable[[list[bytes]], bool] | None = None
         while True:
             payloads = take()
             if payloads is None:
-                await arrival()
+                direct = DIRECT.get()
+                if direct is None or not direct.active:
+                    await arrival()
+                    continue
+                if listener is None:
+                    listener = _listener(response, read, direct, left)
+                response.listen(listener)
+                try:
+                    await arrival()
+                finally:
+                    response.listen(None)
+                if not direct.active:
+                    yield Tokens([])  # the consumer stopped: its caller takes over before anything else is read
+                if left:
+                    raise left.pop()
                 continue
             if not payloads:
                 return
@@ -186,6 +203,50 @@ class HttpEngine(Engine):
                 return
 
 
+class Direct(Protocol):
+    """A consumer of a stream's outputs in the engine connection's own callback (set in `DIRECT` by the caller
+    that iterates `outputs`): while `active`, each batch of chunks is read and handed to it there, instead of
+    waking the iterating task; it returns False to stop (the iterator then yields an empty `Tokens`, so the
+    caller runs before anything else is read, and the caller sets `active` again to go on)."""
+
+    active: bool
+
+    def __call__(self, outputs: list[Tokens | Text]) -> bool: ...
+
+
+DIRECT: ContextVar[Direct | None] = ContextVar("harmony_responses_direct", default=None)
+
+
+def _listener(
+    response: EngineResponse, read: Callable[[Any, Outputs], None], direct: Direct, left: list[EngineUnavailable]
+) -> Callable[[list[bytes]], bool]:
+    """The connection's callback for `direct`: a batch read as `outputs` reads it, or left to `outputs` (the
+    body's end, a payload that is not JSON) before any of it is read."""
+    sse = response.framing is Framing.SSE
+    loads = orjson.loads
+
+    def listener(payloads: list[bytes]) -> bool:
+        if sse and _SSE_DONE in payloads:
+            return False
+        try:
+            chunks = [loads(data) for data in payloads]
+        except ValueError:
+            return False
+        out = Outputs()
+        try:
+            for chunk in chunks:
+                read(chunk, out)
+        except SHAPE_ERRORS as exc:
+            left.append(malformed(f"{type(exc).__name__}: {exc}"))
+        except EngineUnavailable as exc:
+            left.append(exc)
+        if not direct(out.items) or left:
+            response.stop_listening()
+        return True
+
+    return listener
+
+
 def _engine_error(exc: ReadFailure, where: str) -> EngineError:
     """The client's error for a failed read: how it failed, never where (the address goes to the log only)."""
     log.warning("engine %s: %s", where, exc)
@@ -208,4 +269,4 @@ def _loads(data: bytes) -> Any:
         raise malformed("a chunk that is not JSON", data[:120].decode("utf-8", "replace")) from None
 
 
-__all__ = ["EngineError", "HttpEngine", "Outputs", "error_message", "stream_error"]
+__all__ = ["DIRECT", "Direct", "EngineError", "HttpEngine", "Outputs", "error_message", "stream_error"]
