@@ -7,6 +7,11 @@ engine failure mid-stream ends the stream with an `error` event and `response.fa
 A client that disconnects cancels the call at once: a watcher waits on the ASGI `http.disconnect`
 message and cancels the task that iterates the engine, which closes the engine's connection.
 
+Streamed from an HTTP engine, the tokens after the first do not go through that task: the engine
+connection's callback feeds each batch to the run and writes its events (`_Direct`, with the ASGI
+`send` started eagerly, `eager`), and the task comes back only for what is not a plain batch: the end
+(stored before its terminal event), an engine failure, a send that suspended (flow control), a bug.
+
 A stored response (`Recorder`) is begun before the status is chosen (a continuation whose previous
 response went meanwhile is still a 400), and finished before the bytes holding its terminal event are
 sent; a store that cannot finish it cuts the stream there (a whole response: 503), so no client is told

@@ -7,7 +7,8 @@ failures and 5xx answers raise `EngineUnavailable`, 4xx answers `EngineRejected`
 message, and output of the wrong shape `EngineMalformed`. The engine's address is never in these
 messages (clients see them, and the stored responses keep them): it goes to the log only. `outputs` reads
 the chunks that arrived together as one batch (SSE `data:` fields or NDJSON lines), so the adapter passes
-their token ids on as one output and the client gets their events in one write.
+their token ids on as one output and the client gets their events in one write; a caller that streams
+(`exchange.EngineCall`) can have them handed to it in the connection's own callback instead (`DIRECT`).
 """
 
 from __future__ import annotations
@@ -152,7 +153,10 @@ class HttpEngine(Engine):
         wrong shape as `EngineMalformed`).
 
         One generator does the waiting, the framing and the reading: every token of every stream passes
-        through it, and each layer of generators or coroutines would cost a frame resumed per token."""
+        through it, and each layer of generators or coroutines would cost a frame resumed per token. When
+        its caller set a `Direct` consumer in `DIRECT`, the batches that arrive while it waits are read in
+        the connection's callback and handed to the consumer there, with no wake-up of the task at all;
+        the body's end, a payload that is not JSON and a failure still come back here."""
         sse = response.framing is Framing.SSE
         take, arrival = response.take, response.arrival
         left: list[EngineUnavailable] = []  # a failure the direct path met, for this generator to raise
