@@ -152,6 +152,31 @@ def test_an_error_in_the_first_step_is_raised_by_start_and_the_task_is_left_as_i
     asyncio.run(main())
 
 
+def test_called_inside_another_task_nothing_runs_until_its_task_awaits_the_rest() -> None:
+    ran: list[Any] = []
+
+    async def work() -> str:
+        ran.append(asyncio.current_task())
+        return "done"
+
+    async def main() -> None:
+        holder: list[eager.Rest | None] = []
+
+        async def owner() -> str:
+            while not holder:
+                await asyncio.sleep(0)
+            rest = holder[0]
+            assert rest is not None and ran == []
+            return str(await rest)
+
+        task = asyncio.ensure_future(owner())
+        holder.append(eager.start(work(), task))  # from inside main's task
+        assert await task == "done"
+        assert ran == [task]
+
+    asyncio.run(main())
+
+
 # whole calls against the fake engines
 
 

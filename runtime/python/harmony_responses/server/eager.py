@@ -62,12 +62,16 @@ def start(awaitable: Awaitable[Any], task: asyncio.Task[Any]) -> Rest | None:
     """Run `awaitable` (a coroutine, or any awaitable an ASGI `send` returns) now, as `task`, up to its end (None)
     or its first suspension (a `Rest` for `task` to await).
 
-    Call it from a callback (no task running on the loop); an exception the first step raises is raised here.
+    Call it from a callback (no task running on the loop; from inside a task, nothing runs now and the whole
+    coroutine is the `Rest`); an exception the first step raises is raised here.
     """
     assert _enter is not None and _leave is not None
     coro = awaitable.__await__()  # a generator (a coroutine's own iterator): send, throw and close
     loop = task.get_loop()
-    _enter(loop, task)
+    try:
+        _enter(loop, task)
+    except RuntimeError:  # called from inside another task after all: the task runs all of it, from the start
+        return Rest(coro, None)  # a bare yield first: the task resumes it on its next step
     try:
         yielded = coro.send(None)
     except StopIteration:
