@@ -45,8 +45,6 @@ from harmony_responses.server.respond import ResponseRun, parse_body, plan_reque
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents, Settings  # noqa: E402
 from harmony_responses.store import MemoryStore  # noqa: E402
 
-ENC = load_harmony_encoding("HarmonyGptOss")
-
 
 class Instant(Engine):
     """The completion's ids at once, one per output, then the stop."""
@@ -88,8 +86,9 @@ def main() -> None:
     ap.add_argument("--words", type=int, default=1, help="final-answer words per completion (~1.2 tokens each)")
     ap.add_argument("--n", type=int, default=300, help="requests per measure")
     args = ap.parse_args()
-    ids = ENC.encode(completion_text(args.words), allowed_special="all")
-    app = app_module.create_app(Settings(), engine=Instant(ids), encoding=ENC, store=MemoryStore())
+    enc = load_harmony_encoding("HarmonyGptOss")
+    ids = enc.encode(completion_text(args.words), allowed_special="all")
+    app = app_module.create_app(Settings(), engine=Instant(ids), encoding=enc, store=MemoryStore())
     raw = {"model": "gpt-oss", "input": "Benchmark me.", "stream": True, "store": False}
     body = json.dumps(raw).encode()
     scope: dict[str, Any] = {
@@ -130,11 +129,11 @@ def main() -> None:
         call.release()
 
     body_model = parse_body(dict(raw))
-    plan = plan_request(body_model, ENC, media=MediaPolicy.REJECT, budget=4000)
+    plan = plan_request(body_model, enc, media=MediaPolicy.REJECT, budget=4000)
 
     def run_alone() -> None:
         wire = ResponsesWire(ReasoningEvents.OPENAI)
-        run = ResponseRun(plan, ENC, wire.sink, model="gpt-oss")
+        run = ResponseRun(plan, enc, wire.sink, model="gpt-oss")
         run.start()
         for token in ids:
             run.feed(Tokens([token]))
