@@ -268,11 +268,12 @@ def start_server(tmp: Path, args: argparse.Namespace, engine_port: int | None) -
     serve = ["serve", "--port", "0", "--engine", engine, "--max-concurrency", "4096", "--log-level", "warning",
              "--store", store, "--workers", str(args.workers)]  # fmt: skip
     cmd = [sys.executable, "-m", "harmony_responses.cli", *serve]
-    if args.uvicorn:  # the same command with other uvicorn settings (bench only: `serve` chooses its own)
-        options = dict(pair.split("=", 1) for pair in args.uvicorn.split(","))
+    if args.uvicorn or args.task_path:  # the same command with other settings (bench only: `serve` chooses its own)
+        options = dict(pair.split("=", 1) for pair in args.uvicorn.split(",")) if args.uvicorn else {}
         shim = ("import sys, uvicorn\n"
                 "init = uvicorn.Config.__init__\n"
                 f"uvicorn.Config.__init__ = lambda self, *a, **k: init(self, *a, **{{**k, **{options!r}}})\n"
+                f"import harmony_responses.server.eager as eager; eager.AVAILABLE = {not args.task_path!r}\n"
                 "from harmony_responses.cli import main\n"
                 f"sys.argv = ['harmony-responses', *{serve!r}]\n"
                 "sys.exit(main())\n")  # fmt: skip
@@ -401,6 +402,7 @@ def main() -> None:
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
     ap.add_argument("--floor", action="store_true", help="the same levels against bench/relay_floor.py (vllm engine)")
     ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
+    ap.add_argument("--task-path", action="store_true", help="tokens through the stream's task, as before (one worker)")
     ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
     ap.add_argument("--no-harmony", action="store_true", help="skip harmony-responses (with --litellm: LiteLLM only)")
     ap.add_argument(

@@ -7,6 +7,11 @@ engine failure mid-stream ends the stream with an `error` event and `response.fa
 A client that disconnects cancels the call at once: a watcher waits on the ASGI `http.disconnect`
 message and cancels the task that iterates the engine, which closes the engine's connection.
 
+Streamed from an HTTP engine, the tokens after the first do not go through that task: the engine
+connection's callback feeds each batch to the run and writes its events (`_Direct`, with the ASGI
+`send` started eagerly, `eager`), and the task comes back only for what is not a plain batch: the end
+(stored before its terminal event), an engine failure, a send that suspended (flow control), a bug.
+
 A stored response (`Recorder`) is begun before the status is chosen (a continuation whose previous
 response went meanwhile is still a 400), and finished before the bytes holding its terminal event are
 sent; a store that cannot finish it cuts the stream there (a whole response: 503), so no client is told
@@ -34,8 +39,10 @@ from starlette.types import Message, Receive, Scope, Send
 from ..bridge import DONE_FRAME, ChatChunks, EventSink, RequestError, SSESink
 from ..bridge.items import Sink
 from ..types import ResponseOutputTextDoneStreamingEvent
+from . import eager
 from .drain import Drain
-from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished
+from .engines.base import Engine, EngineError, EngineRejected, EngineTimeout, Finished, Text, Tokens
+from .engines.http import DIRECT
 from .errors import ErrorKind, ServerError, error_payload, http_status
 from .metrics import Metrics
 from .respond import Plan, ResponseRun, chat_completion, chat_logprobs
@@ -187,6 +194,75 @@ async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
         await outputs.aclose()
 
 
+class _Direct:
+    """A stream's per-token path, run in the engine connection's callback (`engines.http.DIRECT`): each batch
+    is fed to the run and its events sent to the client there, with the ASGI `send` started eagerly
+    (`eager.start`), so a token costs no wake-up of the stream's task. It stops (`active` False, the task
+    resumed) when the run ends (the task stores the end before its terminal event is sent), when the
+    send suspends (the client's transport paused writing: the task finishes it, and the engine's payloads
+    wait meanwhile in the reader, which stops reading the socket past its bound), and when feeding or
+    sending raised (the task raises it). `settle` is the task's side: raise, or finish the send, then go on.
+    """
+
+    __slots__ = ("active", "_error", "_over", "_rest", "_run", "_send", "_take", "_task")
+
+    def __init__(self, run: ResponseRun, take: Callable[[], bytes], send: Send, task: asyncio.Task[Any]) -> None:
+        self.active = True
+        self._over = False
+        self._run = run
+        self._take = take
+        self._send = send
+        self._task = task
+        self._error: Exception | None = None
+        self._rest: eager.Rest | None = None
+
+    def __call__(self, outputs: list[Tokens | Text]) -> bool:
+        if not self.active:
+            return False
+        run = self._run
+        try:
+            for output in outputs:
+                run.feed(output)
+                if run.ended:
+                    self.active = False
+                    return False
+            body = self._take()
+            if body:
+                message: Message = {"type": "http.response.body", "body": body, "more_body": True}
+                rest = eager.start(self._send(message), self._task)
+                if rest is not None:
+                    self._rest = rest
+                    self.active = False
+                    return False
+        except Exception as exc:  # raised in the task, where the stream's handling of it is
+            self._error = exc
+            self.active = False
+            return False
+        return True
+
+    async def settle(self) -> None:
+        """In the task, once stopped: raise what failed, or finish the send that suspended; then go on."""
+        error, rest = self._error, self._rest
+        self._error = self._rest = None
+        if error is not None:
+            raise error
+        if rest is not None:
+            await rest
+        self.active = not self._over and not self._run.ended
+
+    def stop(self) -> None:
+        """No more in the callback, for good (the call is being interrupted)."""
+        self._over = True
+        self.active = False
+
+    def close(self) -> None:
+        """The task is done with the stream: stop, and drop a send that was never finished."""
+        self.stop()
+        if self._rest is not None:
+            self._rest.close()
+            self._rest = None
+
+
 class ClientGone(Exception):
     """The client disconnected (seen by the watcher, or by a failed send)."""
 
@@ -230,11 +306,14 @@ class EngineCall:
         self._interrupted = False
         self._recording: asyncio.Future[None] | None = None  # the store write of the run's end
         self._closed = False  # the body's last bytes were sent
+        self._direct: _Direct | None = None
 
     def interrupt(self) -> None:
         """End the call now (the server's shutdown deadline): cancel the engine; `__call__` ends the response."""
         if not self._interrupted:
             self._interrupted = True
+            if self._direct is not None:
+                self._direct.stop()  # nothing more in the engine's callback: the task ends the response
             if self._work is not None:
                 self._work.cancel()
 
@@ -375,19 +454,37 @@ class EngineCall:
         if send is not None and body:
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
+    def _direct_path(self) -> bool:
+        """Whether the engine's outputs are its own stream (`structured.completion_outputs` hands out
+        `engine.generate` itself): the two steps of a structured output and the hosted tool loop look at
+        the run between outputs, so they keep to the task."""
+        plan = self.plan
+        return plan.hosted is None and (plan.answer is None or not self.engine.info.json_constraint)
+
     async def _drain(self, run: ResponseRun, outputs: Any, send: Send | None) -> None:
         """Feed the rest of the engine's outputs, each one's events written at once when `send` is given.
 
         An engine failure ends the run with `error` and `response.failed`. This loop runs once per token
-        of every stream, so it calls the run and the wire directly.
+        of every stream, so it calls the run and the wire directly; streamed, an HTTP engine hands each
+        batch to `_Direct` in its connection's callback instead (see there), and this loop sees only what
+        `_Direct` leaves to it.
         """
         feed, finish, take = run.feed, run.finish, self.wire.take
+        direct: _Direct | None = None
+        token = None
+        if send is not None and eager.AVAILABLE and self._direct_path():
+            task = asyncio.current_task()
+            if task is not None:
+                direct = self._direct = _Direct(run, take, send, task)
+                token = DIRECT.set(direct)
         try:
             async for output in outputs:
                 if type(output) is Finished:
                     finish(output)
                 else:
                     feed(output)
+                if direct is not None and not direct.active:
+                    await direct.settle()
                 if run.ended:
                     await self._recorded(run)
                     await self._write(send)
@@ -397,6 +494,8 @@ class EngineCall:
                     if body:
                         await send({"type": "http.response.body", "body": body, "more_body": True})
         except EngineError as exc:
+            if direct is not None:
+                await direct.settle()
             kind = error_kind(exc)
             self.metrics.engine_errors.labels(kind.name.lower()).inc()
             log.warning("engine failed mid-stream: %s", exc.message)
@@ -404,6 +503,11 @@ class EngineCall:
             await self._recorded(run)
             await self._write(send)
             return
+        finally:
+            if direct is not None:
+                direct.close()
+            if token is not None:
+                DIRECT.reset(token)
         if not run.ended:
             run.fail(ErrorKind.ENGINE_FAILED, "the engine ended the stream without finishing")
             await self._recorded(run)

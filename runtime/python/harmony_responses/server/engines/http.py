@@ -7,7 +7,8 @@ failures and 5xx answers raise `EngineUnavailable`, 4xx answers `EngineRejected`
 message, and output of the wrong shape `EngineMalformed`. The engine's address is never in these
 messages (clients see them, and the stored responses keep them): it goes to the log only. `outputs` reads
 the chunks that arrived together as one batch (SSE `data:` fields or NDJSON lines), so the adapter passes
-their token ids on as one output and the client gets their events in one write.
+their token ids on as one output and the client gets their events in one write; a caller that streams
+(`exchange.EngineCall`) can have them handed to it in the connection's own callback instead (`DIRECT`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -151,13 +153,32 @@ class HttpEngine(Engine):
         wrong shape as `EngineMalformed`).
 
         One generator does the waiting, the framing and the reading: every token of every stream passes
-        through it, and each layer of generators or coroutines would cost a frame resumed per token."""
+        through it, and each layer of generators or coroutines would cost a frame resumed per token. When
+        its caller set a `Direct` consumer in `DIRECT`, the batches that arrive while it waits are read in
+        the connection's callback and handed to the consumer there, with no wake-up of the task at all;
+        the body's end, a payload that is not JSON and a failure still come back here."""
         sse = response.framing is Framing.SSE
         take, arrival = response.take, response.arrival
+        left: list[EngineUnavailable] = []  # a failure the direct path met, for this generator to raise
+        listener: Callable[[list[bytes]], bool] | None = None
         while True:
             payloads = take()
             if payloads is None:
-                await arrival()
+                direct = DIRECT.get()
+                if direct is None or not direct.active:
+                    await arrival()
+                    continue
+                if listener is None:
+                    listener = _listener(response, read, direct, left)
+                response.listen(listener)
+                try:
+                    await arrival()
+                finally:
+                    response.listen(None)
+                if not direct.active:
+                    yield Tokens([])  # the consumer stopped: its caller takes over before anything else is read
+                if left:
+                    raise left.pop()
                 continue
             if not payloads:
                 return
@@ -186,6 +207,50 @@ class HttpEngine(Engine):
                 return
 
 
+class Direct(Protocol):
+    """A consumer of a stream's outputs in the engine connection's own callback (set in `DIRECT` by the caller
+    that iterates `outputs`): while `active`, each batch of chunks is read and handed to it there, instead of
+    waking the iterating task; it returns False to stop (the iterator then yields an empty `Tokens`, so the
+    caller runs before anything else is read, and the caller sets `active` again to go on)."""
+
+    active: bool
+
+    def __call__(self, outputs: list[Tokens | Text]) -> bool: ...
+
+
+DIRECT: ContextVar[Direct | None] = ContextVar("harmony_responses_direct", default=None)
+
+
+def _listener(
+    response: EngineResponse, read: Callable[[Any, Outputs], None], direct: Direct, left: list[EngineUnavailable]
+) -> Callable[[list[bytes]], bool]:
+    """The connection's callback for `direct`: a batch read as `outputs` reads it, or left to `outputs` (the
+    body's end, a payload that is not JSON) before any of it is read."""
+    sse = response.framing is Framing.SSE
+    loads = orjson.loads
+
+    def listener(payloads: list[bytes]) -> bool:
+        if sse and _SSE_DONE in payloads:
+            return False
+        try:
+            chunks = [loads(data) for data in payloads]
+        except ValueError:
+            return False
+        out = Outputs()
+        try:
+            for chunk in chunks:
+                read(chunk, out)
+        except SHAPE_ERRORS as exc:
+            left.append(malformed(f"{type(exc).__name__}: {exc}"))
+        except EngineUnavailable as exc:
+            left.append(exc)
+        if not direct(out.items) or left:
+            response.stop_listening()
+        return True
+
+    return listener
+
+
 def _engine_error(exc: ReadFailure, where: str) -> EngineError:
     """The client's error for a failed read: how it failed, never where (the address goes to the log only)."""
     log.warning("engine %s: %s", where, exc)
@@ -208,4 +273,4 @@ def _loads(data: bytes) -> Any:
         raise malformed("a chunk that is not JSON", data[:120].decode("utf-8", "replace")) from None
 
 
-__all__ = ["EngineError", "HttpEngine", "Outputs", "error_message", "stream_error"]
+__all__ = ["DIRECT", "Direct", "EngineError", "HttpEngine", "Outputs", "error_message", "stream_error"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from enum import Enum
 from urllib.parse import urlsplit
 
@@ -115,6 +116,7 @@ class EngineResponse:
         self._progress = self._loop.time()
         self._timer: asyncio.TimerHandle | None = self._loop.call_at(self._progress + timeout, self._deadline)
         self._paused = False
+        self._listener: Callable[[list[bytes]], bool] | None = None
 
     # httptools callbacks
 
@@ -165,11 +167,20 @@ class EngineResponse:
             self._fail(ReadFailure(Failure.PROTOCOL, f"the engine's answer is not HTTP/1.1: {exc}"))
             self._conn.close()
             return
-        if len(self._payloads) > _MAX_BUFFERED and not self._paused and self._conn.transport is not None:
+        payloads = self._payloads
+        if not payloads:
+            return
+        listener = self._listener
+        if listener is not None and not self.complete and self.error is None:
+            self._payloads = []
+            if listener(payloads):
+                return  # taken in this callback: no wake-up
+            self._payloads = payloads + self._payloads  # left for the reader (the end, or a failure): wake it
+            self._listener = None
+        elif len(payloads) > _MAX_BUFFERED and not self._paused and self._conn.transport is not None:
             self._paused = True
             self._conn.transport.pause_reading()
-        if self._payloads:
-            self._wake()
+        self._wake()
 
     def _lost(self, exc: Exception | None) -> None:
         if self.complete:
@@ -252,6 +263,17 @@ class EngineResponse:
             self._progress = self._loop.time()
             self._conn.transport.resume_reading()
         return payloads
+
+    def listen(self, listener: Callable[[list[bytes]], bool] | None) -> None:
+        """Hand the payloads that arrive from now on to `listener`, in the connection's callback, until it
+        returns False (it left them: the reader, woken, takes them with `take`) or `listen(None)`. The
+        reader is still woken by the body's end, a failure, and `stop_listening`."""
+        self._listener = listener
+
+    def stop_listening(self) -> None:
+        """The listener's own way out (from inside it, or after it): no more payloads to it, and the reader woken."""
+        self._listener = None
+        self._wake()
 
     def arrival(self) -> asyncio.Future[None]:
         """A future done when more arrives (payloads, the body's end, or a failure)."""
