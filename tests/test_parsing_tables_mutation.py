@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED
 from harmony_responses import HarmonyEncodingName, HarmonyStreamParser, Recovered, load_harmony_encoding
+
+from conftest import ROOT, SHARED
 
 TS_PACKAGE = ROOT / "runtime" / "typescript"
 COMPLETIONS = [
