@@ -619,7 +619,7 @@ HEADER_RULES: dict[str, tuple[tuple[tuple[str, ...], str, str | None], ...]] = {
         ((), "set_aside", None),
     ),
     "author_word": (
-        (("glued_role",), "role", None),
+        (("role_word",), "role", None),
         (("recipient",), "recipient_without_role", None),
         (("tool_name",), "tool_author", None),
         ((), "expected_role", "unknown_author"),

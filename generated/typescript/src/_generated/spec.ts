@@ -616,7 +616,7 @@ export const HEADER_RULES: Readonly<Record<string, readonly (readonly [readonly 
     [[], "set_aside", null],
   ],
   "author_word": [
-    [["glued_role"], "role", null],
+    [["role_word"], "role", null],
     [["recipient"], "recipient_without_role", null],
     [["tool_name"], "tool_author", null],
     [[], "expected_role", "unknown_author"],

@@ -478,65 +478,6 @@ class HeaderReader:
                 return action(self, item, position, repair)
         return True  # not reached: the generator makes each list end with a row without conditions
 
-    # conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far
-
-    def _if_author_expected(self, word: str) -> bool:
-        return T_ROLE in self._lalr.expected()
-
-    def _if_recipient(self, word: str) -> bool:
-        return word.startswith(_TO)
-
-    def _if_after_second_channel(self, word: str) -> bool:
-        return self._replacing_channel
-
-    def _if_after_late_channel(self, word: str) -> bool:
-        return self._late_channel
-
-    def _if_after_channel_marker(self, word: str) -> bool:
-        return self._terms[-1:] == [T_CHANNEL]
-
-    def _if_after_constrain(self, word: str) -> bool:
-        return self._terms[-1:] == [T_CONSTRAIN]
-
-    def _if_repeats_role(self, word: str) -> bool:
-        return len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]
-
-    def _if_not_before_channel(self, word: str) -> bool:
-        return self._before != T_CHANNEL
-
-    def _if_no_channel_yet(self, word: str) -> bool:
-        return T_CHANNEL not in self._terms and self._channel is None
-
-    def _if_channel_word(self, word: str) -> bool:
-        return channel_of(word)[0] in CHANNELS
-
-    def _if_channel_allowed(self, word: str) -> bool:
-        return self._lalr.accepts(T_CHANNEL)
-
-    def _if_content_type(self, word: str) -> bool:
-        return word.lower() in CONTENT_TYPES
-
-    def _if_glued_role(self, word: str) -> bool:
-        return role_of(word) is not None
-
-    def _if_tool_name(self, word: str) -> bool:
-        return _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES
-
-    def _if_start_token(self, terminal: str) -> bool:
-        return terminal == T_START
-
-    def _if_channel_token(self, terminal: str) -> bool:
-        return terminal == T_CHANNEL
-
-    def _if_word_expected_only(self, terminal: str) -> bool:
-        return self._lalr.expected() == _ONLY_WORD
-
-    def _if_channel_seen(self, terminal: str) -> bool:
-        return T_CHANNEL in self._terms
-
-    def _if_no_later_channel(self, terminal: str) -> bool:
-        return self._channel is None
-
     # actions of the spec's `header_actions`: True when the word has no place in the header
 
     def _do_author(self, word: str, position: int, repair: str | None) -> bool:
@@ -768,9 +709,31 @@ _Condition = Callable[[HeaderReader, str], bool]
 _Action = Callable[[HeaderReader, str, int, str | None], bool]
 _Rows = tuple[tuple[tuple[_Condition, ...], _Action, str | None], ...]
 _ONLY_WORD = frozenset({T_WORD})
+_CONDITIONS: dict[str, _Condition] = {
+    "author_expected": lambda r, _: T_ROLE in r._lalr.expected(),
+    "recipient": lambda r, word: word.startswith(_TO),
+    "after_second_channel": lambda r, _: r._replacing_channel,
+    "after_late_channel": lambda r, _: r._late_channel,
+    "after_channel_marker": lambda r, _: r._terms[-1:] == [T_CHANNEL],
+    "after_constrain": lambda r, _: r._terms[-1:] == [T_CONSTRAIN],
+    "repeats_role": lambda r, word: len(r._words) == 1 and word == r._words[0] and r._terms == [T_ROLE],
+    "not_before_channel": lambda r, _: r._before != T_CHANNEL,
+    "no_channel_yet": lambda r, _: T_CHANNEL not in r._terms and r._channel is None,
+    "channel_word": lambda r, word: channel_of(word)[0] in CHANNELS,
+    "channel_allowed": lambda r, _: r._lalr.accepts(T_CHANNEL),
+    "content_type": lambda r, word: word.lower() in CONTENT_TYPES,
+    "role_word": lambda r, word: role_of(word) is not None,
+    "tool_name": lambda r, word: _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES,
+    "start_token": lambda r, terminal: terminal == T_START,
+    "channel_token": lambda r, terminal: terminal == T_CHANNEL,
+    "word_expected_only": lambda r, _: r._lalr.expected() == _ONLY_WORD,
+    "channel_seen": lambda r, _: T_CHANNEL in r._terms,
+    "no_later_channel": lambda r, _: r._channel is None,
+}
+"""The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far."""
 _RULES: dict[str, _Rows] = {
     name: tuple(
-        (tuple(getattr(HeaderReader, "_if_" + c) for c in when), getattr(HeaderReader, "_do_" + then), repair)
+        (tuple(_CONDITIONS[c] for c in when), getattr(HeaderReader, "_do_" + then), repair)
         for when, then, repair in rows
     )
     for name, rows in _spec.HEADER_RULES.items()

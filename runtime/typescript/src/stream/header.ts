@@ -571,7 +571,7 @@ export class HeaderReader {
     channel_word: (_, word) => CHANNELS.has(channelOf(word)[0]),
     channel_allowed: (r) => r.lalr.accepts(T_CHANNEL),
     content_type: (_, word) => CONTENT_TYPES.has(word.toLowerCase()),
-    glued_role: (_, word) => roleOf(word) !== null,
+    role_word: (_, word) => roleOf(word) !== null,
     tool_name: (_, word) => word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word) || BUILTIN_ITEM_NAMESPACES.has(word),
     start_token: (_, terminal) => terminal === T_START,
     channel_token: (_, terminal) => terminal === T_CHANNEL,
