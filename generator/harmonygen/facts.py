@@ -138,6 +138,15 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
         )
     )
     out += [Fact(symbol("recovery", rule), rule) for rule in p.recovery_rules]
+    out.append(
+        Fact(
+            "HEADER_RULES",
+            {name: tuple((r.when, r.then, r.repair) for r in rows) for name, rows in p.header_rules.items()},
+            "How lenient mode places a header word (`word`, `author_word`) or a control token the grammar refuses "
+            "there (`control_token`): rows of (conditions, action, repair or null); the first that holds acts.",
+            ("map", "str", ("seq", ("pair", ("seq", "str"), "str", ("opt", "str")))),
+        )
+    )
     out += _group("parse_err", p.errors.items())
     out += _mapping_facts(ir)
     out += _request_facts(ir)
@@ -346,6 +355,18 @@ def _near_misses(ir: ProjectIR) -> dict[str, str]:
     return out
 
 
+def _control_triggers(ir: ProjectIR) -> dict[str, dict[str, dict[str, str]]]:
+    """`parsing.control_triggers` with each token kind spelled as the terminals it stands for (`stop`: every stop)."""
+    kind = {t.id: "stop" if t.kind == "stop" else t.format_token or "" for t in ir.tokens.named}
+    return {
+        mode: {
+            region: {terminal: row[kind[tid]] for tid, terminal in ir.grammar.control_terminals}
+            for region, row in regions.items()
+        }
+        for mode, regions in ir.parsing.control_triggers.items()
+    }
+
+
 def grammar_facts(ir: ProjectIR) -> list[Fact]:
     """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
     g = ir.grammar
@@ -366,6 +387,14 @@ def grammar_facts(ir: ProjectIR) -> list[Fact]:
             ("map", "str", "str"),
         ),
     ]
+    out.append(
+        Fact(
+            "CONTROL_TRIGGERS",
+            _control_triggers(ir),
+            "Mode (lenient, strict) → region → control terminal → the action the token triggers there.",
+            ("map", "str", ("map", "str", ("map", "str", "str"))),
+        )
+    )
     out += [
         Fact(symbol("lexer_terminal", what), terminal, f"The terminal the lexer makes of a {what}.")
         for what, terminal in g.lexer_terminals.items()

@@ -173,6 +173,13 @@ class RepairIR:
 
 
 @dataclass(frozen=True)
+class HeaderRuleIR:
+    when: tuple[str, ...]  # conditions of `header_conditions`, all of which must hold
+    then: str  # an action of `header_actions`
+    repair: str | None  # the recovery rule the action reports, when the row names one
+
+
+@dataclass(frozen=True)
 class ParsingIR:
     eos_terminator: str
     events: dict[str, str]  # start, delta, end, recovered → the event's type
@@ -180,6 +187,11 @@ class ParsingIR:
     recovery_rules: dict[str, str]  # rule id → what the repair does
     repairs: dict[str, RepairIR]  # rule id → what it reports (every rule with a detail text)
     near_miss_bars: tuple[str, ...]  # which bars a near-miss spelling of a control token leaves out (open, close, both)
+    control_triggers: dict[str, dict[str, dict[str, str]]]  # mode → region → token kind → action (strict: whole)
+    control_actions: dict[str, str]  # action → what it does
+    header_rules: dict[str, tuple[HeaderRuleIR, ...]]  # word, author, control → rows, first match wins
+    header_conditions: dict[str, str]  # condition → what it says
+    header_actions: dict[str, str]  # action → what it does
     details: dict[str, str]  # what a repair reports, by situation
     errors: dict[str, str]
     peer_decisions: dict[str, str]  # a case of tests/peers/ → why this project reads it otherwise than the peer

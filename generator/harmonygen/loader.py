@@ -21,6 +21,7 @@ from .ir import (
     ErrorIR,
     FormatIR,
     HeaderIR,
+    HeaderRuleIR,
     ItemKindIR,
     MappingIR,
     NamedWithPurposes,
@@ -428,9 +429,68 @@ def _check_texts(docs: dict[str, _Doc]) -> None:
                     raise doc.fail(path, f"has a brace that is no placeholder near {near!r}; {rule}")
 
 
-def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
+REGIONS = ("outside", "header", "body", "stripped", "stopped")
+MODES = ("lenient", "strict")
+HEADER_RULE_LISTS = ("word", "author_word", "control_token")
+
+
+def _control_triggers(par: _Doc, tokens: TokensIR, actions: dict[str, str]) -> dict[str, dict[str, dict[str, str]]]:
+    """Mode → region → token kind → action; every region and kind in `lenient`, `strict` rows replacing them."""
+    kinds = sorted({"stop"} | {t.format_token for t in tokens.named if t.format_token and t.kind != "stop"})
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for mode in MODES:
+        table = par.table("control_triggers", mode)
+        rows: dict[str, dict[str, str]] = {}
+        for region in REGIONS:
+            if region not in table and mode == "lenient":
+                raise par.fail(("control_triggers", mode), f"has no row for region {region!r}")
+            given = par.strings("control_triggers", mode, region) if region in table else {}
+            for kind, action in given.items():
+                if kind not in kinds:
+                    raise par.fail(("control_triggers", mode, region, kind), f"is no token kind; known: {kinds}")
+                if action not in actions:
+                    raise par.fail(("control_triggers", mode, region, kind), f"names {action!r}, not an action")
+            missing = [k for k in kinds if k not in given]
+            if mode == "lenient" and missing:
+                raise par.fail(("control_triggers", mode, region), f"has no action for {missing}")
+            rows[region] = {**out["lenient"][region], **given} if mode == "strict" else dict(given)
+        for region in table:
+            if region not in REGIONS:
+                raise par.fail(("control_triggers", mode, region), f"is no region; known: {list(REGIONS)}")
+        out[mode] = rows
+    return out
+
+
+def _header_rules(par: _Doc, rules: dict[str, str]) -> dict[str, tuple[HeaderRuleIR, ...]]:
+    """`header_rules`: each list's rows, their conditions, actions and repairs checked against the vocabularies."""
+    conditions, actions = par.strings("header_conditions"), par.strings("header_actions")
+    out = {}
+    for name in HEADER_RULE_LISTS:
+        rows = par.get("header_rules", name, kind=list)
+        parsed = []
+        for i, row in enumerate(rows):
+            path = ("header_rules", name, i)
+            when = tuple(par.get(*path, "when", kind=list))
+            for j, condition in enumerate(when):
+                if condition not in conditions:
+                    raise par.fail((*path, "when", j), f"names {condition!r}, which is not a key of header_conditions")
+            then = par.get(*path, "then", kind=str)
+            if then not in actions:
+                raise par.fail((*path, "then"), f"names {then!r}, which is not a key of header_actions")
+            repair = par.get(*path, "repair", kind=str) if "repair" in row else None
+            if repair is not None and repair not in rules:
+                raise par.fail((*path, "repair"), f"names {repair!r}, which is not a rule of recovery_rules")
+            parsed.append(HeaderRuleIR(when, then, repair))
+        if not parsed or parsed[-1].when:
+            raise par.fail(("header_rules", name), "should end with a row without conditions (what else happens)")
+        out[name] = tuple(parsed)
+    return out
+
+
+def _parsing(par: _Doc, facts: dict[str, str], tokens: TokensIR) -> ParsingIR:
     rules = _sentences(par, "recovery_rules", facts)
     details = _sentences(par, "details", facts)
+    control_actions = _sentences(par, "control_actions", facts)
     return ParsingIR(
         eos_terminator=par.get("eos_terminator", kind=str),
         events=par.strings("events"),
@@ -438,6 +498,11 @@ def _parsing(par: _Doc, facts: dict[str, str]) -> ParsingIR:
         recovery_rules=rules,
         repairs=_repairs(par, rules, details),
         near_miss_bars=_near_miss_bars(par),
+        control_triggers=_control_triggers(par, tokens, control_actions),
+        control_actions=control_actions,
+        header_rules=_header_rules(par, rules),
+        header_conditions=_sentences(par, "header_conditions", facts),
+        header_actions=_sentences(par, "header_actions", facts),
         details=details,
         errors=_sentences(par, "errors", facts),
         peer_decisions=_sentences(par, "peer_decisions", facts),
@@ -731,7 +796,7 @@ def load_project(config: Config) -> ProjectIR:
     _check_texts({FORMAT: fmt_doc, MAPPING: mp, REQUESTS: rq, SERVER: sv, PARSING: par})
     encoding, tokens = _tokens(tok)
     fmt = _format(fmt_doc)
-    parsing = _parsing(par, _facts(tokens, fmt))
+    parsing = _parsing(par, _facts(tokens, fmt), tokens)
     grammar_rel = f"{config.grammar.rstrip('/')}/{GRAMMAR_FILE}"
     try:
         grammar_text = config.path(grammar_rel).read_text(encoding="utf-8")

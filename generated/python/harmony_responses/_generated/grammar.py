@@ -60,6 +60,104 @@ NEAR_MISS_SPELLINGS: dict[str, str] = {
 }
 """A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header."""
 
+CONTROL_TRIGGERS: dict[str, dict[str, dict[str, str]]] = {
+    "lenient": {
+        "outside": {
+            "END_DONE_SAMPLING": "extra_stop",
+            "CONSTRAIN": "header_without_start",
+            "CHANNEL": "channel_opens_message",
+            "START": "open_header",
+            "END": "extra_stop",
+            "MESSAGE": "header_without_start",
+            "CALL": "extra_stop",
+        },
+        "header": {
+            "END_DONE_SAMPLING": "close_header",
+            "CONSTRAIN": "header_control",
+            "CHANNEL": "header_control",
+            "START": "header_control",
+            "END": "close_header",
+            "MESSAGE": "complete_header",
+            "CALL": "close_header",
+        },
+        "body": {
+            "END_DONE_SAMPLING": "end_message",
+            "CONSTRAIN": "as_text",
+            "CHANNEL": "as_text",
+            "START": "as_text",
+            "END": "end_message",
+            "MESSAGE": "as_text",
+            "CALL": "end_message",
+        },
+        "stripped": {
+            "END_DONE_SAMPLING": "end_stripped_at_stop",
+            "CONSTRAIN": "end_stripped",
+            "CHANNEL": "end_stripped",
+            "START": "end_stripped",
+            "END": "end_stripped_at_stop",
+            "MESSAGE": "end_stripped",
+            "CALL": "end_stripped_at_stop",
+        },
+        "stopped": {
+            "END_DONE_SAMPLING": "set_aside",
+            "CONSTRAIN": "set_aside",
+            "CHANNEL": "set_aside",
+            "START": "set_aside",
+            "END": "set_aside",
+            "MESSAGE": "set_aside",
+            "CALL": "set_aside",
+        },
+    },
+    "strict": {
+        "outside": {
+            "END_DONE_SAMPLING": "unexpected_control",
+            "CONSTRAIN": "unexpected_control",
+            "CHANNEL": "unexpected_control",
+            "START": "open_header",
+            "END": "unexpected_control",
+            "MESSAGE": "unexpected_control",
+            "CALL": "unexpected_control",
+        },
+        "header": {
+            "END_DONE_SAMPLING": "close_header",
+            "CONSTRAIN": "header_control",
+            "CHANNEL": "header_control",
+            "START": "header_control",
+            "END": "close_header",
+            "MESSAGE": "complete_header",
+            "CALL": "close_header",
+        },
+        "body": {
+            "END_DONE_SAMPLING": "end_message",
+            "CONSTRAIN": "as_text",
+            "CHANNEL": "as_text",
+            "START": "as_text",
+            "END": "end_message",
+            "MESSAGE": "as_text",
+            "CALL": "end_message",
+        },
+        "stripped": {
+            "END_DONE_SAMPLING": "end_stripped_at_stop",
+            "CONSTRAIN": "end_stripped",
+            "CHANNEL": "end_stripped",
+            "START": "end_stripped",
+            "END": "end_stripped_at_stop",
+            "MESSAGE": "end_stripped",
+            "CALL": "end_stripped_at_stop",
+        },
+        "stopped": {
+            "END_DONE_SAMPLING": "set_aside",
+            "CONSTRAIN": "set_aside",
+            "CHANNEL": "set_aside",
+            "START": "set_aside",
+            "END": "set_aside",
+            "MESSAGE": "set_aside",
+            "CALL": "set_aside",
+        },
+    },
+}
+"""Mode (lenient, strict) → region → control terminal → the action the token triggers there."""
+
 LEXER_TERMINAL_ROLE: str = "ROLE"
 """The terminal the lexer makes of a role."""
 

@@ -576,6 +576,40 @@ RECOVERY_CHANNEL_AFTER_CONTENT_TYPE: str = "channel_after_content_type"
 
 RECOVERY_CALL_CUT_BY_BUDGET: str = "call_cut_by_budget"
 
+HEADER_RULES: dict[str, tuple[tuple[tuple[str, ...], str, str | None], ...]] = {
+    "word": (
+        (("author_expected",), "author", None),
+        (("recipient",), "recipient", None),
+        (("after_second_channel",), "second_channel_word", None),
+        (("after_late_channel",), "late_channel_word", "channel_after_content_type"),
+        (("after_channel_marker",), "channel_word", None),
+        (("after_constrain",), "constrain_word", None),
+        (("repeats_role",), "drop", "doubled_role"),
+        (
+            ("not_before_channel", "no_channel_yet", "channel_word", "channel_allowed"),
+            "add_channel_marker",
+            "missing_channel_marker",
+        ),
+        (("content_type", "not_before_channel"), "content_type", None),
+        ((), "set_aside", None),
+    ),
+    "author_word": (
+        (("role_word",), "role", None),
+        (("recipient",), "recipient_without_role", None),
+        (("tool_name",), "tool_author", None),
+        ((), "expected_role", "unknown_author"),
+    ),
+    "control_token": (
+        (("start_token",), "restart_header", "repeated_start"),
+        (("word_expected_only", "after_channel_marker"), "empty_word_then_token", "empty_channel"),
+        (("author_expected",), "role_then_token", None),
+        (("channel_token", "channel_seen"), "second_channel", None),
+        (("channel_token", "no_later_channel"), "late_channel", None),
+        ((), "stray_control", None),
+    ),
+}
+"""How lenient mode places a header word (`word`, `author_word`) or a control token the grammar refuses there (`control_token`): rows of (conditions, action, repair or null); the first that holds acts."""
+
 PARSE_ERR_AT: str = "{message} at {unit} {position}"
 
 PARSE_ERR_INVALID_TOKEN: str = "invalid token {token}"

@@ -585,6 +585,40 @@ export const RECOVERY_CHANNEL_AFTER_CONTENT_TYPE: string = "channel_after_conten
 
 export const RECOVERY_CALL_CUT_BY_BUDGET: string = "call_cut_by_budget";
 
+/** How lenient mode places a header word (`word`, `author_word`) or a control token the grammar refuses there (`control_token`): rows of (conditions, action, repair or null); the first that holds acts. */
+export const HEADER_RULES: Readonly<Record<string, readonly (readonly [readonly string[], string, string | null])[]>> = {
+  "word": [
+    [["author_expected"], "author", null],
+    [["recipient"], "recipient", null],
+    [["after_second_channel"], "second_channel_word", null],
+    [["after_late_channel"], "late_channel_word", "channel_after_content_type"],
+    [["after_channel_marker"], "channel_word", null],
+    [["after_constrain"], "constrain_word", null],
+    [["repeats_role"], "drop", "doubled_role"],
+    [
+      ["not_before_channel", "no_channel_yet", "channel_word", "channel_allowed"],
+      "add_channel_marker",
+      "missing_channel_marker",
+    ],
+    [["content_type", "not_before_channel"], "content_type", null],
+    [[], "set_aside", null],
+  ],
+  "author_word": [
+    [["role_word"], "role", null],
+    [["recipient"], "recipient_without_role", null],
+    [["tool_name"], "tool_author", null],
+    [[], "expected_role", "unknown_author"],
+  ],
+  "control_token": [
+    [["start_token"], "restart_header", "repeated_start"],
+    [["word_expected_only", "after_channel_marker"], "empty_word_then_token", "empty_channel"],
+    [["author_expected"], "role_then_token", null],
+    [["channel_token", "channel_seen"], "second_channel", null],
+    [["channel_token", "no_later_channel"], "late_channel", null],
+    [[], "stray_control", null],
+  ],
+};
+
 export const PARSE_ERR_AT: string = "{message} at {unit} {position}";
 
 export const PARSE_ERR_INVALID_TOKEN: string = "invalid token {token}";

@@ -200,6 +200,7 @@ class HeaderReader:
         self._replacing_channel = False  # a second <|channel|> came: its word replaces the channel
         self._late_channel = False  # a <|channel|> after the content type came: its word is the channel
         self._set_aside = False  # lenient: some of the header's text had no place in it
+        self._before: str | None = None  # the control token that ends the stretch of text being placed
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -463,83 +464,144 @@ class HeaderReader:
         self._fed_channel = channel
 
     def _word(self, word: str, position: int, before: str | None) -> bool:
-        """Lenient: place one word; True when it has no place in the header (the caller sets it aside)."""
-        if T_ROLE in self._lalr.expected():
-            return self._author(word, position)
-        if word.startswith(_TO):
-            if self._terms[-1:] == [T_CHANNEL]:  # `<|channel|> to=…`: no channel word
-                self._fix(_spec.RECOVERY_EMPTY_CHANNEL, position)
-                self._feed(T_WORD, "")
-            self._set_recipient(word, position)
-            return False
-        if self._replacing_channel:
-            self._replacing_channel = False
-            content_type = CONTENT_TYPES.get(word.lower())
-            if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
-                channel = self._channel if self._channel is not None else self._fed_channel
-                token = SPELLINGS[T_CHANNEL]
-                self._fix(
-                    _spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, position, word=word, token=token, channel=channel or ""
-                )
-                self._feed(T_WORD, word)
-                return False
-            self._replace_channel(word, position)
-            return False
-        if self._late_channel:
-            self._late_channel = False
-            channel, _ = channel_of(word)
-            self._fix(_spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, position, token=SPELLINGS[T_CHANNEL], word=word)
-            self._channel = channel
-            return False
-        last = self._terms[-1] if self._terms else None
-        if last == T_CHANNEL:
-            channel, trimmed = channel_of(word)
-            if trimmed:
-                self._fix(_spec.RECOVERY_CHANNEL_PUNCTUATION, position, word=word, channel=channel)
-            self._feed(T_WORD, channel)
-            self._fed_channel = channel
-            return False
-        if last == T_CONSTRAIN:
-            if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
-                self._fix(_spec.RECOVERY_SPLICED_CONTENT_TYPE, position, word=word)
-                return False
-            return not self._feed(T_WORD, word)
-        if len(self._words) == 1 and word == self._words[0] and self._terms == [T_ROLE]:
-            self._fix(_spec.RECOVERY_DOUBLED_ROLE, position, word=word)
-            return False
-        if before != T_CHANNEL and T_CHANNEL not in self._terms and self._channel is None:
-            channel, _ = channel_of(word)
-            if channel in CHANNELS and self._lalr.accepts(T_CHANNEL):  # the channel marker was lost
-                self._fix(_spec.RECOVERY_MISSING_CHANNEL_MARKER, position, word=word, token=SPELLINGS[T_CHANNEL])
-                self._feed_channel(channel)
-                return False
-        content_type = CONTENT_TYPES.get(word.lower())
-        if content_type is not None and before != T_CHANNEL and self._feed(T_WORD, word):
-            return False
-        return True
+        """Lenient: place one word by the spec's `word` rows; True when it has no place in the header."""
+        self._before = before
+        return self._apply(_RULES["word"], word, position)
 
-    def _author(self, word: str, position: int) -> bool:
-        glued = role_of(word)
-        if glued is not None:
-            role, channel, recipient = glued
-            self._feed(T_ROLE, role.value)
-            if word != role.value:
-                self._fix(_spec.RECOVERY_GLUED_ROLE, position, word=word, role=role.value)
-            if channel is not None and self._lalr.accepts(T_CHANNEL):
-                self._feed_channel(channel)
-            if recipient is not None:
-                self._set_recipient(recipient, position)
-            return False
-        if word.startswith(_TO):
-            self._add_missing_role(position)
-            self._set_recipient(word, position)
-            return False
-        if _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES:  # a tool's name
+    def _apply(self, rows: _Rows, item: str, position: int) -> bool:
+        """The first row of `rows` whose conditions all hold for `item` (a word, or a control terminal) acts."""
+        for conditions, action, repair in rows:
+            for condition in conditions:
+                if not condition(self, item):
+                    break
+            else:
+                return action(self, item, position, repair)
+        return True  # not reached: the generator makes each list end with a row without conditions
+
+    # actions of the spec's `header_actions`: True when the word has no place in the header
+
+    def _do_author(self, word: str, position: int, repair: str | None) -> bool:
+        return self._apply(_RULES["author_word"], word, position)
+
+    def _do_recipient(self, word: str, position: int, repair: str | None) -> bool:
+        if self._terms[-1:] == [T_CHANNEL]:  # `<|channel|> to=…`: no channel word
+            self._fix(_spec.RECOVERY_EMPTY_CHANNEL, position)
+            self._feed(T_WORD, "")
+        self._set_recipient(word, position)
+        return False
+
+    def _do_second_channel_word(self, word: str, position: int, repair: str | None) -> bool:
+        self._replacing_channel = False
+        content_type = CONTENT_TYPES.get(word.lower())
+        if content_type is not None and word not in CHANNELS and self._lalr.accepts(T_WORD):
+            channel = self._channel if self._channel is not None else self._fed_channel
+            values = {"word": word, "token": SPELLINGS[T_CHANNEL], "channel": channel or ""}
+            self._fix(_spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, position, **values)
             self._feed(T_WORD, word)
             return False
-        role = self._role or Role.ASSISTANT
-        self._fix(_spec.RECOVERY_UNKNOWN_AUTHOR, position, word=word, role=role.value)
+        self._replace_channel(word, position)
+        return False
+
+    def _do_late_channel_word(self, word: str, position: int, repair: str | None) -> bool:
+        self._late_channel = False
+        if repair is not None:
+            self._fix(repair, position, token=SPELLINGS[T_CHANNEL], word=word)
+        self._channel = channel_of(word)[0]
+        return False
+
+    def _do_channel_word(self, word: str, position: int, repair: str | None) -> bool:
+        channel, trimmed = channel_of(word)
+        if trimmed:
+            self._fix(_spec.RECOVERY_CHANNEL_PUNCTUATION, position, word=word, channel=channel)
+        self._feed(T_WORD, channel)
+        self._fed_channel = channel
+        return False
+
+    def _do_constrain_word(self, word: str, position: int, repair: str | None) -> bool:
+        if word.lower() not in CONTENT_TYPES and channel_of(word)[0] in CHANNELS:  # `<|constrain|>analysis code`
+            self._fix(_spec.RECOVERY_SPLICED_CONTENT_TYPE, position, word=word)
+            return False
+        return not self._feed(T_WORD, word)
+
+    def _do_drop(self, word: str, position: int, repair: str | None) -> bool:
+        if repair is not None:
+            self._fix(repair, position, word=word)
+        return False
+
+    def _do_add_channel_marker(self, word: str, position: int, repair: str | None) -> bool:
+        if repair is not None:
+            self._fix(repair, position, word=word, token=SPELLINGS[T_CHANNEL])
+        self._feed_channel(channel_of(word)[0])
+        return False
+
+    def _do_content_type(self, word: str, position: int, repair: str | None) -> bool:
+        return not self._feed(T_WORD, word)
+
+    def _do_set_aside(self, word: str, position: int, repair: str | None) -> bool:
+        return True
+
+    def _do_role(self, word: str, position: int, repair: str | None) -> bool:
+        glued = role_of(word)
+        assert glued is not None
+        role, channel, recipient = glued
         self._feed(T_ROLE, role.value)
+        if word != role.value:
+            self._fix(_spec.RECOVERY_GLUED_ROLE, position, word=word, role=role.value)
+        if channel is not None and self._lalr.accepts(T_CHANNEL):
+            self._feed_channel(channel)
+        if recipient is not None:
+            self._set_recipient(recipient, position)
+        return False
+
+    def _do_recipient_without_role(self, word: str, position: int, repair: str | None) -> bool:
+        self._add_missing_role(position)
+        self._set_recipient(word, position)
+        return False
+
+    def _do_tool_author(self, word: str, position: int, repair: str | None) -> bool:
+        self._feed(T_WORD, word)
+        return False
+
+    def _do_expected_role(self, word: str, position: int, repair: str | None) -> bool:
+        role = self._role or Role.ASSISTANT
+        if repair is not None:
+            self._fix(repair, position, word=word, role=role.value)
+        self._feed(T_ROLE, role.value)
+        return False
+
+    def _do_restart_header(self, terminal: str, position: int, repair: str | None) -> bool:
+        if repair is not None:
+            self._fix_now(repair, position, text=" ".join(self._said))
+        self._lalr.restore(self._snapshot)
+        self.open()  # the header begins again at this <|start|>
+        return False
+
+    def _do_empty_word_then_token(self, terminal: str, position: int, repair: str | None) -> bool:
+        if repair is not None:
+            self._fix_now(repair, position)
+        self._lalr.feed_token(T_WORD, (T_WORD, ""))
+        self._terms.append(T_WORD)
+        self._raw.pop()
+        self.control(terminal, position)
+        return False
+
+    def _do_role_then_token(self, terminal: str, position: int, repair: str | None) -> bool:
+        self._add_missing_role(position)
+        self._raw.pop()
+        self.control(terminal, position)
+        return False
+
+    def _do_second_channel(self, terminal: str, position: int, repair: str | None) -> bool:
+        self._replacing_channel = True
+        return False
+
+    def _do_late_channel(self, terminal: str, position: int, repair: str | None) -> bool:
+        self._late_channel = True
+        return False
+
+    def _do_stray_control(self, terminal: str, position: int, repair: str | None) -> bool:
+        detail = fill(_spec.PARSE_DETAIL_STRAY_CONTROL, {"token": SPELLINGS[terminal]})
+        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
         return False
 
     def _set_recipient(self, word: str, position: int) -> None:
@@ -639,33 +701,44 @@ class HeaderReader:
         self._terms.append(T_ROLE)
 
     def _repair_control(self, terminal: str, position: int) -> None:
-        expected = self._lalr.expected()
-        if terminal == T_START:
-            abandoned = " ".join(self._said)
-            self._fix_now(_spec.RECOVERY_REPEATED_START, position, text=abandoned)
-            self._lalr.restore(self._snapshot)
-            self.open()  # the header begins again at this <|start|>
-            return
-        if expected == frozenset({T_WORD}) and self._terms[-1:] == [T_CHANNEL]:
-            self._fix_now(_spec.RECOVERY_EMPTY_CHANNEL, position)
-            self._lalr.feed_token(T_WORD, (T_WORD, ""))
-            self._terms.append(T_WORD)
-            self._raw.pop()
-            self.control(terminal, position)
-            return
-        if T_ROLE in expected:
-            self._add_missing_role(position)
-            self._raw.pop()
-            self.control(terminal, position)
-            return
-        if terminal == T_CHANNEL and T_CHANNEL in self._terms:
-            self._replacing_channel = True
-            return
-        if terminal == T_CHANNEL and self._channel is None:  # after the content type: still the channel
-            self._late_channel = True
-            return
-        detail = fill(_spec.PARSE_DETAIL_STRAY_CONTROL, {"token": SPELLINGS[terminal]})
-        self._later(_spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position)
+        """Lenient: a control token the grammar refuses here, placed by the spec's `control_token` rows."""
+        self._apply(_RULES["control_token"], terminal, position)
+
+
+_Condition = Callable[[HeaderReader, str], bool]
+_Action = Callable[[HeaderReader, str, int, str | None], bool]
+_Rows = tuple[tuple[tuple[_Condition, ...], _Action, str | None], ...]
+_ONLY_WORD = frozenset({T_WORD})
+_CONDITIONS: dict[str, _Condition] = {
+    "author_expected": lambda r, _: T_ROLE in r._lalr.expected(),
+    "recipient": lambda r, word: word.startswith(_TO),
+    "after_second_channel": lambda r, _: r._replacing_channel,
+    "after_late_channel": lambda r, _: r._late_channel,
+    "after_channel_marker": lambda r, _: r._terms[-1:] == [T_CHANNEL],
+    "after_constrain": lambda r, _: r._terms[-1:] == [T_CONSTRAIN],
+    "repeats_role": lambda r, word: len(r._words) == 1 and word == r._words[0] and r._terms == [T_ROLE],
+    "not_before_channel": lambda r, _: r._before != T_CHANNEL,
+    "no_channel_yet": lambda r, _: T_CHANNEL not in r._terms and r._channel is None,
+    "channel_word": lambda r, word: channel_of(word)[0] in CHANNELS,
+    "channel_allowed": lambda r, _: r._lalr.accepts(T_CHANNEL),
+    "content_type": lambda r, word: word.lower() in CONTENT_TYPES,
+    "role_word": lambda r, word: role_of(word) is not None,
+    "tool_name": lambda r, word: _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES,
+    "start_token": lambda r, terminal: terminal == T_START,
+    "channel_token": lambda r, terminal: terminal == T_CHANNEL,
+    "word_expected_only": lambda r, _: r._lalr.expected() == _ONLY_WORD,
+    "channel_seen": lambda r, _: T_CHANNEL in r._terms,
+    "no_later_channel": lambda r, _: r._channel is None,
+}
+"""The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far."""
+_RULES: dict[str, _Rows] = {
+    name: tuple(
+        (tuple(_CONDITIONS[c] for c in when), getattr(HeaderReader, "_do_" + then), repair)
+        for when, then, repair in rows
+    )
+    for name, rows in _spec.HEADER_RULES.items()
+}
+"""The spec's `header_rules`, each condition and action resolved to the reader's method of that name once."""
 
 
 def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, position: int) -> None:

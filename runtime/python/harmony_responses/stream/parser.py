@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, NoReturn
 
@@ -61,7 +61,6 @@ from .header import (
     reduce_header,
 )
 from .header import T_CHANNEL as _T_CHANNEL
-from .header import T_CONSTRAIN as _T_CONSTRAIN
 from .header import T_MESSAGE as _T_MESSAGE
 from .header import T_START as _T_START
 from .lexer import SPELLINGS, TextLexer, TokenLexer
@@ -147,6 +146,7 @@ class HarmonyStreamParser:
         "_last",
         "_last_stop",
         "_closed",
+        "_actions",
     )
 
     def __init__(
@@ -200,6 +200,7 @@ class HarmonyStreamParser:
         self._last: ParsedMessage | None = None
         self._last_stop: Terminator | None = None  # the stop token read last, message or not
         self._closed = False
+        self._actions = _ACTIONS[mode]
         if self._role is not None:
             self._header.open(self._role)
             self._region = Region.HEADER
@@ -353,61 +354,93 @@ class HarmonyStreamParser:
         if not self._seen_control:
             self._seen_control = True
             self._fresh = self._stripped_possible = False
-        region = self._region
-        if region is Region.BODY:
-            if terminal in self._lalr.expected():  # a terminator
-                if self._unit == _spec.PARSE_UNIT_TEXT and self._lenient and self._inside_json_string():
-                    self._repair(_spec.RECOVERY_JSON_STRING_CONTROL, token=SPELLINGS[terminal])
-                    self.on_text(SPELLINGS[terminal], position)
-                    return
-                self._lalr.feed_token(terminal)
-                self._end_message(_TERMINATOR_OF[terminal])
-            else:  # the grammar takes no other control token in a body: it is text
-                self.on_text(SPELLINGS[terminal], position)
-            return
-        if region is Region.HEADER:
-            self._header_control(terminal, position)
-            return
-        if region is Region.STOPPED:
-            self._junk.append(SPELLINGS[terminal])
-            return
-        if region is Region.STRIPPED:  # a control token after all: the stripped text ends here
-            stop = _TERMINATOR_OF.get(terminal)
-            self._end_stripped(stop or _END)
-            if stop is not None:
-                self._last_stop = stop
-                if self._stop_at_turn_end and stop is _TURN_END:
-                    self._stop(_spec.RECOVERY_AFTER_TURN_END, _spec.PARSE_DETAIL_AFTER_TURN_END)
-                return
-        if terminal == _T_START:
-            self._flush_junk()
-            self._header_pos = position
-            self._header.open()
-            self._region = Region.HEADER
-            return
-        if not self._lenient:
-            self._fail(
-                fill(_spec.PARSE_ERR_UNEXPECTED_CONTROL, dict(token=SPELLINGS[terminal], start=SPELLINGS[_T_START])),
-                position,
-            )
-        if (terminal == _T_MESSAGE or terminal == _T_CONSTRAIN) and self._junk_is_header():
-            self._header_without_start(terminal, position)
-            return
+        self._actions[self._region][terminal](self, terminal, position)
+
+    # the actions of the spec's `control_triggers` (region × control token → action), as `_ACTIONS` binds them
+
+    def _on_open_header(self, terminal: str, position: int) -> None:
         self._flush_junk()
-        token = SPELLINGS[terminal]
-        if terminal in _TERMINATOR_OF:
-            self._last_stop = _TERMINATOR_OF[terminal]
-            self._repair(_spec.RECOVERY_EXTRA_STOP, token=token)
-        elif terminal == _T_CHANNEL:
-            role = self._role or Role.ASSISTANT
-            detail = fill(_spec.PARSE_DETAIL_CHANNEL_OUTSIDE, {"token": token, "role": role.value})
-            self._recover(_spec.RECOVERY_MISSING_START, detail)
-            self._header_pos = position
-            self._header.open(role)
-            self._region = Region.HEADER
-            self._header_control(terminal, position)
+        self._header_pos = position
+        self._header.open()
+        self._region = Region.HEADER
+
+    def _on_unexpected_control(self, terminal: str, position: int) -> None:
+        values = dict(token=SPELLINGS[terminal], start=SPELLINGS[_T_START])
+        self._fail(fill(_spec.PARSE_ERR_UNEXPECTED_CONTROL, values), position)
+
+    def _on_header_without_start(self, terminal: str, position: int) -> None:
+        if self._junk_is_header():
+            self._header_without_start(terminal, position)
         else:
-            self._repair(_spec.RECOVERY_STRAY_CONTROL, token=token)
+            self._on_stray_control(terminal, position)
+
+    def _on_stray_control(self, terminal: str, position: int) -> None:
+        self._flush_junk()
+        self._repair(_spec.RECOVERY_STRAY_CONTROL, token=SPELLINGS[terminal])
+
+    def _on_extra_stop(self, terminal: str, position: int) -> None:
+        self._flush_junk()
+        self._last_stop = _TERMINATOR_OF[terminal]
+        self._repair(_spec.RECOVERY_EXTRA_STOP, token=SPELLINGS[terminal])
+
+    def _on_channel_opens_message(self, terminal: str, position: int) -> None:
+        self._flush_junk()
+        role = self._role or Role.ASSISTANT
+        detail = fill(_spec.PARSE_DETAIL_CHANNEL_OUTSIDE, {"token": SPELLINGS[terminal], "role": role.value})
+        self._recover(_spec.RECOVERY_MISSING_START, detail)
+        self._header_pos = position
+        self._header.open(role)
+        self._region = Region.HEADER
+        self._header_control(terminal, position)
+
+    def _on_header_control(self, terminal: str, position: int) -> None:
+        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
+        self._pos = position
+        self._header.control(terminal, position)
+
+    def _on_complete_header(self, terminal: str, position: int) -> None:
+        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
+        self._pos = position
+        header = self._header.complete(position)
+        if header is None:
+            self._region = Region.OUTSIDE
+        elif not self._cut_invented_result(header):
+            self._start_body(header)
+
+    def _on_close_header(self, terminal: str, position: int) -> None:
+        if self._lenient and self._header_without_message(terminal, position):
+            return
+        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
+        self._pos = position
+        if not self._lenient:
+            self._fail(fill(_spec.PARSE_ERR_STOP_IN_HEADER, {"token": SPELLINGS[terminal]}), position)
+        self._close_header(terminal, position)
+
+    def _on_as_text(self, terminal: str, position: int) -> None:
+        self.on_text(SPELLINGS[terminal], position)
+
+    def _on_end_message(self, terminal: str, position: int) -> None:
+        if self._unit == _spec.PARSE_UNIT_TEXT and self._lenient and self._inside_json_string():
+            self._repair(_spec.RECOVERY_JSON_STRING_CONTROL, token=SPELLINGS[terminal])
+            self.on_text(SPELLINGS[terminal], position)
+            return
+        self._lalr.feed_token(terminal)
+        self._end_message(_TERMINATOR_OF[terminal])
+
+    def _on_end_stripped(self, terminal: str, position: int) -> None:
+        """A control token after all: the stripped text ends here, and the token is read as outside a message."""
+        self._end_stripped(_END)
+        self._actions[Region.OUTSIDE][terminal](self, terminal, position)
+
+    def _on_end_stripped_at_stop(self, terminal: str, position: int) -> None:
+        stop = _TERMINATOR_OF[terminal]
+        self._end_stripped(stop)
+        self._last_stop = stop
+        if self._stop_at_turn_end and stop is _TURN_END:
+            self._stop(_spec.RECOVERY_AFTER_TURN_END, _spec.PARSE_DETAIL_AFTER_TURN_END)
+
+    def _on_set_aside(self, terminal: str, position: int) -> None:
+        self._junk.append(SPELLINGS[terminal])
 
     def on_invalid_token(self, token: int, position: int) -> None:
         if not self._lenient:
@@ -462,24 +495,7 @@ class HarmonyStreamParser:
         return True
 
     def _header_control(self, terminal: str, position: int) -> None:
-        if self._lenient and terminal in _TERMINATOR_OF and self._header_without_message(terminal, position):
-            return
-        self._header.flush_words(self._unit == _spec.PARSE_UNIT_TEXT, terminal)
-        self._pos = position
-        if terminal == _T_MESSAGE:
-            header = self._header.complete(position)
-            if header is None:
-                self._region = Region.OUTSIDE
-            elif not self._cut_invented_result(header):
-                self._start_body(header)
-            return
-        if terminal in _TERMINATOR_OF:
-            token = SPELLINGS[terminal]
-            if not self._lenient:
-                self._fail(fill(_spec.PARSE_ERR_STOP_IN_HEADER, {"token": token}), position)
-            self._close_header(terminal, position)
-            return
-        self._header.control(terminal, position)
+        self._actions[Region.HEADER][terminal](self, terminal, position)
 
     def _drop_header(self, rule: str, detail: str, position: int) -> None:
         """The stream ended inside a header (lenient): no message; the header's words are set aside."""
@@ -775,6 +791,17 @@ class HarmonyStreamParser:
         else:
             detail = _spec.PARSE_DETAIL_JUNK_BETWEEN_MESSAGES
             self._recover(_spec.RECOVERY_JUNK_BETWEEN_MESSAGES, detail, text, self._junk_pos)
+
+
+_Action = Callable[[HarmonyStreamParser, str, int], None]
+_ACTIONS: dict[str, dict[Region, dict[str, _Action]]] = {
+    mode: {
+        region: {t: getattr(HarmonyStreamParser, "_on_" + action) for t, action in regions[region.name.lower()].items()}
+        for region in Region
+    }
+    for mode, regions in _grammar.CONTROL_TRIGGERS.items()
+}
+"""The spec's `control_triggers`: mode → region → control terminal → the parser's action method of that name."""
 
 
 def parse_tokens(

@@ -191,6 +191,16 @@ function normalSpaces(text: string): string[] {
 }
 
 /** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
+type Condition = (reader: HeaderReader, item: string) => boolean;
+type Action = (reader: HeaderReader, item: string, position: number, repair: string | null) => boolean;
+type Row = readonly [readonly Condition[], Action, string | null];
+
+function named<T>(table: Readonly<Record<string, T>>, name: string): T {
+  const found = table[name];
+  if (found === undefined) throw new Error(`the spec's header_rules name ${JSON.stringify(name)}, which this runtime lacks`);
+  return found;
+}
+
 export class HeaderReader {
   private readonly tools: ReadonlySet<string>;
   private readonly spacedTools: ReadonlyMap<string, string>; // a declared name with spaces, its words joined by one
@@ -210,6 +220,7 @@ export class HeaderReader {
   private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
   private lateChannel = false; // a <|channel|> after the content type came: its word is the channel
   private setAside = false; // lenient: some of the header's text had no place in it
+  private before: string | null = null; // the control token that ends the stretch of text being placed
 
   constructor(
     private readonly lalr: IncrementalParser,
@@ -531,95 +542,156 @@ export class HeaderReader {
     this.fedChannel = channel;
   }
 
-  /** Lenient: place one word; true when it has no place in the header (the caller sets it aside). */
+  /** Lenient: place one word by the spec's `word` rows; true when it has no place in the header. */
   private word(word: string, position: number, before: string | null): boolean {
-    if (this.lalr.expected().has(T_ROLE)) return this.author(word, position);
-    if (word.startsWith(TO)) {
-      if (this.terms[this.terms.length - 1] === T_CHANNEL) {
-        // `<|channel|> to=…`: no channel word
-        this.fix(spec.RECOVERY_EMPTY_CHANNEL, position);
-        this.feed(T_WORD, "");
-      }
-      this.setRecipient(word, position);
-      return false;
-    }
-    if (this.replacingChannel) {
-      this.replacingChannel = false;
-      if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && this.lalr.accepts(T_WORD)) {
-        const channel = this.channel ?? this.fedChannel ?? "";
-        this.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, position, { word, token: spellingOf(T_CHANNEL), channel });
-        this.feed(T_WORD, word);
-        return false;
-      }
-      this.replaceChannel(word, position);
-      return false;
-    }
-    if (this.lateChannel) {
-      this.lateChannel = false;
-      const [channel] = channelOf(word);
-      this.fix(spec.RECOVERY_CHANNEL_AFTER_CONTENT_TYPE, position, { token: spellingOf(T_CHANNEL), word });
-      this.channel = channel;
-      return false;
-    }
-    const last = this.terms.length > 0 ? this.terms[this.terms.length - 1] : null;
-    if (last === T_CHANNEL) {
-      const [channel, trimmed] = channelOf(word);
-      if (trimmed) this.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, position, { word, channel });
-      this.feed(T_WORD, channel);
-      this.fedChannel = channel;
-      return false;
-    }
-    if (last === T_CONSTRAIN) {
-      if (!CONTENT_TYPES.has(word.toLowerCase()) && CHANNELS.has(channelOf(word)[0])) {
-        // `<|constrain|>analysis code`
-        this.fix(spec.RECOVERY_SPLICED_CONTENT_TYPE, position, { word });
-        return false;
-      }
-      return !this.feed(T_WORD, word);
-    }
-    if (this.words.length === 1 && word === this.words[0] && this.terms.length === 1 && this.terms[0] === T_ROLE) {
-      this.fix(spec.RECOVERY_DOUBLED_ROLE, position, { word });
-      return false;
-    }
-    if (before !== T_CHANNEL && !this.terms.includes(T_CHANNEL) && this.channel === null) {
-      const [channel] = channelOf(word);
-      if (CHANNELS.has(channel) && this.lalr.accepts(T_CHANNEL)) {
-        // the channel marker was lost
-        this.fix(spec.RECOVERY_MISSING_CHANNEL_MARKER, position, { word, token: spellingOf(T_CHANNEL) });
-        this.feedChannel(channel);
-        return false;
-      }
-    }
-    const contentType = CONTENT_TYPES.get(word.toLowerCase());
-    if (contentType !== undefined && before !== T_CHANNEL && this.feed(T_WORD, word)) return false;
-    return true;
+    this.before = before;
+    return this.apply("word", word, position);
   }
 
-  private author(word: string, position: number): boolean {
-    const glued = roleOf(word);
-    if (glued !== null) {
-      const [role, channel, recipient] = glued;
-      this.feed(T_ROLE, role);
-      if (word !== role) this.fix(spec.RECOVERY_GLUED_ROLE, position, { word, role });
-      if (channel !== null && this.lalr.accepts(T_CHANNEL)) this.feedChannel(channel);
-      if (recipient !== null) this.setRecipient(recipient, position);
-      return false;
+  /** The first row of a `header_rules` list whose conditions all hold for `item` (a word, or a terminal) acts. */
+  private apply(list: string, item: string, position: number): boolean {
+    for (const [conditions, action, repair] of HeaderReader.RULES.get(list) ?? []) {
+      if (conditions.every((condition) => condition(this, item))) return action(this, item, position, repair);
     }
-    if (word.startsWith(TO)) {
-      this.addMissingRole(position);
-      this.setRecipient(word, position);
-      return false;
-    }
-    if (word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word) || BUILTIN_ITEM_NAMESPACES.has(word)) {
-      // a tool's name
-      this.feed(T_WORD, word);
-      return false;
-    }
-    const role = this.role ?? Roles.Assistant;
-    this.fix(spec.RECOVERY_UNKNOWN_AUTHOR, position, { word, role });
-    this.feed(T_ROLE, role);
-    return false;
+    return true; // not reached: the generator makes each list end with a row without conditions
   }
+
+  /** The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far. */
+  private static readonly IF: Readonly<Record<string, Condition>> = {
+    author_expected: (r) => r.lalr.expected().has(T_ROLE),
+    recipient: (_, word) => word.startsWith(TO),
+    after_second_channel: (r) => r.replacingChannel,
+    after_late_channel: (r) => r.lateChannel,
+    after_channel_marker: (r) => r.terms[r.terms.length - 1] === T_CHANNEL,
+    after_constrain: (r) => r.terms[r.terms.length - 1] === T_CONSTRAIN,
+    repeats_role: (r, word) => r.words.length === 1 && word === r.words[0] && r.terms.length === 1 && r.terms[0] === T_ROLE,
+    not_before_channel: (r) => r.before !== T_CHANNEL,
+    no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.channel === null,
+    channel_word: (_, word) => CHANNELS.has(channelOf(word)[0]),
+    channel_allowed: (r) => r.lalr.accepts(T_CHANNEL),
+    content_type: (_, word) => CONTENT_TYPES.has(word.toLowerCase()),
+    role_word: (_, word) => roleOf(word) !== null,
+    tool_name: (_, word) => word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word) || BUILTIN_ITEM_NAMESPACES.has(word),
+    start_token: (_, terminal) => terminal === T_START,
+    channel_token: (_, terminal) => terminal === T_CHANNEL,
+    word_expected_only: (r) => r.lalr.expected().size === 1 && r.lalr.expected().has(T_WORD),
+    channel_seen: (r) => r.terms.includes(T_CHANNEL),
+    no_later_channel: (r) => r.channel === null,
+  };
+
+  /** The actions of the spec's `header_actions`: true when the word has no place in the header. */
+  private static readonly DO: Readonly<Record<string, Action>> = {
+    author: (r, word, at) => r.apply("author_word", word, at),
+    recipient: (r, word, at) => {
+      if (r.terms[r.terms.length - 1] === T_CHANNEL) {
+        r.fix(spec.RECOVERY_EMPTY_CHANNEL, at); // `<|channel|> to=…`: no channel word
+        r.feed(T_WORD, "");
+      }
+      r.setRecipient(word, at);
+      return false;
+    },
+    second_channel_word: (r, word, at) => {
+      r.replacingChannel = false;
+      if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && r.lalr.accepts(T_WORD)) {
+        const channel = r.channel ?? r.fedChannel ?? "";
+        r.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, at, { word, token: spellingOf(T_CHANNEL), channel });
+        r.feed(T_WORD, word);
+      } else r.replaceChannel(word, at);
+      return false;
+    },
+    late_channel_word: (r, word, at, repair) => {
+      r.lateChannel = false;
+      if (repair !== null) r.fix(repair, at, { token: spellingOf(T_CHANNEL), word });
+      r.channel = channelOf(word)[0];
+      return false;
+    },
+    channel_word: (r, word, at) => {
+      const [channel, trimmed] = channelOf(word);
+      if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
+      r.feed(T_WORD, channel);
+      r.fedChannel = channel;
+      return false;
+    },
+    constrain_word: (r, word, at) => {
+      if (CONTENT_TYPES.has(word.toLowerCase()) || !CHANNELS.has(channelOf(word)[0])) return !r.feed(T_WORD, word);
+      r.fix(spec.RECOVERY_SPLICED_CONTENT_TYPE, at, { word }); // `<|constrain|>analysis code`
+      return false;
+    },
+    drop: (r, word, at, repair) => {
+      if (repair !== null) r.fix(repair, at, { word });
+      return false;
+    },
+    add_channel_marker: (r, word, at, repair) => {
+      if (repair !== null) r.fix(repair, at, { word, token: spellingOf(T_CHANNEL) });
+      r.feedChannel(channelOf(word)[0]);
+      return false;
+    },
+    content_type: (r, word) => !r.feed(T_WORD, word),
+    set_aside: () => true,
+    role: (r, word, at) => {
+      const [role, channel, recipient] = roleOf(word) as [Role, string | null, string | null];
+      r.feed(T_ROLE, role);
+      if (word !== role) r.fix(spec.RECOVERY_GLUED_ROLE, at, { word, role });
+      if (channel !== null && r.lalr.accepts(T_CHANNEL)) r.feedChannel(channel);
+      if (recipient !== null) r.setRecipient(recipient, at);
+      return false;
+    },
+    recipient_without_role: (r, word, at) => {
+      r.addMissingRole(at);
+      r.setRecipient(word, at);
+      return false;
+    },
+    tool_author: (r, word) => {
+      r.feed(T_WORD, word);
+      return false;
+    },
+    expected_role: (r, word, at, repair) => {
+      const role = r.role ?? Roles.Assistant;
+      if (repair !== null) r.fix(repair, at, { word, role });
+      r.feed(T_ROLE, role);
+      return false;
+    },
+    restart_header: (r, _, at, repair) => {
+      if (repair !== null) r.fixNow(repair, at, {}, r.said.join(" "));
+      r.lalr.restore(r.snapshot);
+      r.open(); // the header begins again at this <|start|>
+      return false;
+    },
+    empty_word_then_token: (r, terminal, at, repair) => {
+      if (repair !== null) r.fixNow(repair, at);
+      r.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
+      r.terms.push(T_WORD);
+      r.raw.pop();
+      r.control(terminal, at);
+      return false;
+    },
+    role_then_token: (r, terminal, at) => {
+      r.addMissingRole(at);
+      r.raw.pop();
+      r.control(terminal, at);
+      return false;
+    },
+    second_channel: (r) => {
+      r.replacingChannel = true;
+      return false;
+    },
+    late_channel: (r) => {
+      r.lateChannel = true;
+      return false;
+    },
+    stray_control: (r, terminal, at) => {
+      r.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", at);
+      return false;
+    },
+  };
+
+  /** The spec's `header_rules`, each condition and action resolved once (a name the runtime lacks fails here). */
+  private static readonly RULES: ReadonlyMap<string, readonly Row[]> = new Map(
+    Object.entries(spec.HEADER_RULES).map(([list, rows]) => [
+      list,
+      rows.map(([when, then, repair]): Row => [when.map((c) => named(HeaderReader.IF, c)), named(HeaderReader.DO, then), repair]),
+    ]),
+  );
 
   private setRecipient(word: string, position: number): void {
     const earlier = this.recipient !== null ? this.recipient : this.fedRecipient;
@@ -730,38 +802,9 @@ export class HeaderReader {
     this.terms.push(T_ROLE);
   }
 
+  /** Lenient: a control token the grammar refuses here, placed by the spec's `control_token` rows. */
   private repairControl(terminal: string, position: number): void {
-    const expected = this.lalr.expected();
-    if (terminal === T_START) {
-      this.fixNow(spec.RECOVERY_REPEATED_START, position, {}, this.said.join(" "));
-      this.lalr.restore(this.snapshot);
-      this.open(); // the header begins again at this <|start|>
-      return;
-    }
-    if (expected.size === 1 && expected.has(T_WORD) && this.terms[this.terms.length - 1] === T_CHANNEL) {
-      this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
-      this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-      this.terms.push(T_WORD);
-      this.raw.pop();
-      this.control(terminal, position);
-      return;
-    }
-    if (expected.has(T_ROLE)) {
-      this.addMissingRole(position);
-      this.raw.pop();
-      this.control(terminal, position);
-      return;
-    }
-    if (terminal === T_CHANNEL && this.terms.includes(T_CHANNEL)) {
-      this.replacingChannel = true;
-      return;
-    }
-    if (terminal === T_CHANNEL && this.channel === null) {
-      // after the content type: still the channel
-      this.lateChannel = true;
-      return;
-    }
-    this.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", position);
+    this.apply("control_token", terminal, position);
   }
 }
 

@@ -41,7 +41,6 @@ import {
   reduceHeader,
   ROLES,
   T_CHANNEL,
-  T_CONSTRAIN,
   T_MESSAGE,
   T_START,
 } from "./header.js";
@@ -110,6 +109,8 @@ export interface StreamParserOptions {
  * after it; several calls in a row are all read (an engine that does not stop at `<|call|>` lets the model make
  * them).
  */
+type ControlAction = (parser: HarmonyStreamParser, terminal: string, position: number) => void;
+
 export class HarmonyStreamParser {
   private readonly lenient: boolean;
   private readonly role: Role | null;
@@ -144,6 +145,7 @@ export class HarmonyStreamParser {
   private last: ParsedMessage | null = null;
   private lastStop: Terminator | null = null; // the stop token read last, message or not
   private closed = false;
+  private readonly actions: ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>; // the spec's control_triggers
 
   constructor(
     encoding: HarmonyEncoding,
@@ -174,6 +176,7 @@ export class HarmonyStreamParser {
     this.known = this.tokenLexer.knownTexts;
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
+    this.actions = HarmonyStreamParser.triggers(mode);
     if (this.role !== null) {
       this.header.open(this.role);
       this.regionValue = Region.Header;
@@ -351,71 +354,108 @@ export class HarmonyStreamParser {
       this.controlSeen = true;
       this.fresh = this.strippedPossible = false;
     }
-    const region = this.regionValue;
-    if (region === Region.Body) {
-      if (this.lalr.expected().has(terminal)) {
-        // a terminator
-        if (this.unit === spec.PARSE_UNIT_TEXT && this.lenient && this.insideJsonString()) {
-          this.repair(spec.RECOVERY_JSON_STRING_CONTROL, { token: spellingOf(terminal) });
-          this.onText(spellingOf(terminal), position);
-          return;
-        }
-        this.lalr.feedToken(terminal);
-        this.endMessage(TERMINATOR_OF.get(terminal) as Terminator);
-      } else {
-        this.onText(spellingOf(terminal), position); // the grammar takes no other control token in a body: it is text
-      }
-      return;
+    this.act(this.regionValue, terminal, position);
+  }
+
+  /** Do what the spec's `control_triggers` say `terminal` does in `region`. */
+  private act(region: Region, terminal: string, position: number): void {
+    const action = this.actions.get(region)?.get(terminal);
+    if (action === undefined) throw new Error(`control_triggers give ${terminal} no action in ${Region[region]}`);
+    action(this, terminal, position);
+  }
+
+  private static readonly TRIGGERS = new Map<string, ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>>();
+
+  /** The spec's `control_triggers` for `mode`: region → terminal → action (a name the runtime lacks fails here). */
+  private static triggers(mode: string): ReadonlyMap<Region, ReadonlyMap<string, ControlAction>> {
+    const cached = HarmonyStreamParser.TRIGGERS.get(mode);
+    if (cached !== undefined) return cached;
+    const regions = grammar.CONTROL_TRIGGERS[mode] ?? {};
+    const out = new Map<Region, ReadonlyMap<string, ControlAction>>();
+    HarmonyStreamParser.TRIGGERS.set(mode, out);
+    for (const [name, row] of Object.entries(regions)) {
+      const region = Object.values(Region).find((r) => typeof r === "number" && Region[r].toLowerCase() === name) as Region;
+      const actions = Object.entries(row).map(([t, a]): [string, ControlAction] => {
+        const action = HarmonyStreamParser.ACTIONS[a];
+        if (action === undefined) throw new Error(`control_triggers name ${JSON.stringify(a)}, which this runtime lacks`);
+        return [t, action];
+      });
+      out.set(region, new Map(actions));
     }
-    if (region === Region.Header) {
-      this.headerControl(terminal, position);
-      return;
-    }
-    if (region === Region.Stopped) {
-      this.junk.push(spellingOf(terminal));
-      return;
-    }
-    if (region === Region.Stripped) {
-      // a control token after all: the stripped text ends here
-      const stop = TERMINATOR_OF.get(terminal) ?? null;
-      this.endStripped(stop ?? END);
-      if (stop !== null) {
-        this.lastStop = stop;
-        if (this.stopAtTurnEnd && stop === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    return out;
+  }
+
+  /** The actions of the spec's `control_actions`, by name. */
+  private static readonly ACTIONS: Readonly<Record<string, ControlAction>> = {
+    open_header: (p, _, at) => {
+      p.flushJunk();
+      p.headerPos = at;
+      p.header.open();
+      p.regionValue = Region.Header;
+    },
+    unexpected_control: (p, t, at) => p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at),
+    header_without_start: (p, t, at) => (p.junkIsHeader() ? p.headerWithoutStart(t, at) : HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at)),
+    stray_control: (p, t) => {
+      p.flushJunk();
+      p.repair(spec.RECOVERY_STRAY_CONTROL, { token: spellingOf(t) });
+    },
+    extra_stop: (p, t) => {
+      p.flushJunk();
+      p.lastStop = TERMINATOR_OF.get(t) ?? null;
+      p.repair(spec.RECOVERY_EXTRA_STOP, { token: spellingOf(t) });
+    },
+    channel_opens_message: (p, t, at) => {
+      p.flushJunk();
+      const role = p.role ?? Roles.Assistant;
+      p.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token: spellingOf(t), role }));
+      p.headerPos = at;
+      p.header.open(role);
+      p.regionValue = Region.Header;
+      p.act(Region.Header, t, at);
+    },
+    header_control: (p, t, at) => {
+      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
+      p.pos = at;
+      p.header.control(t, at);
+    },
+    complete_header: (p, t, at) => {
+      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
+      p.pos = at;
+      const header = p.header.complete(at);
+      if (header === null) p.regionValue = Region.Outside;
+      else if (!p.cutInventedResult(header)) p.startBody(header);
+    },
+    close_header: (p, t, at) => {
+      if (p.lenient && p.headerWithoutMessage(t, at)) return;
+      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
+      p.pos = at;
+      if (!p.lenient) p.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(t) }), at);
+      p.closeHeader(t, at);
+    },
+    as_text: (p, t, at) => p.onText(spellingOf(t), at),
+    end_message: (p, t, at) => {
+      if (p.unit === spec.PARSE_UNIT_TEXT && p.lenient && p.insideJsonString()) {
+        p.repair(spec.RECOVERY_JSON_STRING_CONTROL, { token: spellingOf(t) });
+        p.onText(spellingOf(t), at);
         return;
       }
-    }
-    if (terminal === T_START) {
-      this.flushJunk();
-      this.headerPos = position;
-      this.header.open();
-      this.regionValue = Region.Header;
-      return;
-    }
-    if (!this.lenient) {
-      this.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(terminal), start: spellingOf(T_START) }), position);
-    }
-    if ((terminal === T_MESSAGE || terminal === T_CONSTRAIN) && this.junkIsHeader()) {
-      this.headerWithoutStart(terminal, position);
-      return;
-    }
-    this.flushJunk();
-    const token = spellingOf(terminal);
-    const stop = TERMINATOR_OF.get(terminal);
-    if (stop !== undefined) {
-      this.lastStop = stop;
-      this.repair(spec.RECOVERY_EXTRA_STOP, { token });
-    } else if (terminal === T_CHANNEL) {
-      const role = this.role ?? Roles.Assistant;
-      this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token, role }));
-      this.headerPos = position;
-      this.header.open(role);
-      this.regionValue = Region.Header;
-      this.headerControl(terminal, position);
-    } else {
-      this.repair(spec.RECOVERY_STRAY_CONTROL, { token });
-    }
-  }
+      p.lalr.feedToken(t);
+      p.endMessage(TERMINATOR_OF.get(t) as Terminator);
+    },
+    end_stripped: (p, t, at) => {
+      p.endStripped(END); // a control token after all: the stripped text ends, the token is read as outside
+      p.act(Region.Outside, t, at);
+    },
+    end_stripped_at_stop: (p, t) => {
+      const stop = TERMINATOR_OF.get(t) as Terminator;
+      p.endStripped(stop);
+      p.lastStop = stop;
+      if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    },
+    set_aside: (p, t) => {
+      p.junk.push(spellingOf(t));
+    },
+  };
 
   onInvalidToken(token: number, position: number): void {
     if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
@@ -468,21 +508,7 @@ export class HarmonyStreamParser {
   }
 
   private headerControl(terminal: string, position: number): void {
-    if (this.lenient && TERMINATOR_OF.has(terminal) && this.headerWithoutMessage(terminal, position)) return;
-    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, terminal);
-    this.pos = position;
-    if (terminal === T_MESSAGE) {
-      const header = this.header.complete(position);
-      if (header === null) this.regionValue = Region.Outside;
-      else if (!this.cutInventedResult(header)) this.startBody(header);
-      return;
-    }
-    if (TERMINATOR_OF.has(terminal)) {
-      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(terminal) }), position);
-      this.closeHeader(terminal, position);
-      return;
-    }
-    this.header.control(terminal, position);
+    this.act(Region.Header, terminal, position);
   }
 
   /** The stream ended inside a header (lenient): no message; the header's words are set aside. */
