@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..json_input import NOT_JSON
 from .._tables import spec as _spec
+from ..json_input import NOT_JSON
 from ..texts import fill
 
 MISSING = "the jsonschema package is not installed (pip install 'harmony-responses[validate]'): not checked"
