@@ -79,6 +79,3 @@ def start(awaitable: Awaitable[Any], task: asyncio.Task[Any]) -> Rest | None:
     finally:
         _leave(loop, task)
     return Rest(coro, yielded)
-
-
-__all__ = ["AVAILABLE", "Rest", "start"]
