@@ -190,15 +190,7 @@ class HttpEngine(Engine):
                     break
                 chunks.append(_loads(data))
             if chunks:
-                out = Outputs()
-                failure: EngineUnavailable | None = None
-                try:
-                    for chunk in chunks:
-                        read(chunk, out)
-                except SHAPE_ERRORS as exc:
-                    failure = malformed(f"{type(exc).__name__}: {exc}")
-                except EngineUnavailable as exc:
-                    failure = exc
+                out, failure = _read_chunks(chunks, read)
                 for output in out.items:
                     yield output
                 if failure is not None:
@@ -236,19 +228,29 @@ def _listener(
             chunks = [loads(data) for data in payloads]
         except ValueError:
             return False
-        out = Outputs()
-        try:
-            for chunk in chunks:
-                read(chunk, out)
-        except SHAPE_ERRORS as exc:
-            left.append(malformed(f"{type(exc).__name__}: {exc}"))
-        except EngineUnavailable as exc:
-            left.append(exc)
+        out, failure = _read_chunks(chunks, read)
+        if failure is not None:
+            left.append(failure)
         if not direct(out.items) or left:
             response.stop_listening()
         return True
 
     return listener
+
+
+def _read_chunks(chunks: list[Any], read: Callable[[Any, Outputs], None]) -> tuple[Outputs, EngineUnavailable | None]:
+    """A batch's decoded chunks read by the adapter: the outputs read before any failure, and that failure (a chunk
+    of the wrong shape as `EngineMalformed`, an error chunk as the adapter raised it), for the caller to raise
+    after handing those outputs on."""
+    out = Outputs()
+    try:
+        for chunk in chunks:
+            read(chunk, out)
+    except SHAPE_ERRORS as exc:
+        return out, malformed(f"{type(exc).__name__}: {exc}")
+    except EngineUnavailable as exc:
+        return out, exc
+    return out, None
 
 
 def _engine_error(exc: ReadFailure, where: str) -> EngineError:
