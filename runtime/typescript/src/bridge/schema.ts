@@ -24,19 +24,15 @@ export const ITEM_KEYWORD = "harmony-item-union";
 
 type Schema = responses.JsonSchema;
 const SCHEMAS = responses.SCHEMAS;
+const UNIONS = responses.ITEM_UNIONS;
 
 function refName(ref: string): string {
   return ref.startsWith(DEFS) ? ref.slice(DEFS.length) : ref;
 }
 
-function resolved(schema: Schema): Schema {
-  return schema.$ref !== undefined ? (SCHEMAS[refName(schema.$ref)] ?? {}) : schema;
-}
-
 /** The one `type` value a model schema takes (its tag), or null. */
 function tagOf(schema: Schema): string | null {
-  const prop = resolved(schema).properties?.[TAG];
-  const values = prop?.enum ?? (prop !== undefined && "const" in prop ? [(prop as { const: unknown }).const] : []);
+  const values = (schema.$ref !== undefined ? SCHEMAS[refName(schema.$ref)] : schema)?.properties?.[TAG]?.enum ?? [];
   return values.length === 1 && typeof values[0] === "string" ? values[0] : null;
 }
 
@@ -47,7 +43,7 @@ function prepare(node: unknown): unknown {
   const schema = node as unknown as Schema;
   if (schema.$ref !== undefined) {
     const name = refName(schema.$ref);
-    return responses.ITEM_UNIONS[name] !== undefined ? { [ITEM_KEYWORD]: name } : { $ref: DOC + DEFS + name };
+    return UNIONS[name] !== undefined ? { [ITEM_KEYWORD]: name } : { $ref: DOC + DEFS + name };
   }
   const members = schema.anyOf ?? schema.oneOf;
   if (members !== undefined && schema.discriminator !== undefined && members.every((m) => tagOf(m) !== null)) {
@@ -56,77 +52,62 @@ function prepare(node: unknown): unknown {
     return { type: "object", required: [TAG], properties: { [TAG]: { enum: tags } }, allOf: branches };
   }
   const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== "discriminator" && key !== "properties") out[key === "oneOf" ? "anyOf" : key] = prepare(value);
+  }
   if (schema.properties !== undefined) {
     // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one
     // may be null
     const defaulted = (prop: Schema): boolean => "default" in prop || prop.enum?.length === 1;
     const required = (schema.required ?? []).filter((key) => !defaulted(schema.properties?.[key] ?? {}));
-    const nullable = (prop: Schema): boolean => prop.type === "null" || (prop.anyOf ?? prop.oneOf ?? []).some((b) => b.type === "null");
+    const nullable = (prop: Schema): boolean => [prop, ...(prop.anyOf ?? prop.oneOf ?? [])].some((b) => b.type === "null");
     const props = Object.entries(schema.properties).map(([key, prop]) => {
       const open = !required.includes(key) && !nullable(prop) && Object.keys(prop).length > 0;
       return [key, open ? { anyOf: [prepare(prop), { type: "null" }] } : prepare(prop)];
     });
     Object.assign(out, { properties: Object.fromEntries(props), required });
   }
-  for (const [key, value] of Object.entries(node)) {
-    if (key === "properties" || key === "required") continue;
-    if (key === "discriminator") continue;
-    out[key === "oneOf" ? "anyOf" : key] = key === "properties" || key === "$defs" ? mapValues(value, prepare) : prepare(value);
-  }
   return out;
-}
-
-function mapValues(value: unknown, f: (v: unknown) => unknown): unknown {
-  return isJsonObject(value) ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, f(v)])) : value;
 }
 
 /** The model of an item union's member for `value`'s (type, role), `ExtensionItem` for vendor types, or null. */
 function itemModel(unionName: string, value: unknown): string | null {
-  const union = responses.ITEM_UNIONS[unionName];
-  const kind = isJsonObject(value) ? (value[TAG] ?? null) : null;
-  const role = isJsonObject(value) ? (value["role"] ?? null) : null;
-  if (!isJsonObject(value) || (typeof kind !== "string" && kind !== null) || (typeof role !== "string" && role !== null)) return null;
-  const variants = union?.variants ?? [];
+  const kind = isJsonObject(value) ? (value[TAG] ?? null) : undefined;
+  const role = isJsonObject(value) ? (value["role"] ?? null) : undefined;
+  if ((typeof kind !== "string" && kind !== null) || (typeof role !== "string" && role !== null)) return null;
+  const variants = (UNIONS[unionName]?.variants ?? []).filter((v) => v.type === kind);
   // A type with variants by role takes its role's; a role none takes is no member (not the type's role-less one).
-  const byRole = variants.some((v) => v.type === kind && v.role !== null);
-  const found = variants.find((v) => v.type === kind && v.role === role) ?? (role === null || !byRole ? variants.find((v) => v.type === kind && v.role === null) : undefined);
+  const byRole = variants.some((v) => v.role !== null);
+  const found = variants.find((v) => v.role === role) ?? (role === null || !byRole ? variants.find((v) => v.role === null) : undefined);
   if (found !== undefined) return found.model;
   const colon = typeof kind === "string" ? kind.indexOf(":") : -1;
-  return typeof kind === "string" && colon > 0 && colon < kind.length - 1 ? EXTENSION : null; // `slug:name`
+  return colon > 0 && colon < (kind as string).length - 1 ? EXTENSION : null; // `slug:name`
 }
 
 function itemUnion(this: unknown, unionName: string, data: unknown, _parent: unknown, cxt?: { instancePath: string }): boolean {
   const self = itemUnion as unknown as { errors?: Partial<ErrorObject>[] };
   const at = cxt?.instancePath ?? "";
   const name = itemModel(unionName, data);
-  if (!isJsonObject(data)) {
-    self.errors = [{ keyword: "type", instancePath: at, params: { type: "object" } }];
-    return false;
-  }
-  if (name === EXTENSION) {
-    if (EXTENSION_TYPE.test(String((data as JsonObject)[TAG]))) return true;
+  if (!isJsonObject(data)) self.errors = [{ keyword: "type", instancePath: at, params: { type: "object" } }];
+  else if (name === EXTENSION) {
+    if (EXTENSION_TYPE.test(String(data[TAG]))) return true;
     self.errors = [{ keyword: "pattern", instancePath: `${at}/${TAG}`, params: { pattern: EXTENSION_TYPE.source } }];
-    return false;
+  } else if (name === null) self.errors = [{ keyword: ITEM_KEYWORD, instancePath: at, params: { union: unionName } }];
+  else {
+    const check = validator(name);
+    if (check(data)) return true;
+    self.errors = (check.errors ?? []).map((e) => ({ ...e, instancePath: at + e.instancePath }));
   }
-  const check = name !== null ? validator(name) : null;
-  if (check === null) self.errors = [{ keyword: ITEM_KEYWORD, instancePath: at, params: { union: unionName } }];
-  else if (!check(data)) self.errors = (check.errors ?? []).map((e) => ({ ...e, instancePath: at + e.instancePath }));
-  else return true;
   return false;
 }
 
 const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
 ajv.addKeyword({ keyword: ITEM_KEYWORD, schemaType: "string", errors: true, validate: itemUnion });
-ajv.addSchema({ $id: DOC, $defs: mapValues(SCHEMAS, prepare) } as SchemaObject);
-
-const UNIONS = new Map<string, ValidateFunction>();
+const defs = Object.entries(SCHEMAS).map(([name, schema]) => [name, UNIONS[name] ? { [ITEM_KEYWORD]: name } : prepare(schema)]);
+ajv.addSchema({ $id: DOC, $defs: Object.fromEntries(defs) } as SchemaObject);
 
 /** The compiled validator of a schema component (compiled once, on first use; an item union read by its tag). */
 function validator(name: string): ValidateFunction {
-  if (responses.ITEM_UNIONS[name] !== undefined) {
-    if (!UNIONS.has(name)) UNIONS.set(name, ajv.compile({ [ITEM_KEYWORD]: name }));
-    return UNIONS.get(name) as ValidateFunction;
-  }
   const found = ajv.getSchema(DOC + DEFS + name);
   if (found === undefined) throw new Error(`no Open Responses schema named ${name}`);
   return found;
@@ -136,17 +117,8 @@ function validator(name: string): ValidateFunction {
 function plain(value: unknown): unknown {
   if (value instanceof JsonFloat) return value.value;
   if (typeof value === "bigint") return Number(value);
-  if (Array.isArray(value)) {
-    const out = value.map(plain);
-    return out.some((v, i) => v !== value[i]) ? out : value;
-  }
-  if (!isJsonObject(value)) return value;
-  let out: Record<string, unknown> | null = null;
-  for (const key of keysOf(value)) {
-    const v = plain(value[key]);
-    if (v !== value[key]) (out ??= { ...value })[key] = v;
-  }
-  return out ?? value;
+  if (Array.isArray(value)) return value.map(plain);
+  return isJsonObject(value) ? Object.fromEntries(keysOf(value).map((key) => [key, plain(value[key])])) : value;
 }
 
 // -- models ----------------------------------------------------------------------------------------------------
@@ -166,8 +138,10 @@ export interface Model {
 
 const MODELS = new Map<string, Model>();
 
+/** A list, or a list or null. */
 function isArrayField(prop: Schema): boolean {
-  return prop.type === "array" || (prop.anyOf ?? []).some((b) => b.type === "array" && (prop.anyOf ?? []).length === 2 && (prop.anyOf ?? []).some((n) => n.type === "null"));
+  const types = (prop.anyOf ?? []).map((b) => b.type);
+  return prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null"));
 }
 
 /** A model by its schema name: its fields in schema order, which are required and their defaults (a one-value
@@ -177,33 +151,21 @@ export function model(name: string): Model {
   if (found !== undefined) return found;
   const schema = SCHEMAS[name] ?? (name === EXTENSION ? { properties: { [TAG]: {} }, required: [TAG] } : undefined);
   if (schema === undefined) throw new Error(`no Open Responses schema named ${name}`);
-  const required = new Set(schema.required ?? []);
   const fields = Object.entries(schema.properties ?? {}).map(([key, prop]): Field => {
-    const single = required.has(key) && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
+    const required = schema.required?.includes(key) === true;
+    const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
     const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
-    return { key, type: { kind: isArrayField(prop) ? "list" : "value" }, required: required.has(key) && !("default" in prop) && single === undefined, default: fallback };
+    const kind = isArrayField(prop) ? "list" : "value";
+    return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
   });
   found = { name, fields, byKey: new Map(fields.map((f) => [f.key, f])) };
   MODELS.set(name, found);
   return found;
 }
 
-function isModel(schema: Schema | undefined): boolean {
-  return schema !== undefined && schema.type === "object" && schema.properties !== undefined;
-}
-
-/** The model of the streaming event whose `type` is `type`. */
-export function eventModelOf(type: string): string {
-  const member = (SCHEMAS["StreamingEvent"]?.anyOf ?? SCHEMAS["StreamingEvent"]?.oneOf ?? []).find((m) => tagOf(m) === type);
-  if (member?.$ref === undefined) throw new Error(`no streaming event of type ${type}`);
-  return refName(member.$ref);
-}
-
-/** The model of an item union's variant for (`type`, `role`), or null. */
-export function itemModelOf(union: string, type: string, role: string | null = null): string | null {
-  const variants = responses.ITEM_UNIONS[union]?.variants ?? [];
-  const found = variants.find((v) => v.type === type && v.role === role) ?? variants.find((v) => v.type === type && v.role === null);
-  return found?.model ?? null;
+function isModel(name: string): boolean {
+  const schema = SCHEMAS[name];
+  return name === EXTENSION || (schema?.type === "object" && schema.properties !== undefined);
 }
 
 /** The members a schema node offers (through nullable unions and lists). */
@@ -213,12 +175,31 @@ function members(schema: Schema): Schema[] {
   return branches !== undefined ? branches.flatMap(members) : [schema];
 }
 
+/** The model a schema node offers for `tagValue` (a tagged union, or a list of one). */
+function memberNamed(schema: Schema | undefined, tagValue: string): string | null {
+  const member = schema !== undefined ? members(schema).find((m) => m.$ref !== undefined && tagOf(m) === tagValue) : undefined;
+  return member?.$ref !== undefined ? refName(member.$ref) : null;
+}
+
+/** The model of the streaming event whose `type` is `type`. */
+export function eventModelOf(type: string): string {
+  const found = memberNamed(SCHEMAS["StreamingEvent"], type);
+  if (found === null) throw new Error(`no streaming event of type ${type}`);
+  return found;
+}
+
+/** The model of an item union's variant for (`type`, `role`), or null. */
+export function itemModelOf(union: string, type: string, role: string | null = null): string | null {
+  const variants = UNIONS[union]?.variants ?? [];
+  const found = variants.find((v) => v.type === type && v.role === role) ?? variants.find((v) => v.type === type && v.role === null);
+  return found?.model ?? null;
+}
+
 /** The model that field `key` of model `name` (a list of a tagged union, or a tagged union) takes for `tagValue`. */
 export function fieldMember(name: string, key: string, tagValue: string): string {
-  const prop = SCHEMAS[name]?.properties?.[key];
-  const member = prop !== undefined ? members(prop).find((m) => m.$ref !== undefined && tagOf(m) === tagValue) : undefined;
-  if (member?.$ref === undefined) throw new Error(`${name}.${key} takes no ${tagValue}`);
-  return refName(member.$ref);
+  const found = memberNamed(SCHEMAS[name]?.properties?.[key], tagValue);
+  if (found === null) throw new Error(`${name}.${key} takes no ${tagValue}`);
+  return found;
 }
 
 // -- model tags ----------------------------------------------------------------------------------------------
@@ -236,10 +217,18 @@ export function make<T extends object>(name: string, value: T): T {
   return value;
 }
 
-/** The member of `branches` that `value` is: by its tag where members have one, else the first that takes it. */
+/** The model a `$ref` to `name` takes for `value`: the member of an item union it is, else `name` itself. */
+function refModel(name: string, value: unknown): string {
+  return UNIONS[name] !== undefined ? (modelOf(value) ?? itemModel(name, value) ?? EXTENSION) : name;
+}
+
+/** The member of `branches` that `value` is: the model it is tagged with, by its tag where members have one, else
+ * the first that takes it. */
 function memberFor(branches: readonly Schema[], value: unknown): Schema | undefined {
-  const tagged = isJsonObject(value) ? branches.find((b) => tagOf(b) !== null && tagOf(b) === value[TAG]) : undefined;
-  return tagged ?? branches.find((b) => takes(b, value));
+  const tagged = modelOf(value);
+  const named = tagged !== null ? branches.find((b) => b.$ref !== undefined && refName(b.$ref) === tagged) : undefined;
+  const tag = isJsonObject(value) ? value[TAG] : undefined;
+  return named ?? branches.find((b) => typeof tag === "string" && tagOf(b) === tag) ?? branches.find((b) => takes(b, value));
 }
 
 /** Whether a union member takes `value`: a named one by its validator, an inline one by its JSON type. */
@@ -254,15 +243,14 @@ function takes(schema: Schema, value: unknown): boolean {
 function tagTree(schema: Schema, value: unknown): void {
   if (value === null || typeof value !== "object" || value instanceof JsonFloat) return;
   if (schema.$ref !== undefined) {
-    const name = refName(schema.$ref);
-    const unionModel = responses.ITEM_UNIONS[name] !== undefined ? itemModel(name, value) : null;
-    const target = unionModel ?? name;
-    const target_schema = SCHEMAS[target];
-    if (isJsonObject(value) && (isModel(target_schema) || target === EXTENSION)) {
-      make(target, value);
-      for (const field of model(target).fields) if (!(field.key in value) && field.default !== null) value[field.key] = structuredClone(field.default);
+    const name = refModel(refName(schema.$ref), value);
+    if (isJsonObject(value) && isModel(name)) {
+      make(name, value);
+      for (const field of model(name).fields) {
+        if (!(field.key in value) && field.default !== null) value[field.key] = structuredClone(field.default);
+      }
     }
-    if (target_schema !== undefined) tagTree(target_schema, value);
+    if (SCHEMAS[name] !== undefined) tagTree(SCHEMAS[name], value);
     return;
   }
   const branches = schema.anyOf ?? schema.oneOf;
@@ -303,22 +291,18 @@ export function validateAs<T = JsonObject>(name: string, value: unknown): T {
 function dumpNode(schema: Schema, value: unknown): unknown {
   if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
   if (schema.$ref !== undefined) {
-    const name = refName(schema.$ref);
-    const target = responses.ITEM_UNIONS[name] !== undefined ? (modelOf(value) ?? itemModel(name, value) ?? EXTENSION) : name;
-    if (isJsonObject(value) && (isModel(SCHEMAS[target]) || target === EXTENSION)) return dumpModel(target, value);
-    return SCHEMAS[target] !== undefined ? dumpNode(SCHEMAS[target], value) : value;
+    const name = refModel(refName(schema.$ref), value);
+    if (isJsonObject(value) && isModel(name)) return dumpModel(name, value);
+    return SCHEMAS[name] !== undefined ? dumpNode(SCHEMAS[name], value) : value;
   }
   const branches = schema.anyOf ?? schema.oneOf;
   if (branches !== undefined) {
-    const tagged = modelOf(value);
-    const member = (tagged !== null ? branches.find((b) => b.$ref !== undefined && refName(b.$ref) === tagged) : undefined) ?? memberFor(branches, value);
+    const member = memberFor(branches, value);
     return member !== undefined ? dumpNode(member, value) : value;
   }
   if (Array.isArray(value)) return value.map((v) => (schema.items !== undefined ? dumpNode(schema.items, v) : v));
-  if (isJsonObject(value) && typeof schema.additionalProperties === "object") {
-    const extra = schema.additionalProperties;
-    return Object.fromEntries(keysOf(value).map((k) => [k, dumpNode(extra, value[k])]));
-  }
+  const extra = schema.additionalProperties;
+  if (isJsonObject(value) && typeof extra === "object") return Object.fromEntries(keysOf(value).map((k) => [k, dumpNode(extra, value[k])]));
   return value;
 }
 
