@@ -16,19 +16,10 @@ import { ITEM_KEYWORD } from "./schema.js";
 const TEXTS = spec.VALIDATION_TEXTS;
 const FOUND_CHARS = 40; // a string found is shown up to this many characters
 const TAG = "type";
-/** ajv keyword → the table's kind and the error parameter its `{limit}` is. */
-const LIMITS: Readonly<Record<string, string>> = {
-  minLength: "min_length",
-  maxLength: "max_length",
-  minItems: "min_items",
-  maxItems: "max_items",
-  minProperties: "min_items",
-  maxProperties: "max_items",
-  minimum: "minimum",
-  maximum: "maximum",
-  exclusiveMinimum: "exclusive_minimum",
-  exclusiveMaximum: "exclusive_maximum",
-};
+/** An ajv keyword's kind in the table (`minLength` → `min_length`; an object's properties count as entries). */
+function kindOfKeyword(keyword: string): string {
+  return keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
+}
 const SKIPPED = new Set(["if", "anyOf", "oneOf", "allOf", "not"]); // they sum up errors told by their members
 
 /** The one thing to tell: where (the input's own path), the spec's error handle and what to say, what is there;
@@ -85,10 +76,15 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
 function phrase(error: ErrorObject): string | null {
   const params = error.params;
   if (error.keyword === "type") return String(params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
-  const limit = LIMITS[error.keyword];
-  if (limit !== undefined) return fill(TEXTS[limit] ?? "", { limit: params["limit"] });
-  if (error.keyword === "pattern") return fill(TEXTS["pattern"] ?? "", { pattern: params["pattern"] });
-  return null;
+  const text = TEXTS[kindOfKeyword(error.keyword)];
+  return text !== undefined ? fill(text, { limit: params["limit"], pattern: params["pattern"] }) : null;
+}
+
+/** A string too short or too long is told that alone: its schema's pattern is not tried (pydantic's order). */
+function shadowed(error: ErrorObject, all: readonly ErrorObject[]): boolean {
+  const schema = error.schemaPath.slice(0, error.schemaPath.lastIndexOf("/"));
+  const length = (e: ErrorObject): boolean => e.keyword === "minLength" || e.keyword === "maxLength";
+  return error.keyword === "pattern" && all.some((e) => length(e) && e.schemaPath === `${schema}/${e.keyword}`);
 }
 
 function same(a: readonly PathPart[], b: readonly PathPart[]): boolean {
@@ -104,18 +100,20 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
   const rank = (t: (typeof told)[number]): number => (!t.at[2] ? 2 : t.at[0][t.at[0].length - 1] === TAG ? 0 : 1);
   const chosen = [...deepest].sort((a, b) => rank(a) - rank(b))[0] as (typeof told)[number];
   const [parts, value, present] = chosen.at;
-  if (chosen.error.keyword === ITEM_KEYWORD) return { parts, error: spec.REQUEST_ERROR_INVALID, message: "", value, union: String(chosen.error.params["union"]) };
+  if (chosen.error.keyword === ITEM_KEYWORD) {
+    return { parts, error: spec.REQUEST_ERROR_INVALID, message: "", value, union: String(chosen.error.params["union"]) };
+  }
   if (!present) return { parts, error: spec.REQUEST_ERROR_MISSING, message: "", value: null };
+  const here = deepest.filter((t) => t.at[2] && same(t.at[0], parts)).map((t) => t.error);
   const phrases: string[] = [];
   const values: unknown[] = [];
-  for (const { error, at } of deepest) {
-    if (!at[2] || !same(at[0], parts)) continue;
+  for (const error of here) {
     if (error.keyword === "enum" || error.keyword === "const") {
       const allowed = error.keyword === "enum" ? (error.params["allowedValues"] as unknown[]) : [error.params["allowedValue"]];
       for (const v of allowed) if (!values.includes(v)) values.push(v);
       continue;
     }
-    const p = phrase(error);
+    const p = shadowed(error, here) ? null : phrase(error);
     if (p !== null && !phrases.includes(p)) phrases.push(p);
   }
   // null is what an optional field may also be, and a kind all the allowed values are goes without saying
