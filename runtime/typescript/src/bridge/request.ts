@@ -7,9 +7,19 @@
 
 import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
 
-import { type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
+import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
-import { Author, type Content, Conversation, DeveloperContent, Message, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig } from "../models.js";
+import {
+  Author,
+  type Content,
+  Conversation,
+  DeveloperContent,
+  Message,
+  SystemContent,
+  TextContent,
+  ToolDescription,
+  ToolNamespaceConfig,
+} from "../models.js";
 import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
@@ -110,34 +120,16 @@ export interface Capabilities {
 /** The bridge alone: every field that asks the caller for something is refused. */
 export const NOTHING_MORE: Capabilities = {};
 
-const FLAGS: Readonly<Record<string, keyof Capabilities>> = {
-  store: "store",
-  background: "background",
-  sampling: "sampling",
-  logprobs: "logprobs",
-  max_output_tokens: "maxOutputTokens",
-  truncation: "truncation",
-  encrypted_reasoning: "encryptedReasoning",
-  web_search: "webSearch",
-  code_interpreter: "codeInterpreter",
-};
-// The capabilities the spec names must be the caller's flags.
-for (const flag of [...spec.HONOURED_BY_CALLER.map((f) => f[1]), ...Object.values(spec.EXTRA_FIELDS).map((f) => f[0]), ...Object.values(spec.INCLUDES)]) {
-  if (flag !== null && FLAGS[flag] === undefined) throw new Error(`spec/mapping/requests.json names the capability ${flag}, which the bridge does not know`);
+/** Whether `capabilities` has the spec's capability `name` (`max_output_tokens`: the flag `maxOutputTokens`). */
+function honoured(capabilities: Capabilities, name: string | null | undefined): boolean {
+  const flag = name?.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  return flag !== undefined && capabilities[flag as keyof Capabilities] === true;
 }
 
-function honoured(capabilities: Capabilities, flag: string | null | undefined): boolean {
-  const key = flag !== null && flag !== undefined ? FLAGS[flag] : undefined;
-  return key !== undefined && capabilities[key] === true;
-}
-
-/** Python's `==` between JSON scalars (1 == 1.0 == True). */
-function pyEqual(a: unknown, b: unknown): boolean {
-  const num = (v: unknown): number | null => (typeof v === "number" ? v : v instanceof JsonFloat ? v.value : typeof v === "boolean" ? Number(v) : typeof v === "bigint" ? Number(v) : null);
-  const x = num(a);
-  const y = num(b);
-  if (x !== null && y !== null) return x === y;
-  return a === b || (a === undefined && b === null);
+/** The value at a dotted field path of the body (null: absent), a float of the JSON reader as its number. */
+function valueAt(body: CreateResponseBody, field: string): unknown {
+  const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
+  return value instanceof JsonFloat ? value.value : value;
 }
 
 const BODY = "CreateResponseBody";
@@ -149,14 +141,13 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
   }
   for (const [field, flag, neutral, why] of spec.HONOURED_BY_CALLER) {
-    let value: unknown = body;
-    for (const name of field.split(".")) value = value !== null && typeof value === "object" ? ((value as Record<string, unknown>)[name] ?? null) : null;
-    if (!neutral.some((n) => pyEqual(value, n)) && !honoured(capabilities, flag)) {
+    const value = valueAt(body, field);
+    if (!neutral.some((n) => n === value) && !honoured(capabilities, flag)) {
       throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(why) });
     }
   }
-  (body.include ?? []).forEach((include, i) => {
-    if (!honoured(capabilities, spec.INCLUDES[include])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value: include });
+  (body.include ?? []).forEach((value, i) => {
+    if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
   });
   const declared = model(BODY).byKey;
   const raw = body as unknown as JsonObject;
@@ -165,33 +156,22 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     const known = spec.EXTRA_FIELDS[key];
     if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
     const [flag, why] = known;
-    if (!honoured(capabilities, flag)) throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Verbatim(why) });
+    if (!honoured(capabilities, flag)) {
+      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Verbatim(why) });
+    }
   }
 }
 
 // -- validation errors, in the request's own words -----------------------------------------------------------
 
-const ITEMS = "ItemParam";
-
-function literalArgs(modelName: string, key: string): string[] {
-  const prop = responses.SCHEMAS[modelName]?.properties?.[key];
-  const values = prop?.enum ?? prop?.anyOf?.find((b) => b.enum !== undefined)?.enum ?? [];
-  return values.filter((v): v is string => typeof v === "string");
-}
-
 /** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
 const ITEM_KINDS: ReadonlyMap<string, readonly string[]> = (() => {
   const kinds = new Map<string, string[]>();
-  for (const name of responsesItemModels()) {
-    for (const kind of literalArgs(name, "type")) kinds.set(kind, [...(kinds.get(kind) ?? []), ...literalArgs(name, "role")]);
+  for (const { type, role } of responses.ITEM_UNIONS["ItemParam"]?.variants ?? []) {
+    if (type !== null) kinds.set(type, [...(kinds.get(type) ?? []), ...(role !== null ? [role] : [])]);
   }
   return new Map([...kinds].sort(([a], [b]) => compareCodePoints(a, b)).map(([k, v]) => [k, [...v].sort(compareCodePoints)]));
 })();
-
-function responsesItemModels(): readonly string[] {
-  const union = responses.ITEM_UNIONS[ITEMS];
-  return union !== undefined ? [...union.models, union.fallback] : [];
-}
 
 function choices(values: readonly unknown[]): string {
   return values.map((v) => writeJson(v)).join(", ");
@@ -205,30 +185,48 @@ function explainItem(where: string, item: unknown): RequestError {
   if (kind === null && typeof role === "string") kind = [...ITEM_KINDS].find(([, r]) => r.length > 0)?.[0] ?? null; // an easy input message
   const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
   if (roles !== undefined && roles.length > 0) {
-    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) });
+    const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
+    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, fields);
   }
-  return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) });
+  const fields = { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) };
+  return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, fields);
+}
+
+/** `value` within `jsonInput`'s limits (depth, lone surrogates, NaN), else a 400 at the place it breaks one. */
+function checkLimits(value: unknown, where: string): void {
+  try {
+    checkJsonValue(value, where);
+  } catch (e) {
+    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
+    throw e;
+  }
+}
+
+/** `value` validated as the named schema; a bad shape is a 400 at its place under `where`. */
+function validated<T>(schemaName: string, value: unknown, where = ""): T {
+  try {
+    return validateAs<T>(schemaName, value);
+  } catch (e) {
+    if (!(e instanceof ModelValidationError)) throw e;
+    const problem = explain(e.issues, value);
+    if (problem.union !== undefined) throw explainItem(problemPath(problem, where), problem.value);
+    throw RequestError.of(problem.error, problemPath(problem, where) || null, { reason: new Verbatim(problem.message) });
+  }
 }
 
 function checkSchema(schema: JsonObject, where: string): void {
-  try {
-    checkJsonValue(schema, where);
-  } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path, { reason: new Verbatim(e.reason) });
-    throw e;
-  }
+  checkLimits(schema, where);
   const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
   if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
 }
 
 function checkSchemas(body: CreateResponseBody): void {
   for (const d of declaredTools(body)) {
-    if (d.tool.parameters !== undefined && d.tool.parameters !== null) checkSchema(d.tool.parameters as JsonObject, `${d.where}.parameters`);
+    const parameters = d.tool.parameters ?? null;
+    if (parameters !== null) checkSchema(parameters as JsonObject, `${d.where}.parameters`);
   }
-  const fmt = body.text?.format ?? null;
-  if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam" && "schema" in fmt && fmt.schema !== undefined && fmt.schema !== null) {
-    checkSchema(fmt.schema as JsonObject, "text.format.schema");
-  }
+  const fmt = responseFormat(body);
+  if (fmt?.schema !== undefined && fmt.schema !== null) checkSchema(fmt.schema as JsonObject, "text.format.schema");
 }
 
 /**
@@ -240,23 +238,9 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   if (raw === null || typeof raw !== "object" || Array.isArray(raw) || raw instanceof JsonFloat) {
     throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   }
-  try {
-    checkJsonValue(raw, "");
-  } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
-    throw e;
-  }
+  checkLimits(raw, "");
   const [split, unavailable] = splitTools(raw as JsonObject, capabilities.hostedTools ?? HostedTools.Omit);
-  raw = split;
-  let body: CreateResponseBody;
-  try {
-    body = validateAs<CreateResponseBody>(BODY, raw);
-  } catch (e) {
-    if (!(e instanceof ModelValidationError)) throw e;
-    const problem = explain(e.issues, raw);
-    if (problem.union !== undefined) throw explainItem(problemPath(problem), problem.value);
-    throw RequestError.of(problem.error, problemPath(problem) || null, { reason: new Verbatim(problem.message) });
-  }
+  const body = validated<CreateResponseBody>(BODY, split);
   checkSchemas(body);
   checkSupported(body, capabilities);
   if (unavailable.length > 0) (body as unknown as JsonObject)[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
@@ -270,7 +254,9 @@ export enum HostedTools {
 }
 
 // The tool types a request declares that the bridge renders (function and namespace tools).
-const TOOL_TYPES: ReadonlySet<string> = new Set(["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => literalArgs(m, "type")));
+const TOOL_TYPES: ReadonlySet<unknown> = new Set(
+  ["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => responses.SCHEMAS[m]?.properties?.["type"]?.enum ?? []),
+);
 const HOSTED_REASON =
   "a tool of this type is run by the server, which cannot run it: it was not offered to the model (`--hosted-tools reject` refuses such requests instead)";
 
@@ -281,7 +267,7 @@ export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, J
   const kept: unknown[] = [];
   const unavailable: JsonObject[] = [];
   tools.forEach((tool: unknown, i) => {
-    const kind = tool !== null && typeof tool === "object" && !Array.isArray(tool) ? (tool as JsonObject)["type"] : null;
+    const kind = isJsonObject(tool) ? tool["type"] : null;
     if (typeof kind !== "string" || TOOL_TYPES.has(kind)) {
       kept.push(tool);
       return;
@@ -293,7 +279,7 @@ export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, J
       });
     }
     const name = (tool as JsonObject)["name"];
-    unavailable.push(typeof name === "string" ? { type: kind, name, reason: HOSTED_REASON } : { type: kind, reason: HOSTED_REASON });
+    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: HOSTED_REASON });
   });
   return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
 }
@@ -364,11 +350,18 @@ export function toolPolicy(body: CreateResponseBody): ToolPolicy {
   return toolsOf(body)[1];
 }
 
+/** The request's json_schema response format, or null. */
+function responseFormat(body: CreateResponseBody): JsonSchemaResponseFormatParam | null {
+  const fmt = body.text?.format ?? null;
+  return modelOf(fmt) === "JsonSchemaResponseFormatParam" ? (fmt as JsonSchemaResponseFormatParam) : null;
+}
+
 function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   if (!fmt.name) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name");
   if (fmt.schema === undefined || fmt.schema === null) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema");
   const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
-  const head = fmt.description ? fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) + spec.SYS_LINE_SEPARATOR : "";
+  const described = fmt.description ? fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) : null;
+  const head = described !== null ? described + spec.SYS_LINE_SEPARATOR : "";
   lines.push(head + writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] }));
   return lines.join(spec.SYS_SECTION_SEPARATOR);
 }
@@ -414,17 +407,6 @@ export interface ItemMessages {
   readonly messages: Message[]; // every other item as the Harmony message it stands for, in order
 }
 
-/** A vendor-prefixed item read with the schema the spec names for it; a bad shape is a 400 at its field. */
-function validated(schemaName: string, item: AnyItem, where: string): AnyItem {
-  try {
-    return validateAs<AnyItem>(schemaName, item);
-  } catch (e) {
-    if (!(e instanceof ModelValidationError)) throw e;
-    const problem = explain(e.issues, item);
-    throw RequestError.of(problem.error, problemPath(problem, where), { reason: new Verbatim(problem.message) });
-  }
-}
-
 function given(item: AnyItem, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(item, key);
 }
@@ -456,7 +438,7 @@ function toolMessage(call: ToolCall, text: string): Message {
 function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
   const kind = String(item["type"] ?? "");
   if (CALL_TYPES.includes(kind)) {
-    const call = validated(spec.INPUT_CALL_SCHEMA, item, where);
+    const call = validated<AnyItem>(spec.INPUT_CALL_SCHEMA, item, where);
     const recipient = String(call["recipient"]);
     const channel = optionalText(call["channel"]);
     const contentType = optionalText(call["content_type"]);
@@ -466,11 +448,12 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     return contentType !== null ? message.withContentType(contentType) : message;
   }
   if (kind === spec.INPUT_TOOL_OUTPUT_TYPE) {
-    const output = validated(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
+    const output = validated<AnyItem>(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
     const callId = String(output["call_id"]);
     const known = calls.tools.get(callId);
     if (known === undefined) {
-      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, { types: new Verbatim(choices(CALL_TYPES)), call_id: callId });
+      const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
+      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
     }
     return toolMessage(known, textParts(output["output"] as string | Part[], where, ["input_text"], "output").join(""));
   }
@@ -486,9 +469,8 @@ export type ReasoningReader = (item: JsonObject, where: string) => Message;
 /** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
  * (`encrypted_content`) is opened by `sealed`, and refused without it. */
 function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null = null): Message | null {
-  const blob = item["encrypted_content"];
-  if (blob !== undefined && blob !== null && sealed !== null) return sealed(item, where);
-  if (item["encrypted_content"] !== undefined && item["encrypted_content"] !== null) {
+  if ((item["encrypted_content"] ?? null) !== null) {
+    if (sealed !== null) return sealed(item, where);
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
   }
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null);
@@ -578,13 +560,11 @@ export function requestToConversation(
 ): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
   let sysContent = systemOf(body);
-  if (system !== null) {
-    const requested = body.reasoning?.effort !== undefined && body.reasoning?.effort !== null;
-    if (requested) {
-      const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
-      copy.reasoningEffort = sysContent.reasoningEffort;
-      sysContent = copy;
-    } else sysContent = system;
+  if (system !== null && (body.reasoning?.effort ?? null) === null) sysContent = system;
+  else if (system !== null) {
+    // the caller's system content with the effort the request names, on a copy (the caller keeps its own)
+    const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
+    sysContent = copy.withReasoningEffort(sysContent.reasoningEffort as ReasoningEffort);
   }
   const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
   const instructions: string[] = body.instructions ? [body.instructions] : [];
@@ -594,20 +574,21 @@ export function requestToConversation(
   const developer = DeveloperContent.new();
   if (instructions.length > 0) developer.withInstructions(instructions.join(spec.SYS_SECTION_SEPARATOR));
   const describe = (d: DeclaredTool): ToolDescription =>
-    ToolDescription.new(d.tool.name, d.tool.description ?? "", d.tool.parameters !== undefined && d.tool.parameters !== null ? (d.tool.parameters as JsonObject) : null);
+    ToolDescription.new(d.tool.name, d.tool.description ?? "", (d.tool.parameters ?? null) as JsonObject | null);
   const functions = tools.filter((t) => t.namespace === null);
   if (functions.length > 0) developer.withFunctionTools(functions.map(describe));
   const kept = new Set(tools.map((t) => t.name));
   for (const namespace of namespaceTools(body)) {
     const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
-    if (members.length > 0) developer.withTools(new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe)));
+    if (members.length === 0) continue;
+    developer.withTools(new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe)));
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
-  const fmt = body.text?.format ?? null;
-  if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam") {
+  const fmt = responseFormat(body);
+  if (fmt !== null) {
     // The section follows whatever the developer content renders (instructions, then tools).
     const separator = contents.length > 0 ? spec.SYS_SECTION_SEPARATOR : "";
-    contents.push(new TextContent(separator + responseFormatSection(fmt as JsonSchemaResponseFormatParam)));
+    contents.push(new TextContent(separator + responseFormatSection(fmt)));
   }
   const messages = [Message.fromRoleAndContent(Role.System, sysContent)];
   if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
