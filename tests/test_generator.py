@@ -124,6 +124,34 @@ def test_a_server_error_borrowing_an_unknown_request_error_is_refused(project: P
         generate(load_config(project))
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "why"),
+    [
+        (("honoured_by_caller", 0, "capability"), "telepathy", r"\['honoured_by_caller'\]\[0\]\['capability'\] names"),
+        (("extra_fields", "seed", "capability"), "telepathy", r"\['extra_fields'\]\['seed'\]\['capability'\] names"),
+        (
+            ("includes", "message.output_text.logprobs"),
+            "telepathy",
+            r"\['includes'\]\['message.output_text.logprobs'\]",
+        ),
+        (("hosted_tools",), {"omitted": "left out"}, r"\['hosted_tools'\] should hold the reasons"),
+    ],
+)
+def test_a_capability_or_hosted_tool_reason_the_runtimes_lack_is_refused(
+    project: Path, path: tuple[str | int, ...], value: object, why: str
+) -> None:
+    """Every capability a field names is one of `capabilities` (each runtime's flags); both hosted-tool reasons."""
+    spec = project / "spec/mapping/requests.json"
+    data = json.loads(spec.read_text(encoding="utf-8"))
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    spec.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(SpecError, match=rf"spec/mapping/requests.json: .*{why}"):
+        load_project(load_config(project))
+
+
 NO_PLACEHOLDER, NOT_REFERENCE = "brace that is no placeholder", "only .*pyrepr_texts may use"
 FMT_ERROR, REQUEST_ERROR = (
     ("harmony/format.json", ("errors", "unknown_encoding")),

@@ -280,6 +280,18 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
         Fact(
             "INCLUDES", r.includes, "`include` values → the capability that honours it.", ("map", "str", ("opt", "str"))
         ),
+        Fact(
+            "CAPABILITIES",
+            r.capabilities,
+            "What a caller of the bridge may add → what it does (each a flag of the runtime's Capabilities).",
+            ("map", "str", "str"),
+        ),
+        Fact(
+            "HOSTED_TOOL_REASONS",
+            r.hosted_tools,
+            "Why a declared tool the server would run is left out (`omitted`) or refused (`refused`).",
+            ("map", "str", "str"),
+        ),
     ]
     return out
 

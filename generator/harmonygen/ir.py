@@ -267,6 +267,8 @@ class RequestsIR:
     extra_fields: tuple[CallerFieldIR, ...]  # outside the spec; `neutral` is empty: any value asks
     labels: dict[str, str]  # a request field that only labels the request → what it labels
     includes: dict[str, str | None]  # an `include` value → the capability that honours it
+    capabilities: dict[str, str]  # what a caller of the bridge may add → what it does
+    hosted_tools: dict[str, str]  # why a declared hosted tool is left out (`omitted`) or refused (`refused`)
 
 
 @dataclass(frozen=True)

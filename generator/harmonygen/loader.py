@@ -706,6 +706,19 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
     for name in labels:
         if name in rq.table("extra_fields") or any(f.field == name for f in honoured):
             raise rq.fail(("labels", name), f"{name!r} is a label and also a field that asks for something")
+    capabilities = rq.strings("capabilities")
+    named: list[tuple[tuple[str | int, ...], str | None]]
+    named = [(("honoured_by_caller", i, "capability"), f.capability) for i, f in enumerate(honoured)]
+    named += [(("extra_fields", f.field, "capability"), f.capability) for f in extras]
+    named += [(("includes", include), capability) for include, capability in rq.table("includes").items()]
+    for path, capability in named:
+        if capability is not None and capability not in capabilities:
+            raise rq.fail(path, f"names the capability {capability!r}, which is none of `capabilities`")
+    hosted_tools = rq.strings("hosted_tools")
+    if set(hosted_tools) != {"omitted", "refused"}:
+        raise rq.fail(
+            ("hosted_tools",), f"should hold the reasons 'omitted' and 'refused', found {sorted(hosted_tools)}"
+        )
     return RequestsIR(
         max_json_depth=rq.get("limits", "max_json_depth", kind=int),
         max_schema_chars=rq.get("limits", "max_schema_chars", kind=int),
@@ -716,6 +729,8 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
         extra_fields=extras,
         labels=labels,
         includes=dict(rq.table("includes")),
+        capabilities=capabilities,
+        hosted_tools=hosted_tools,
     )
 
 

@@ -1159,6 +1159,25 @@ export const INCLUDES: Readonly<Record<string, string | null>> = {
   "code_interpreter_call.outputs": "code_interpreter",
 };
 
+/** What a caller of the bridge may add → what it does (each a flag of the runtime's Capabilities). */
+export const CAPABILITIES: Readonly<Record<string, string>> = {
+  "store": "keeps responses: `store: true`, `previous_response_id`, `conversation`",
+  "background": "runs `background: true` requests for clients to poll",
+  "sampling": "samples the completion: `temperature`, `top_p`, the penalties, `seed`",
+  "logprobs": "returns log probabilities: `top_logprobs`, include `message.output_text.logprobs`",
+  "max_output_tokens": "stops at `max_output_tokens` and answers `incomplete`",
+  "truncation": "shortens an input too long for the context (`truncation: \"auto\"`)",
+  "encrypted_reasoning": "seals reasoning items: include `reasoning.encrypted_content`",
+  "web_search": "runs `web_search` tools: include `web_search_call.action.sources`",
+  "code_interpreter": "runs `code_interpreter` tools: include `code_interpreter_call.outputs`",
+};
+
+/** Why a declared tool the server would run is left out (`omitted`) or refused (`refused`). */
+export const HOSTED_TOOL_REASONS: Readonly<Record<string, string>> = {
+  "omitted": "a tool of this type is run by the server, which cannot run it: it was not offered to the model (`--hosted-tools reject` refuses such requests instead)",
+  "refused": "it was declared, and --hosted-tools reject refuses what cannot be offered to the model",
+};
+
 export const ENCRYPTED_REASONING_SEAL: string = "hrr1";
 
 /** Built-in tool namespaces (browser, python) as ToolNamespaceConfig data. */

@@ -224,12 +224,10 @@ class Verbatim(str):
     already shown)."""
 
 
-# The capabilities the spec names must be the caller's (`Capabilities`) flags.
+# The capabilities the spec lists (and its loader holds every field's to) must be the caller's (`Capabilities`) flags.
 _FLAGS = frozenset(Capabilities.__dataclass_fields__) - {"extra_fields", "hosted_tools", "runs_tools"}
-_NAMED = {c for _, c, _, _ in _spec.HONOURED_BY_CALLER} | {c for c, _ in _spec.EXTRA_FIELDS.values()}
-_NAMED |= set(_spec.INCLUDES.values())
-if not (_NAMED - {None}) <= _FLAGS:
-    raise ImportError(f"spec/mapping/requests.json names capabilities {sorted(str(c) for c in _NAMED - _FLAGS)}")
+if not set(_spec.CAPABILITIES) <= _FLAGS:
+    raise ImportError(f"spec/mapping/requests.json names capabilities {sorted(set(_spec.CAPABILITIES) - _FLAGS)}")
 
 
 def _honoured(capabilities: Capabilities, flag: str | None) -> bool:
@@ -393,10 +391,7 @@ _TOOL_TYPES = frozenset(
     kind for model in (FunctionToolParam, NamespaceToolParam) for kind in _literal_args(model, "type")
 )
 _UNAVAILABLE_FIELD = _spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD
-_HOSTED_REASON = (
-    "a tool of this type is run by the server, which cannot run it: it was not offered to the model "
-    "(`--hosted-tools reject` refuses such requests instead)"
-)
+_HOSTED_REASON = _spec.HOSTED_TOOL_REASONS["omitted"]
 
 
 def split_tools(
@@ -425,9 +420,7 @@ def split_tools(
                 _spec.REQUEST_ERROR_HOSTED_TOOL,
                 f"tools[{i}].type",
                 type=kind,
-                reason=Verbatim(
-                    "it was declared, and --hosted-tools reject refuses what cannot be offered to the model"
-                ),
+                reason=Verbatim(_spec.HOSTED_TOOL_REASONS["refused"]),
             )
         name = tool.get("name")
         unavailable.append(

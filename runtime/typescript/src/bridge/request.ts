@@ -239,7 +239,7 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
     throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   }
   checkLimits(raw, "");
-  const [split, unavailable] = splitTools(raw as JsonObject, capabilities.hostedTools ?? HostedTools.Omit);
+  const [split, unavailable] = splitTools(raw as JsonObject, capabilities.hostedTools ?? "omit");
   const body = validated<CreateResponseBody>(BODY, split);
   checkSchemas(body);
   checkSupported(body, capabilities);
@@ -247,18 +247,18 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   return body;
 }
 
-/** What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...). */
-export enum HostedTools {
-  Omit = "omit", // leave it out of the prompt and say so in the response's `harmony:unavailable_tools`
-  Reject = "reject", // refuse the request: a 400 naming the tool
-}
+/**
+ * What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...):
+ * `omit` leaves it out of the prompt and says so in the response's `harmony:unavailable_tools`, `reject` refuses
+ * the request with a 400 naming the tool.
+ */
+export type HostedTools = "omit" | "reject";
 
 // The tool types a request declares that the bridge renders (function and namespace tools).
 const TOOL_TYPES: ReadonlySet<unknown> = new Set(
   ["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => responses.SCHEMAS[m]?.properties?.["type"]?.enum ?? []),
 );
-const HOSTED_REASON =
-  "a tool of this type is run by the server, which cannot run it: it was not offered to the model (`--hosted-tools reject` refuses such requests instead)";
+const HOSTED_REASON = spec.HOSTED_TOOL_REASONS["omitted"] ?? "";
 
 /** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
 export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
@@ -272,11 +272,9 @@ export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, J
       kept.push(tool);
       return;
     }
-    if (policy === HostedTools.Reject) {
-      throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, {
-        type: kind,
-        reason: new Verbatim("it was declared, and --hosted-tools reject refuses what cannot be offered to the model"),
-      });
+    if (policy === "reject") {
+      const reason = new Verbatim(spec.HOSTED_TOOL_REASONS["refused"] ?? "");
+      throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, { type: kind, reason });
     }
     const name = (tool as JsonObject)["name"];
     unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: HOSTED_REASON });
@@ -331,12 +329,9 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
     return [tools.filter((t) => t.name === choice.name), { mode: "required", allowed: [choice.name] }];
   }
   if (typeof choice === "object" && "tools" in choice) {
-    const allowed: string[] = [];
-    choice.tools.forEach((ref, k) => {
-      if (!names.includes(ref.name)) {
-        throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, `tool_choice.tools[${k}].name`, { name: ref.name });
-      }
-      allowed.push(ref.name);
+    const allowed = choice.tools.map((ref) => ref.name);
+    allowed.forEach((name, k) => {
+      if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, `tool_choice.tools[${k}].name`, { name });
     });
     const mode = choice.mode ?? "auto";
     const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
@@ -407,10 +402,6 @@ export interface ItemMessages {
   readonly messages: Message[]; // every other item as the Harmony message it stands for, in order
 }
 
-function given(item: AnyItem, key: string): boolean {
-  return Object.prototype.hasOwnProperty.call(item, key);
-}
-
 function optionalText(value: unknown): string | null {
   return typeof value === "string" ? value : null;
 }
@@ -418,7 +409,7 @@ function optionalText(value: unknown): string | null {
 /** The header field `key` (`harmony:channel`, `harmony:content_type`) of an input item: its value when given (null:
  * none), else `fallback`. */
 function header(item: AnyItem, key: string, fallback: string | null): string | null {
-  return given(item, key) ? optionalText(item[key]) : fallback;
+  return Object.hasOwn(item, key) ? optionalText(item[key]) : fallback;
 }
 
 function functionCall(item: AnyItem, calls: KnownCalls): Message {
@@ -430,7 +421,9 @@ function functionCall(item: AnyItem, calls: KnownCalls): Message {
   return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
 }
 
-function toolMessage(call: ToolCall, text: string): Message {
+/** The tool's message answering `call`: the output item's text, on the call's channel. */
+function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
+  const text = textParts(output["output"] as string | Part[], where, ["input_text"], "output").join("");
   const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
   return call.channel !== null ? message.withChannel(call.channel) : message;
 }
@@ -439,13 +432,10 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
   const kind = String(item["type"] ?? "");
   if (CALL_TYPES.includes(kind)) {
     const call = validated<AnyItem>(spec.INPUT_CALL_SCHEMA, item, where);
-    const recipient = String(call["recipient"]);
+    const author = String(call["recipient"]);
     const channel = optionalText(call["channel"]);
-    const contentType = optionalText(call["content_type"]);
-    const id = call["id"];
-    if (typeof id === "string") calls.tools.set(id, { author: recipient, channel });
-    const message = assistant(String(call["arguments"]), channel).withRecipient(recipient);
-    return contentType !== null ? message.withContentType(contentType) : message;
+    if (typeof call["id"] === "string") calls.tools.set(call["id"], { author, channel });
+    return assistant(String(call["arguments"]), channel, optionalText(call["content_type"])).withRecipient(author);
   }
   if (kind === spec.INPUT_TOOL_OUTPUT_TYPE) {
     const output = validated<AnyItem>(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
@@ -455,7 +445,7 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
       const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
       throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
     }
-    return toolMessage(known, textParts(output["output"] as string | Part[], where, ["input_text"], "output").join(""));
+    return toolMessage(known, output, where);
   }
   throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: kind });
 }
@@ -528,7 +518,7 @@ export function itemsToMessages(
         if (known === undefined) {
           throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
         }
-        turns.push(toolMessage(known, textParts(item["output"] as string | Part[], where, ["input_text"], "output").join("")));
+        turns.push(toolMessage(known, item, where));
         break;
       }
       case "ReasoningItemParam": {
