@@ -23,7 +23,7 @@ import {
 import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dumpAs, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
+import { dumpAs, isVendorType, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -35,11 +35,6 @@ const OUTPUT_TEXT = MESSAGE_KIND?.text?.["part"] ?? "";
 const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
 );
-/** A `slug:type` item type (the Python package's `is_vendor_type`). */
-function isVendorType(value: string): boolean {
-  const colon = value.indexOf(":");
-  return colon > 0 && colon < value.length - 1;
-}
 /** The vendor-prefixed call items the bridge emits; the schemas that read them and their outputs are the spec's. */
 const CALL_TYPES: readonly string[] = Object.values(spec.ITEM_KINDS)
   .map((row) => row.type)
@@ -98,10 +93,10 @@ export class RequestError extends Error {
 
 /**
  * What the caller of the bridge does beyond turning the request into a prompt (the Python `Capabilities`; a
- * missing flag is false). The bridge itself honours the fields that shape the prompt or are echoed; every other
- * field asks the caller for something, and a request that asks, with the flag for it off, is refused with a 400
- * naming the field (`checkSupported`). A value that asks for nothing (`store: false`, `temperature: 1`) is always
- * accepted.
+ * missing flag is false; each boolean flag is one of the spec's `capabilities`, camel-cased). The bridge itself
+ * honours the fields that shape the prompt or are echoed; every other field asks the caller for something, and a
+ * request that asks, with the flag for it off, is refused with a 400 naming the field (`checkSupported`). A value
+ * that asks for nothing (`store: false`, `temperature: 1`) is always accepted.
  */
 export interface Capabilities {
   readonly store?: boolean; // keeps responses: `store: true`, `previous_response_id`, `conversation`
@@ -465,11 +460,9 @@ function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null 
   }
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null);
   const content = item["content"];
-  if (Array.isArray(content) && content.length > 0) {
-    return assistant((content as Part[]).map((p) => p.text ?? "").join(""), spec.CHANNEL_REASONING, contentType);
-  }
-  const text = (item["summary"] as Part[]).map((p) => p.text ?? "").join("");
-  return text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
+  const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
+  const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
+  return written || text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
 }
 
 /**

@@ -26,6 +26,12 @@ type Schema = responses.JsonSchema;
 const SCHEMAS = responses.SCHEMAS;
 const UNIONS = responses.ITEM_UNIONS;
 
+/** A `slug:name` item type (the Python package's `is_vendor_type`). */
+export function isVendorType(value: unknown): boolean {
+  const colon = typeof value === "string" ? value.indexOf(":") : -1;
+  return colon > 0 && colon < (value as string).length - 1;
+}
+
 function refName(ref: string): string {
   return ref.startsWith(DEFS) ? ref.slice(DEFS.length) : ref;
 }
@@ -79,9 +85,7 @@ function itemModel(unionName: string, value: unknown): string | null {
   // A type with variants by role takes its role's; a role none takes is no member (not the type's role-less one).
   const byRole = variants.some((v) => v.role !== null);
   const found = variants.find((v) => v.role === role) ?? (role === null || !byRole ? variants.find((v) => v.role === null) : undefined);
-  if (found !== undefined) return found.model;
-  const colon = typeof kind === "string" ? kind.indexOf(":") : -1;
-  return colon > 0 && colon < (kind as string).length - 1 ? EXTENSION : null; // `slug:name`
+  return found !== undefined ? found.model : isVendorType(kind) ? EXTENSION : null;
 }
 
 function itemUnion(this: unknown, unionName: string, data: unknown, _parent: unknown, cxt?: { instancePath: string }): boolean {
