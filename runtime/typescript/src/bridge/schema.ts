@@ -243,32 +243,37 @@ function takes(schema: Schema, value: unknown): boolean {
   return schema.type === "array" ? Array.isArray(value) : schema.type === "object" ? isJsonObject(value) : schema.type === undefined;
 }
 
-/** Tag the objects of a valid `value` with their models and give them their fields' defaults. */
-function tagTree(schema: Schema, value: unknown): void {
-  if (value === null || typeof value !== "object" || value instanceof JsonFloat) return;
+/** What a walk does at an object a model takes: `field(key)` walks the value of one of its fields. */
+type AtModel = (name: string, value: JsonObject, field: (key: string) => unknown) => unknown;
+
+/** Walk a valid `value` along `schema`, each union read as the member the value is, calling `atModel` at the objects
+ * of models; arrays and maps are walked into. What it returns is the value rebuilt by `atModel`. */
+function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
+  if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
   if (schema.$ref !== undefined) {
     const name = refModel(refName(schema.$ref), value);
-    if (isJsonObject(value) && isModel(name)) {
-      make(name, value);
-      for (const field of model(name).fields) {
-        if (!(field.key in value) && field.default !== null) value[field.key] = structuredClone(field.default);
-      }
-    }
-    if (SCHEMAS[name] !== undefined) tagTree(SCHEMAS[name], value);
-    return;
+    const props = SCHEMAS[name]?.properties ?? {};
+    if (isJsonObject(value) && isModel(name)) return atModel(name, value, (key) => walk(props[key] ?? {}, value[key], atModel));
+    return SCHEMAS[name] !== undefined ? walk(SCHEMAS[name], value, atModel) : value;
   }
   const branches = schema.anyOf ?? schema.oneOf;
   if (branches !== undefined) {
     const member = memberFor(branches, value);
-    if (member !== undefined) tagTree(member, value);
-  } else if (Array.isArray(value)) {
-    if (schema.items !== undefined) for (const item of value) tagTree(schema.items, item);
-  } else if (isJsonObject(value)) {
-    for (const [key, prop] of Object.entries(schema.properties ?? {})) if (key in value) tagTree(prop, value[key]);
-    const extra = schema.additionalProperties;
-    if (schema.properties === undefined && typeof extra === "object") for (const key of keysOf(value)) tagTree(extra, value[key]);
+    return member !== undefined ? walk(member, value, atModel) : value;
   }
+  if (Array.isArray(value)) return value.map((v) => (schema.items !== undefined ? walk(schema.items, v, atModel) : v));
+  const extra = schema.additionalProperties;
+  if (!isJsonObject(value) || typeof extra !== "object") return value;
+  return Object.fromEntries(keysOf(value).map((k) => [k, walk(extra, value[k], atModel)]));
 }
+
+/** Tag a model's object with its name, give it its fields' defaults, and tag the models its fields hold. */
+const tag: AtModel = (name, value, field) => {
+  make(name, value);
+  for (const f of model(name).fields) if (!(f.key in value) && f.default !== null) value[f.key] = structuredClone(f.default);
+  for (const key of Object.keys(SCHEMAS[name]?.properties ?? {})) if (key in value) field(key);
+  return value;
+};
 
 /** Validation failed: ajv's errors (their `instancePath` is the data's own path). */
 export class ModelValidationError extends Error {
@@ -286,47 +291,29 @@ export class ModelValidationError extends Error {
 export function validateAs<T = JsonObject>(name: string, value: unknown): T {
   const check = validator(name);
   if (!check(plain(value))) throw new ModelValidationError(name, check.errors ?? []);
-  tagTree({ $ref: DEFS + name }, value);
+  walk({ $ref: DEFS + name }, value, tag);
   return value as T;
 }
 
 // -- writing -------------------------------------------------------------------------------------------------
 
-function dumpNode(schema: Schema, value: unknown): unknown {
-  if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
-  if (schema.$ref !== undefined) {
-    const name = refModel(refName(schema.$ref), value);
-    if (isJsonObject(value) && isModel(name)) return dumpModel(name, value);
-    return SCHEMAS[name] !== undefined ? dumpNode(SCHEMAS[name], value) : value;
-  }
-  const branches = schema.anyOf ?? schema.oneOf;
-  if (branches !== undefined) {
-    const member = memberFor(branches, value);
-    return member !== undefined ? dumpNode(member, value) : value;
-  }
-  if (Array.isArray(value)) return value.map((v) => (schema.items !== undefined ? dumpNode(schema.items, v) : v));
-  const extra = schema.additionalProperties;
-  if (isJsonObject(value) && typeof extra === "object") return Object.fromEntries(keysOf(value).map((k) => [k, dumpNode(extra, value[k])]));
-  return value;
-}
-
-function dumpModel(name: string, value: JsonObject): JsonObject {
+/** A model's object as JSON data: its fields in schema order (a default for one not given), then its other keys. */
+const dump: AtModel = (name, value, field) => {
   const out: Record<string, unknown> = {};
   const props = SCHEMAS[name]?.properties ?? {};
-  for (const field of model(name).fields) {
-    const given = Object.prototype.hasOwnProperty.call(value, field.key) ? value[field.key] : undefined;
-    if (given !== undefined) out[field.key] = dumpNode(props[field.key] ?? {}, given);
-    else if (field.default !== null) out[field.key] = field.default;
-    else if (field.required) throw new Error(`${name}: the required field ${field.key} is missing`);
+  for (const f of model(name).fields) {
+    if (Object.hasOwn(value, f.key) && value[f.key] !== undefined) out[f.key] = field(f.key);
+    else if (f.default !== null) out[f.key] = f.default;
+    else if (f.required) throw new Error(`${name}: the required field ${f.key} is missing`);
   }
   for (const key of keysOf(value)) if (!(key in props) && value[key] !== undefined) out[key] = value[key];
-  return out as JsonObject;
-}
+  return out;
+};
 
 /** A value of the named schema component as JSON data: its models' fields in schema order, then other keys; an
  * optional field not given is left out, a field with a default gets it. */
 export function dumpAs(name: string, value: unknown): JsonData {
-  return dumpNode({ $ref: DEFS + name }, value) as JsonData;
+  return walk({ $ref: DEFS + name }, value, dump) as JsonData;
 }
 
 /** JSON data on one line, as the runtimes write events and responses: `JSON.stringify`, non-ASCII kept. */
