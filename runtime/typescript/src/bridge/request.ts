@@ -73,9 +73,8 @@ export class RequestError extends Error {
   static of(handle: string, param: string | null = null, fields: Readonly<Record<string, unknown>> = {}): RequestError {
     const entry = spec.REQUEST_ERRORS[handle];
     if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
-    const values: Record<string, string> = {};
-    for (const [key, value] of Object.entries(fields)) values[key] = value instanceof Verbatim ? value.text : shown(value);
-    return new RequestError(entry.code, fill(entry.message, values), param);
+    const values = Object.entries(fields).map(([key, value]) => [key, value instanceof Verbatim ? value.text : shown(value)]);
+    return new RequestError(entry.code, fill(entry.message, Object.fromEntries(values)), param);
   }
 
   /** The error as the spec's `ErrorPayload` (the `error` of an error event or response body). */
@@ -174,7 +173,7 @@ function choices(values: readonly unknown[]): string {
 
 /** An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it. */
 function explainItem(where: string, item: unknown): RequestError {
-  const obj = item !== null && typeof item === "object" && !Array.isArray(item) ? (item as JsonObject) : null;
+  const obj = isJsonObject(item) ? item : null;
   const role = obj?.["role"] ?? null;
   let kind = obj?.["type"] ?? null;
   if (kind === null && typeof role === "string") kind = [...ITEM_KINDS].find(([, r]) => r.length > 0)?.[0] ?? null; // an easy input message
@@ -230,11 +229,9 @@ function checkSchemas(body: CreateResponseBody): void {
  * `MAX_SCHEMA_CHARS`, and every field either honoured by `capabilities` or refused (`checkSupported`).
  */
 export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_MORE): CreateResponseBody {
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw) || raw instanceof JsonFloat) {
-    throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
-  }
+  if (!isJsonObject(raw)) throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   checkLimits(raw, "");
-  const [split, unavailable] = splitTools(raw as JsonObject, capabilities.hostedTools ?? "omit");
+  const [split, unavailable] = splitTools(raw, capabilities.hostedTools ?? "omit");
   const body = validated<CreateResponseBody>(BODY, split);
   checkSchemas(body);
   checkSupported(body, capabilities);
