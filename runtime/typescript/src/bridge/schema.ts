@@ -192,11 +192,9 @@ export function eventModelOf(type: string): string {
   return found;
 }
 
-/** The model of an item union's variant for (`type`, `role`), or null. */
+/** The model of an item union's variant for (`type`, `role`) (`ExtensionItem` for a vendor type), or null. */
 export function itemModelOf(union: string, type: string, role: string | null = null): string | null {
-  const variants = UNIONS[union]?.variants ?? [];
-  const found = variants.find((v) => v.type === type && v.role === role) ?? variants.find((v) => v.type === type && v.role === null);
-  return found?.model ?? null;
+  return itemModel(union, { [TAG]: type, role });
 }
 
 /** The model that field `key` of model `name` (a list of a tagged union, or a tagged union) takes for `tagValue`. */
