@@ -19,6 +19,9 @@ import { firstUtf8Problem } from "./utf8.js";
 
 export const STDIN = "-";
 
+/** Where the CLI writes (standard output or error, or a test's buffer). */
+export type Out = (text: string) => void;
+
 /** What the CLI says when reading a file fails, by Node's error code (the C library's words, as Python prints them). */
 export const STRERROR: Readonly<Record<string, string>> = {
   ENOENT: "No such file or directory",
