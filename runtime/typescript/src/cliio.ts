@@ -101,7 +101,7 @@ export function readJsonFile(file: string, flag: string | null = null): JsonData
 
 function kind(value: unknown): string {
   if (typeof value === "boolean") return "a boolean";
-  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return "an integer";
+  if (isTokenId(value)) return "an integer";
   if (typeof value === "number" || value instanceof JsonFloat) return `${floatRepr(Number(value))} (a number with a fraction)`;
   if (typeof value === "string") return "a string";
   if (Array.isArray(value)) return "an array";
@@ -117,8 +117,7 @@ function isTokenId(value: unknown): boolean {
 export function readTokenIds(file: string, flag: string | null = null): number[] {
   const data = readJsonFile(file, flag);
   if (!Array.isArray(data)) throw new InputError(file, "$", `expected a JSON list of token ids, found ${kind(data)}`, flag);
-  data.forEach((token, i) => {
-    if (!isTokenId(token)) throw new InputError(file, `$[${i}]`, `expected a JSON list of token ids (integers), found ${kind(token)}`, flag);
-  });
+  const bad = data.findIndex((token) => !isTokenId(token));
+  if (bad >= 0) throw new InputError(file, `$[${bad}]`, `expected a JSON list of token ids (integers), found ${kind(data[bad])}`, flag);
   return data as number[];
 }

@@ -17,7 +17,7 @@ import {
   TextContent,
 } from "./models.js";
 import { StreamableParser } from "./parser.js";
-import { fill } from "./texts.js";
+import { escapeRegExp, fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -30,10 +30,6 @@ const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, {
   namespace: FUNCTIONS,
 });
 const PIECE_CACHE_LIMIT = 4096;
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
 
 function hasFunctionTools(messages: readonly Message[]): boolean {
   const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
@@ -268,11 +264,12 @@ export class HarmonyEncoding {
     return out;
   }
 
-  private conversationInto(
+  /** Every message's tokens (analysis dropped as `config` says), and the messages. */
+  private conversationTokens(
     conversation: Conversation | Iterable<Message>,
     config: RenderConversationConfig | null,
-    out: number[],
-  ): Message[] {
+  ): [number[], Message[]] {
+    const out: number[] = [];
     const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
     const functionTools = hasFunctionTools(messages);
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
@@ -287,15 +284,13 @@ export class HarmonyEncoding {
       if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
       this.renderInto(msg, out, functionTools);
     });
-    return messages;
+    return [out, messages];
   }
 
   /** Render every message; analysis before the first final is dropped when the last assistant message is
    * final (unless `autoDropAnalysis` is false). */
   renderConversation(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    const out: number[] = [];
-    this.conversationInto(conversation, config, out);
-    return out;
+    return this.conversationTokens(conversation, config)[0];
   }
 
   /** Render the conversation, then `<|start|>` and the role that is to speak next. */
@@ -304,8 +299,7 @@ export class HarmonyEncoding {
     nextTurnRole: Role,
     config: RenderConversationConfig | null = null,
   ): number[] {
-    const out: number[] = [];
-    this.conversationInto(conversation, config, out);
+    const [out] = this.conversationTokens(conversation, config);
     out.push(spec.TOKEN_START);
     pushAll(out, this.piece(nextTurnRole));
     return out;
@@ -313,8 +307,7 @@ export class HarmonyEncoding {
 
   /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
   renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    const out: number[] = [];
-    const messages = this.conversationInto(conversation, config, out);
+    const [out, messages] = this.conversationTokens(conversation, config);
     const last = messages[messages.length - 1];
     if (last !== undefined && last.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER && out.length > 0) {
       out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;

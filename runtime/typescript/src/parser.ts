@@ -137,14 +137,12 @@ export function parseHeaderText(
   return [new ParsedHeader(author, recipient, channel, contentType), remaining];
 }
 
-function message(header: ParsedHeader, text: string): Message {
-  return new Message(
-    new Author(header.author.role, header.author.name),
-    [new TextContent(text)],
-    header.channel,
-    header.recipient,
-    header.contentType,
-  );
+/** A message read: its header and its text (`messages` builds fresh objects from it each time). */
+type Done = readonly [ParsedHeader, string];
+
+function message([header, text]: Done): Message {
+  const author = new Author(header.author.role, header.author.name);
+  return new Message(author, [new TextContent(text)], header.channel, header.recipient, header.contentType);
 }
 
 const EMPTY = new Uint8Array(0);
@@ -165,7 +163,7 @@ export class StreamableParser {
   private header: ParsedHeader | null = null;
   private deltas: string[] = [];
   private readonly seen: number[] = [];
-  private readonly done: Message[] = [];
+  private readonly done: Done[] = [];
   private lastDelta: string | null = null;
   private undecodedTokens: number[] = [];
   private undecodedBytes: Uint8Array = EMPTY;
@@ -212,7 +210,7 @@ export class StreamableParser {
         if (role !== null && this.headerTokens.length > 0) {
           const text = this.encoding.decodeUtf8(this.headerTokens);
           const [header, rest] = parseHeaderText(text, role, false);
-          this.done.push(message(header, rest ?? ""));
+          this.done.push([header, rest ?? ""]);
         }
         this.headerTokens = [];
         this.stateValue = StreamState.ExpectStart;
@@ -290,7 +288,7 @@ export class StreamableParser {
       }
     }
     text += decodeReplacing(this.undecodedBytes);
-    this.done.push(message(header, text));
+    this.done.push([header, text]);
     this.stateValue = StreamState.ExpectStart;
     this.header = null;
     this.deltas = [];
@@ -332,16 +330,7 @@ export class StreamableParser {
 
   /** The messages completed so far (copies). */
   get messages(): Message[] {
-    return this.done.map(
-      (m) =>
-        new Message(
-          new Author(m.author.role, m.author.name),
-          m.content.map((c) => (c instanceof TextContent ? new TextContent(c.text) : c)),
-          m.channel,
-          m.recipient,
-          m.contentType,
-        ),
-    );
+    return this.done.map(message);
   }
 
   get tokens(): number[] {
@@ -351,8 +340,8 @@ export class StreamableParser {
   get stateData(): StateData {
     if (this.stateValue === StreamState.Header) return { state: StreamState.Header, header_tokens: [...this.headerTokens] };
     if (this.stateValue === StreamState.Content && this.header !== null) {
-      const contentTokens: number[] = [];
-      for (const delta of this.deltas) for (const t of this.encoding.encodeOrdinary(delta)) contentTokens.push(t); // the reference re-encodes each decoded delta
+      // the reference re-encodes each decoded delta
+      const contentTokens = this.deltas.flatMap((delta) => this.encoding.encodeOrdinary(delta));
       return { state: StreamState.Content, header: this.header.toDict(), content_tokens: contentTokens };
     }
     return { state: StreamState.ExpectStart };

@@ -76,7 +76,7 @@ export function cpLength(text: string): number {
 export function cpCount(text: string, start: number, end: number): number {
   let n = end - start;
   for (let i = start; i < end - 1; i++) {
-    if (isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1))) {
+    if (pairAt(text, i)) {
       n--;
       i++;
     }
@@ -87,8 +87,13 @@ export function cpCount(text: string, start: number, end: number): number {
 /** The first `count` code points of `text`. */
 export function cpPrefix(text: string, count: number): string {
   let i = 0;
-  for (let k = 0; k < count && i < text.length; k++) i += isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1)) ? 2 : 1;
+  for (let k = 0; k < count && i < text.length; k++) i += pairAt(text, i) ? 2 : 1;
   return text.slice(0, i);
+}
+
+/** Whether a surrogate pair starts at UTF-16 offset `i`. */
+function pairAt(text: string, i: number): boolean {
+  return isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1));
 }
 
 export function isHighSurrogate(code: number): boolean {

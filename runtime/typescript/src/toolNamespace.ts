@@ -6,7 +6,7 @@
  * the prompt's tokens. Schemas read with `readJson` keep their key order and their integral floats.
  */
 
-import { entriesOf, isJsonObject, JsonFloat, writeJson, type JsonObject } from "./json.js";
+import { entriesOf, isJsonObject, writeJson, type JsonObject } from "./json.js";
 import { ToolDescription, ToolNamespaceConfig } from "./models.js";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
@@ -54,12 +54,12 @@ function isEnum(schema: unknown): boolean {
 
 /** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation when the
  * decimal point falls within 16 places left of or 5 places right of the digits. */
-export function floatText(value: number): string {
+function floatText(value: number): string {
   if (!Number.isFinite(value)) return "null";
   const sign = value < 0 || Object.is(value, -0) ? "-" : "";
   if (value === 0) return sign + "0.0";
   const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
-  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0";
+  const digits = mantissa.replace(".", "");
   const point = Number(expText) + 1; // value = 0.DIGITS × 10^point
   const n = digits.length;
   if (point - n >= 0 && point <= 16) return sign + digits + "0".repeat(point - n) + ".0";
@@ -69,22 +69,9 @@ export function floatText(value: number): string {
   return `${sign}${digits[0] ?? ""}${tail}e${point - 1}`;
 }
 
-/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept). */
-export function jsonDisplay(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  if (value === true) return "true";
-  if (value === false) return "false";
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") return Number.isInteger(value) ? String(value) : floatText(value);
-  if (value instanceof JsonFloat) return floatText(value.value);
-  if (typeof value === "string") return writeJson(value, { ensureAscii: false });
-  if (Array.isArray(value)) return "[" + value.map(jsonDisplay).join(",") + "]";
-  if (typeof value === "object") {
-    return (
-      "{" + entriesOf(value).map(([k, v]) => `${writeJson(k, { ensureAscii: false })}:${jsonDisplay(v)}`).join(",") + "}"
-    );
-  }
-  return writeJson(value, { ensureAscii: false });
+/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept, `ryu` floats). */
+function jsonDisplay(value: unknown): string {
+  return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: floatText });
 }
 
 /** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */

@@ -94,8 +94,8 @@ export class Vocabulary {
     if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
     const out: number[] = [];
     for (const [piece] of text.matchAll(this.splitter)) {
-      const ids = piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
-      for (const id of ids) out.push(id);
+      if (piece.includes(BOM)) out.push(...mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)));
+      else out.push(...this.core.encodeNative(piece, new Set()));
     }
     return out;
   }
