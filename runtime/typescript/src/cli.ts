@@ -26,7 +26,7 @@ import { prompt, promptCommand, type PromptFlags } from "./prompt.js";
 import { respond, respondCommand, type RespondFlags } from "./respond.js";
 import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
-import { fill } from "./texts.js";
+import { fill, quoted } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
@@ -154,9 +154,6 @@ function loc(base: string, path: readonly (string | number)[]): string {
   return base + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 }
 
-function quoted(items: readonly string[]): string {
-  return items.map((t) => `'${t}'`).join(", ").replace(/, ([^,]*)$/, " or $1");
-}
 /** A conversation in the reference's JSON form, with errors that point into the file. */
 export function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);

@@ -41,15 +41,6 @@ export function promptCommand(root: Command): Command {
     .option("--tokens", "print token ids (JSON) instead of text");
 }
 
-/** The prompt's token ids for a request body given as JSON data; throws `RequestError` for a bad request. */
-export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] {
-  return renderRequest(parseRequest(raw, PROMPT_CAPABILITIES), encoding);
-}
-
-function renderRequest(body: CreateResponseBody, encoding: HarmonyEncoding): number[] {
-  return encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
-}
-
 /** Read a request file, check it under `capabilities` and render its prompt; a bad request prints its 400 error body
  * on `err` and gives null (exit 2), a rendering error names the file. */
 export function planRequest(
@@ -61,7 +52,7 @@ export function planRequest(
   try {
     const body = parseRequest(raw, capabilities);
     const encoding = loadEncoding();
-    return { body, encoding, prompt: renderRequest(body, encoding) };
+    return { body, encoding, prompt: encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant) };
   } catch (e) {
     if (e instanceof RequestError) {
       err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
