@@ -9,7 +9,7 @@ import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
-import { fill } from "./texts.js";
+import { escapeText, fill } from "./texts.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 
@@ -52,19 +52,11 @@ export class ParsedHeader {
   }
 }
 
-const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u; // Rust escapes these, but the space
 const RUST_ESCAPES: Readonly<Record<string, string>> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
 
 /** A string as Rust's `{:?}` prints it (as the Python package approximates it). */
 export function rustDebugStr(text: string): string {
-  let out = '"';
-  for (const ch of text) {
-    const escaped = RUST_ESCAPES[ch];
-    if (escaped !== undefined) out += escaped;
-    else if (ch !== " " && NOT_PRINTABLE.test(ch)) out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
-    else out += ch;
-  }
-  return out + '"';
+  return '"' + escapeText(text, RUST_ESCAPES, (code) => `\\u{${code.toString(16)}}`) + '"';
 }
 
 function rustTrim(text: string): string {

@@ -14,15 +14,12 @@
 
 import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
+import { escapeRegExp as esc } from "./texts.js";
 
 const JOINER = "\u2060";
 const OPEN = spec.SPELLING_OPEN;
 const OPEN_FIRST = OPEN.slice(0, 1);
 const OPEN_REST = OPEN.slice(1);
-
-function esc(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
 
 // Python's `\s` for text (str.isspace): JavaScript's `\s` differs (it adds U+FEFF, lacks U+001C–U+001F, U+0085).
 const PY_SPACE = "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
