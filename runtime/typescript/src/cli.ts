@@ -159,8 +159,7 @@ export function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
-  const messages: Message[] = [];
-  data["messages"].forEach((raw, i) => {
+  const messages = data["messages"].map((raw, i): Message => {
     const where = `$.messages[${i}]`;
     if (!isJsonObject(raw)) throw new InputError(file, where, "expected a message object");
     const role = raw["role"];
@@ -188,8 +187,8 @@ export function loadConversation(file: string): Conversation {
       if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string or null");
       return value;
     };
-    const name = field("name");
-    messages.push(new Message(new Author(parseRole(role), name), items, field("channel"), field("recipient"), field("content_type")));
+    const author = new Author(parseRole(role), field("name"));
+    return new Message(author, items, field("channel"), field("recipient"), field("content_type"));
   });
   return new Conversation(messages);
 }

@@ -86,7 +86,7 @@ export class HarmonyEncoding {
     const key = sorted.join("\u0000");
     let regex = this.specialRegexCache.get(key);
     if (regex === undefined) {
-      regex = new RegExp(sorted.map(escapeRegExp).join("|"), "g");
+      regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
       this.specialRegexCache.set(key, regex);
     }
     return regex;
@@ -95,30 +95,16 @@ export class HarmonyEncoding {
   /** Encode text; spellings of special tokens throw unless allowed or no longer disallowed. */
   encode(text: string, options: EncodeOptions = {}): number[] {
     const all = this.vocab.specials;
-    const allowedOption = options.allowedSpecial ?? new Set<string>();
-    const allowed = allowedOption === "all" ? new Set(all.keys()) : new Set(allowedOption);
+    const allowed = new Set(options.allowedSpecial === "all" ? all.keys() : (options.allowedSpecial ?? []));
     const disallowedOption = options.disallowedSpecial ?? "all";
-    const disallowed =
-      disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
-    if (disallowed.length > 0) {
-      const regex = this.specialRegex(disallowed);
-      regex.lastIndex = 0;
-      const match = regex.exec(text);
-      if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
-    }
+    const disallowed = disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
+    const match = disallowed.length > 0 ? this.specialRegex(disallowed).exec(text) : null;
+    if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
     const usable = [...allowed].filter((s) => all.has(s));
     if (usable.length === 0) return this.encodeOrdinary(text);
-    const out: number[] = [];
-    const regex = this.specialRegex(usable);
-    regex.lastIndex = 0;
-    let start = 0;
-    for (let m = regex.exec(text); m !== null; m = regex.exec(text)) {
-      out.push(...this.encodeOrdinary(text.slice(start, m.index)));
-      out.push(all.get(m[0]) ?? 0);
-      start = m.index + m[0].length;
-    }
-    out.push(...this.encodeOrdinary(text.slice(start)));
-    return out;
+    // text, a spelling, text, ...: the spellings are special tokens, the rest ordinary text
+    const parts = text.split(this.specialRegex(usable));
+    return parts.flatMap((part, i) => (i % 2 === 1 ? [all.get(part) ?? 0] : this.encodeOrdinary(part)));
   }
 
   /** The bytes of one token, or throws for an id outside the vocabulary. */
