@@ -27,6 +27,7 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const UNICODE_WS =
   "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
 const UNICODE_WS_SET = new Set(UNICODE_WS);
+const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
 
 /** Where the parser is: before a message, in its header, or in its body. */
@@ -59,16 +60,9 @@ export function rustDebugStr(text: string): string {
   return '"' + escapeText(text, RUST_ESCAPES, (code) => `\\u{${code.toString(16)}}`) + '"';
 }
 
+/** Rust's `str::trim`. */
 function rustTrim(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && UNICODE_WS_SET.has(text[start] ?? "")) start++;
-  while (end > start && UNICODE_WS_SET.has(text[end - 1] ?? "")) end--;
-  return text.slice(start, end);
-}
-
-function findRole(value: string): Role | undefined {
-  return ROLE_VALUES.find((r) => r === value);
+  return text.replace(RUST_TRIM, "");
 }
 
 /** Split a decoded header into author, channel, recipient and content type (reference rules); the words
@@ -98,16 +92,12 @@ export function parseHeaderText(
     const first = parts[0];
     if (first === undefined) throw new HarmonyError(spec.ERR_PARSE_NO_ROLE);
     roleText = first;
-    const known = findRole(first);
-    if (known === undefined) {
-      if (parts.length > 1 || first.startsWith(TO)) {
-        parts.shift();
-        found = Roles.Tool;
-      } else {
-        throw new HarmonyError(fill(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
-      }
-    } else {
-      found = known;
+    found = ROLE_VALUES.find((r) => r === first) ?? null;
+    if (found === null) {
+      // an unknown first word is a tool's name, when more follows or it names a recipient
+      if (parts.length === 1 && !first.startsWith(TO)) throw new HarmonyError(fill(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
+      parts.shift();
+      found = Roles.Tool;
     }
   }
   if (parts.length > 0 && parts[0] === found) parts.shift();

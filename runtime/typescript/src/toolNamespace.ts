@@ -25,16 +25,10 @@ export function rustLines(text: string): string[] {
 
 /** Compare strings by code point, as Python sorts them. */
 export function compareCodePoints(a: string, b: string): number {
-  const ia = a[Symbol.iterator]();
-  const ib = b[Symbol.iterator]();
-  for (;;) {
-    const x = ia.next();
-    const y = ib.next();
-    if (x.done === true || y.done === true) return (x.done === true ? 0 : 1) - (y.done === true ? 0 : 1);
-    const cx = x.value.codePointAt(0) ?? 0;
-    const cy = y.value.codePointAt(0) ?? 0;
-    if (cx !== cy) return cx - cy;
-  }
+  const x = Array.from(a, (c) => c.codePointAt(0) ?? 0);
+  const y = Array.from(b, (c) => c.codePointAt(0) ?? 0);
+  const i = x.findIndex((point, k) => point !== y[k]); // past the end of `y`, y[k] is undefined
+  return i < 0 ? x.length - y.length : (x[i] ?? 0) - (y[i] ?? -1);
 }
 
 function get(schema: unknown, key: string): unknown {
