@@ -107,21 +107,6 @@ function* events(
   yield* streamer.finish(stopped);
 }
 
-/** The response as SSE text, deltas written straight from their text (the same bytes as `toSse`). */
-function* sse(
-  completion: Completion,
-  encoding: HarmonyEncoding,
-  body: CreateResponseBody,
-  stopped: boolean | null,
-  names: ReasoningNames,
-  options: BuilderOptions,
-): Generator<string> {
-  const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: names });
-  yield streamer.start();
-  yield* feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c));
-  yield streamer.finish(stopped);
-}
-
 /** Run `respond`; returns the exit code. */
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
   const completionFile = flags.completion;
@@ -148,7 +133,11 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
     : { inputTokens: prompt.length, ids: randomId };
   const streaming = flags.stream === true || body.stream === true;
   if (streaming && flags.chat !== true) {
-    for (const piece of sse(completion, encoding, body, stopped, flags.reasoningEvents, options)) out(piece);
+    // SSE text, deltas written straight from their text (the same bytes as `toSse`)
+    const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: flags.reasoningEvents });
+    out(streamer.start());
+    for (const piece of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) out(piece);
+    out(streamer.finish(stopped));
     return 0;
   }
   const stream = events(completion, encoding, body, stopped, options);

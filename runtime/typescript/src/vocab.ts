@@ -78,10 +78,7 @@ export class Vocabulary {
     });
     this.baseCount = ranks.length;
     this.specials = allSpecialTokens();
-    const table: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(this.baseCount);
-    ranks.forEach((value, rank) => {
-      table[rank] = typeof value === "string" ? Buffer.from(value) : Uint8Array.from(value);
-    });
+    const table = ranks.map((bytes): Uint8Array | undefined => (typeof bytes === "string" ? Buffer.from(bytes) : Uint8Array.from(bytes)));
     for (const [spelling, id] of this.specials) table[id] = Buffer.from(spelling);
     this.tokenBytes = table;
   }
