@@ -12,6 +12,7 @@ import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 
 const COMMENT = spec.TOOLS_COMMENT_PREFIX;
+const PLAIN_TYPES: ReadonlyMap<string, string> = new Map([["number", "number"], ["integer", "number"], ["boolean", "boolean"]]);
 
 /** Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line. */
 export function rustLines(text: string): string[] {
@@ -126,10 +127,8 @@ function objectType(schema: JsonObject, indent: string): string {
       const title = get(val, "title");
       if (typeof title === "string") out += `${indent}${COMMENT}${title}\n${indent}//\n`;
       const oneOf = get(val, "oneOf");
-      if (oneOf === undefined) {
-        const pdesc = get(val, "description");
-        if (typeof pdesc === "string") out += `${indent}${COMMENT}${pdesc}\n`;
-      }
+      const pdesc = descriptionOf(val);
+      if (oneOf === undefined && pdesc !== null) out += `${indent}${COMMENT}${pdesc}\n`;
       const examples = get(val, "examples");
       if (Array.isArray(examples) && examples.length > 0) {
         out += `${indent}${COMMENT}Examples:\n`;
@@ -139,11 +138,9 @@ function objectType(schema: JsonObject, indent: string): string {
         out += oneOfProperty(key, val, oneOf, optional, indent);
         continue;
       }
-      out += `${indent}${key}${optional}: `;
-      out += withNullable(val, schemaToTypescript(val, indent + "    "));
-      out += ",";
-      if (oneOf === undefined && has(val, "default")) out += " // " + defaultComment(val, (val as JsonObject)["default"]);
-      out += "\n";
+      const type = withNullable(val, schemaToTypescript(val, indent + "    "));
+      const def = oneOf === undefined ? defaultOf(val) : null;
+      out += `${indent}${key}${optional}: ${type},${def === null ? "" : ` // ${def}`}\n`;
     }
   }
   out += `${indent}}`;
@@ -160,27 +157,14 @@ export function schemaToTypescript(schema: unknown, indent = ""): string {
     if (names.length > 0) return names.join(" | ");
   }
   if (typeof kind !== "string" || !isJsonObject(schema)) return "any";
-  switch (kind) {
-    case "object":
-      return objectType(schema, indent);
-    case "string": {
-      const values = schema["enum"];
-      if (Array.isArray(values)) {
-        const members = values.filter((v): v is string => typeof v === "string").map((v) => `"${v}"`);
-        if (members.length > 0) return members.join(" | ");
-      }
-      return "string";
-    }
-    case "number":
-    case "integer":
-      return "number";
-    case "boolean":
-      return "boolean";
-    case "array":
-      return has(schema, "items") ? schemaToTypescript(schema["items"], indent) + "[]" : "Array<any>";
-    default:
-      return "any";
+  if (kind === "object") return objectType(schema, indent);
+  if (kind === "array") return has(schema, "items") ? schemaToTypescript(schema["items"], indent) + "[]" : "Array<any>";
+  if (kind === "string") {
+    const values = schema["enum"];
+    const members = Array.isArray(values) ? values.filter((v): v is string => typeof v === "string").map((v) => `"${v}"`) : [];
+    return members.length > 0 ? members.join(" | ") : "string";
   }
+  return PLAIN_TYPES.get(kind) ?? "any";
 }
 
 function namespaceBlock(ns: ToolNamespaceConfig): string {
@@ -193,12 +177,9 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
     for (const tool of ns.tools) {
       for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
-      if (tool.parameters !== null) {
-        const params = schemaToTypescript(tool.parameters, "");
-        lines.push(fill(spec.TOOLS_TOOL_WITH_PARAMS, { name: tool.name, params }));
-      } else {
-        lines.push(fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name: tool.name }));
-      }
+      const name = tool.name;
+      const params = tool.parameters === null ? null : schemaToTypescript(tool.parameters, "");
+      lines.push(params === null ? fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name }) : fill(spec.TOOLS_TOOL_WITH_PARAMS, { name, params }));
     }
     lines.push(fill(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
   }
@@ -207,12 +188,8 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
 
 /** The `# Tools` section of a system or developer message: namespaces sorted by key. */
 export function renderToolsSection(namespaces: ReadonlyMap<string, ToolNamespaceConfig>): string {
-  const blocks = [spec.TOOLS_HEADING];
-  for (const key of [...namespaces.keys()].sort(compareCodePoints)) {
-    const ns = namespaces.get(key);
-    if (ns !== undefined) blocks.push(namespaceBlock(ns));
-  }
-  return blocks.join(spec.TOOLS_NAMESPACE_JOINER);
+  const sorted = [...namespaces].sort(([a], [b]) => compareCodePoints(a, b));
+  return [spec.TOOLS_HEADING, ...sorted.map(([, ns]) => namespaceBlock(ns))].join(spec.TOOLS_NAMESPACE_JOINER);
 }
 
 /** A tool given as a ToolDescription or an OpenAI-style object (flat, or nested under `function`). */
