@@ -160,9 +160,7 @@ export class HarmonyEncoding {
     const top: string[] = [];
     if (sys.modelIdentity !== null) top.push(sys.modelIdentity);
     if (sys.knowledgeCutoff !== null) top.push(fill(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
-    if (sys.conversationStartDate !== null) {
-      top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
-    }
+    if (sys.conversationStartDate !== null) top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
     if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
     if (sys.reasoningEffort !== null) {
       const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
@@ -182,32 +180,20 @@ export class HarmonyEncoding {
 
   private developerText(dev: DeveloperContent): string {
     const sections: string[] = [];
-    if (dev.instructions !== null) {
-      sections.push(spec.DEV_INSTRUCTIONS_HEADING);
-      sections.push(dev.instructions);
-    }
+    if (dev.instructions !== null) sections.push(spec.DEV_INSTRUCTIONS_HEADING, dev.instructions);
     if (dev.tools !== null && dev.tools.size > 0) sections.push(renderToolsSection(dev.tools));
     return sections.join(spec.SYS_SECTION_SEPARATOR);
   }
 
-  private debugName(role: Role): string {
-    return spec.ROLE_DEBUG_NAMES[role] ?? role;
-  }
-
-  private contentInto(content: Content, role: Role, out: number[], functionTools: boolean): void {
-    if (content instanceof TextContent) {
-      pushAll(out, this.encodeOrdinary(content.text));
-    } else if (content instanceof SystemContent) {
-      if (role !== Roles.System) {
-        throw new HarmonyError(fill(spec.ERR_SYSTEM_CONTENT_MISPLACED, { role: this.debugName(role) }));
-      }
-      pushAll(out, this.encodeOrdinary(this.systemText(content, functionTools)));
-    } else {
-      if (role !== Roles.Developer) {
-        throw new HarmonyError(fill(spec.ERR_DEVELOPER_CONTENT_MISPLACED, { role: this.debugName(role) }));
-      }
-      pushAll(out, this.encodeOrdinary(this.developerText(content)));
-    }
+  /** The text a content item renders to; system and developer content only in their own role's message. */
+  private contentText(content: Content, role: Role, functionTools: boolean): string {
+    if (content instanceof TextContent) return content.text;
+    const [own, misplaced] =
+      content instanceof SystemContent
+        ? [Roles.System, spec.ERR_SYSTEM_CONTENT_MISPLACED]
+        : [Roles.Developer, spec.ERR_DEVELOPER_CONTENT_MISPLACED];
+    if (role !== own) throw new HarmonyError(fill(misplaced, { role: spec.ROLE_DEBUG_NAMES[role] ?? role }));
+    return content instanceof SystemContent ? this.systemText(content, functionTools) : this.developerText(content);
   }
 
   private renderInto(message: Message, out: number[], functionTools: boolean): void {
@@ -239,7 +225,7 @@ export class HarmonyEncoding {
       }
     }
     out.push(spec.TOKEN_MESSAGE);
-    for (const content of message.content) this.contentInto(content, role, out, functionTools);
+    for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
   }
 

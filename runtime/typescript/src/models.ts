@@ -245,10 +245,7 @@ export class SystemContent {
   reasoningEffort: ReasoningEffort | null = effort(spec.SYSTEM_DEFAULT_REASONING_EFFORT, []);
   conversationStartDate: string | null = spec.SYSTEM_DEFAULT_CONVERSATION_START_DATE;
   knowledgeCutoff: string | null = spec.SYSTEM_DEFAULT_KNOWLEDGE_CUTOFF;
-  channelConfig: ChannelConfig | null = new ChannelConfig(
-    [...spec.SYSTEM_DEFAULT_VALID_CHANNELS],
-    spec.SYSTEM_DEFAULT_CHANNEL_REQUIRED,
-  );
+  channelConfig: ChannelConfig | null = new ChannelConfig([...spec.SYSTEM_DEFAULT_VALID_CHANNELS], spec.SYSTEM_DEFAULT_CHANNEL_REQUIRED);
   tools: Map<string, ToolNamespaceConfig> | null = null;
 
   static new(): SystemContent {

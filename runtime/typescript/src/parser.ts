@@ -138,8 +138,6 @@ export type StateData =
 
 /** Incremental parser over completion tokens, one `process(token)` at a time. */
 export class StreamableParser {
-  private readonly strictMode: boolean;
-  private nextRole: Role | null;
   private stateValue: StreamState;
   private headerTokens: number[] = [];
   private header: ParsedHeader | null = null;
@@ -152,12 +150,10 @@ export class StreamableParser {
 
   constructor(
     private readonly encoding: HarmonyEncoding,
-    role: Role | null,
-    strict = true,
+    private nextRole: Role | null,
+    private readonly strict = true,
   ) {
-    this.strictMode = strict;
-    this.nextRole = role;
-    this.stateValue = role !== null ? StreamState.Header : StreamState.ExpectStart;
+    this.stateValue = nextRole !== null ? StreamState.Header : StreamState.ExpectStart;
   }
 
   // -- feeding ---------------------------------------------------------------------------------------------
@@ -187,7 +183,7 @@ export class StreamableParser {
         this.nextRole = null;
         this.deltas = [];
         this.stateValue = StreamState.Content;
-      } else if (token !== null && !this.strictMode && this.encoding.isStopToken(token)) {
+      } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
         const role = this.nextRole;
         if (role !== null && this.headerTokens.length > 0) {
           const text = this.encoding.decodeUtf8(this.headerTokens);
