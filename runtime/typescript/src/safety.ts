@@ -112,11 +112,10 @@ function signalAround(line: string, signals: readonly [number, number][], leftEn
 export function detectLeak(text: string): Leak[] {
   const code = codeMask(text);
   const leaks: Leak[] = [];
-  for (const m of text.matchAll(SPECIAL_RE)) {
-    if (code[m.index] !== 1) leaks.push({ kind: "control_token", start: m.index, end: m.index + m[0].length, text: m[0] });
-  }
-  for (const m of text.matchAll(GLUED_RE)) {
-    if (code[m.index] !== 1) leaks.push({ kind: "glued_header", start: m.index, end: m.index + m[0].length, text: m[0] });
+  for (const [kind, pattern] of [["control_token", SPECIAL_RE], ["glued_header", GLUED_RE]] as const) {
+    for (const m of text.matchAll(pattern)) {
+      if (code[m.index] !== 1) leaks.push({ kind, start: m.index, end: m.index + m[0].length, text: m[0] });
+    }
   }
   let cachedLineStart = -1;
   let cachedLineEnd = -1;
