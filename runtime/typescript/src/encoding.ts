@@ -44,19 +44,16 @@ export interface EncodeOptions {
 
 /** Renders conversations to token ids and decodes ids, as openai-harmony's HarmonyEncoding. */
 export class HarmonyEncoding {
-  private readonly vocab: Vocabulary;
   private readonly specialIds: ReadonlySet<number>;
   private readonly pieceCache = new Map<string, readonly number[]>();
   private readonly specialRegexCache = new Map<string, RegExp>();
-  private readonly stopSet: ReadonlySet<number>;
+  private readonly stopSet: ReadonlySet<number> = new Set(spec.STOP_TOKENS);
 
   constructor(
     readonly name: string,
-    vocab: Vocabulary,
+    private readonly vocab: Vocabulary,
   ) {
-    this.vocab = vocab;
     this.specialIds = new Set(vocab.specials.values());
-    this.stopSet = new Set(spec.STOP_TOKENS);
   }
 
   /** Every special token's spelling. */
@@ -214,15 +211,13 @@ export class HarmonyEncoding {
       pushAll(out, this.piece(message.channel));
     }
     const contentType = message.contentType;
-    if (contentType !== null) {
-      if (contentType.startsWith(spec.SPELLING_CONSTRAIN)) {
-        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
-        out.push(spec.TOKEN_CONSTRAIN);
-        const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
-        if (rest !== "") pushAll(out, this.piece(rest));
-      } else {
-        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
-      }
+    if (contentType?.startsWith(spec.SPELLING_CONSTRAIN) === true) {
+      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
+      out.push(spec.TOKEN_CONSTRAIN);
+      const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
+      if (rest !== "") pushAll(out, this.piece(rest));
+    } else if (contentType !== null) {
+      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
     }
     out.push(spec.TOKEN_MESSAGE);
     for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
