@@ -1,16 +1,18 @@
 /**
  * `harmony-responses`: render conversations and tool namespaces, parse completions, answer Open Responses
  * requests and show their prompts from the command line, with the Python CLI's flags, output, one-line errors and
- * exit codes (0 done, 2 bad input, 1 a crash).
+ * exit codes (0 done, 2 bad input, 1 a crash). Flags, help and usage errors are commander's.
  */
 
 import { readFileSync } from "node:fs";
 
-import { ArgExit, type CommandSpec, parseArgs, type ProgramSpec, type Value } from "./args.js";
-import { CommandError, Crash, displayName, InputError, loadEncoding, readJsonFile, readText, readTokenIds } from "./cliio.js";
+import { Command, CommanderError, Option } from "commander";
+
+import { CommandError, Crash, displayName, InputError, loadEncoding, type Out, readJsonFile, readText, readTokenIds } from "./cliio.js";
 import { HarmonyError } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
+  Author,
   type Content,
   CONTENT_TYPE_TAGS,
   contentFromDict,
@@ -20,109 +22,136 @@ import {
   RenderConversationConfig,
   ValidationError,
 } from "./models.js";
-import { prompt, promptCommand } from "./prompt.js";
-import { respond, respondCommand } from "./respond.js";
+import { prompt, promptCommand, type PromptFlags } from "./prompt.js";
+import { respond, respondCommand, type RespondFlags } from "./respond.js";
 import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
-import { fill } from "./texts.js";
+import { fill, quoted } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
 
 const PROG = "harmony-responses";
 const PACKAGE_NAME = "@harmony-responses/harmony";
-const SERVE = "serve";
-const DEMO = "demo";
+const USAGE_ERROR = 2;
+const ROLE_EXPECTED = "expected one of {roles:json}, found {found:json}"; // the Python CLI says the same
+const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
+// The server and its demo are Python's only (harmony_responses.server): listed so usage reads the same.
+const PYTHON_ONLY: readonly [string, string][] = [
+  ["serve", "serve Open Responses and Chat Completions in front of an inference engine"],
+  ["demo", "start serve on the demo engine, run a scripted session with the openai SDK, print the transcript"],
+];
 
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
   for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
     try {
       const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
-      if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
+      if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") {
+        return manifest["version"];
+      }
     } catch {
       // not this folder: try the next one up
     }
   }
   return "unknown (not installed)";
 }
-const ROLE_EXPECTED = "expected one of {roles:json}, found {found:json}"; // the Python CLI says the same
-const NO_ROLE = "none"; // --role: the completion starts with its own <|start|>
 
-function program(): ProgramSpec {
-  const roles = ROLE_VALUES.map((r) => String(r));
-  const commands: CommandSpec[] = [
-    {
-      name: "render",
-      help: "render a conversation (reference JSON form) to Harmony text",
-      positional: { dest: "file", help: "conversation JSON file, or - for standard input" },
-      options: [
-        { flag: "--next-role", dest: "next_role", kind: "value", choices: roles, help: `append ${spec.SPELLING_START}ROLE for completion` },
-        { flag: "--training", dest: "training", kind: "flag", help: `end a final answer with ${spec.SPELLING_END_DONE_SAMPLING}` },
-        { flag: "--no-drop-analysis", dest: "no_drop_analysis", kind: "flag", help: `keep ${spec.CHANNEL_REASONING} before the ${spec.CHANNEL_ANSWER} answer` },
-        { flag: "--tokens", dest: "tokens", kind: "flag", help: "print token ids (JSON) instead of text" },
-      ],
-    },
-    {
-      name: "tools",
-      help: "render a tools list as a TypeScript-like namespace",
-      positional: { dest: "file", help: "tools JSON file, or - for standard input" },
-      options: [
-        { flag: "--namespace", dest: "namespace", kind: "value", help: `namespace name (default: the file's, else ${spec.HEADER_FUNCTION_NAMESPACE})` },
-        { flag: "--description", dest: "description", kind: "value", help: "namespace description" },
-      ],
-    },
-    {
-      name: "parse",
-      help: "parse a completion (text, or token ids) into messages as JSON Lines",
-      positional: { dest: "file", help: "completion file, or - for standard input" },
-      options: [
-        { flag: "--tokens", dest: "tokens", kind: "flag", help: "the file holds a JSON list of token ids" },
-        {
-          flag: "--mode",
-          dest: "mode",
-          kind: "value",
-          choices: ["strict", "lenient"],
-          default: "lenient",
-          help: "lenient (default, as the bridge and the server read completions): repair and report; strict: fail",
-        },
-        {
-          flag: "--role",
-          dest: "role",
-          kind: "value",
-          choices: [...roles, NO_ROLE],
-          default: Role.Assistant,
-          help:
-            `role the completion starts in (the prompt ended with ${spec.SPELLING_START}ROLE); ` +
-            `${NO_ROLE}: it starts with ${spec.SPELLING_START}`,
-        },
-        { flag: "--tool", dest: "tool_names", metavar: "TOOL", kind: "append", help: "a declared function name (repeatable; lenient repairs)" },
-        { flag: "--events", dest: "events", kind: "flag", help: "print the event stream instead of the messages" },
-      ],
-    },
-    respondCommand(),
-    promptCommand(),
-    // The server and its demo are Python's only (harmony_responses.server): listed so usage reads the same.
-    { name: SERVE, help: "serve Open Responses and Chat Completions in front of an inference engine", positional: null, options: [] },
-    {
-      name: DEMO,
-      help: "start serve on the demo engine, run a scripted session with the openai SDK, print the transcript",
-      positional: null,
-      options: [],
-    },
-  ];
-  return {
-    prog: PROG,
-    description: "Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).",
-    version: packageVersion(),
-    commands,
+interface RenderFlags {
+  readonly nextRole?: string;
+  readonly training?: boolean;
+  readonly dropAnalysis: boolean; // --no-drop-analysis sets it false
+  readonly tokens?: boolean;
+}
+
+interface ToolsFlags {
+  readonly namespace?: string;
+  readonly description?: string;
+}
+
+interface ParseFlags {
+  readonly tokens?: boolean;
+  readonly mode: string;
+  readonly role: string;
+  readonly tool?: string[];
+  readonly events?: boolean;
+}
+
+/** Commander's collector for a repeatable option. */
+function append(value: string, before: string[] | undefined): string[] {
+  return [...(before ?? []), value];
+}
+
+/** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
+function onFile<F>(command: (file: string, flags: F) => number): (file: string, flags: F) => number {
+  return (file, flags) => {
+    try {
+      return command(file, flags);
+    } catch (e) {
+      if (e instanceof HarmonyError) throw new CommandError(`${displayName(file)}: ${e.message}`);
+      throw e;
+    }
   };
+}
+
+/** The command line; each action leaves its exit code in `run.code` (commander ignores what an action returns). */
+function program(out: Out, err: Out, run: { code: number }): Command {
+  const act =
+    <A extends unknown[]>(command: (...args: A) => number) =>
+    (...args: A): void => {
+      run.code = command(...args);
+    };
+  const roles = ROLE_VALUES.map((r) => String(r));
+  const root = new Command(PROG)
+    .description("Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).")
+    .version(`${PROG} ${packageVersion()}`, "--version")
+    .exitOverride()
+    .configureOutput({ writeOut: out, writeErr: err });
+  root
+    .command("render")
+    .description("render a conversation (reference JSON form) to Harmony text")
+    .argument("<file>", "conversation JSON file, or - for standard input")
+    .addOption(new Option("--next-role <NEXT_ROLE>", `append ${spec.SPELLING_START}ROLE for completion`).choices(roles))
+    .option("--training", `end a final answer with ${spec.SPELLING_END_DONE_SAMPLING}`)
+    .option("--no-drop-analysis", `keep ${spec.CHANNEL_REASONING} before the ${spec.CHANNEL_ANSWER} answer`)
+    .option("--tokens", "print token ids (JSON) instead of text")
+    .action(act(onFile((file, flags: RenderFlags) => render(file, flags, out))));
+  root
+    .command("tools")
+    .description("render a tools list as a TypeScript-like namespace")
+    .argument("<file>", "tools JSON file, or - for standard input")
+    .option("--namespace <NAMESPACE>", `namespace name (default: the file's, else ${spec.HEADER_FUNCTION_NAMESPACE})`)
+    .option("--description <DESCRIPTION>", "namespace description")
+    .action(act(onFile((file, flags: ToolsFlags) => tools(file, flags, out))));
+  const modes = "lenient (default, as the bridge and the server read completions): repair and report; strict: fail";
+  const role = `role the completion starts in (the prompt ended with ${spec.SPELLING_START}ROLE); `;
+  root
+    .command("parse")
+    .description("parse a completion (text, or token ids) into messages as JSON Lines")
+    .argument("<file>", "completion file, or - for standard input")
+    .option("--tokens", "the file holds a JSON list of token ids")
+    .addOption(new Option("--mode <MODE>", modes).choices(["strict", "lenient"]).default("lenient"))
+    .addOption(
+      new Option("--role <ROLE>", `${role}${NO_ROLE}: it starts with ${spec.SPELLING_START}`)
+        .choices([...roles, NO_ROLE])
+        .default(Role.Assistant),
+    )
+    .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", append)
+    .option("--events", "print the event stream instead of the messages")
+    .action(act(onFile((file, flags: ParseFlags) => parse(file, flags, out, err))));
+  // no file argument: their errors name the files
+  respondCommand(root).action(act((flags: RespondFlags) => respond(flags, out, err)));
+  promptCommand(root).action(act((flags: PromptFlags) => prompt(flags, out, err)));
+  for (const [name, help] of PYTHON_ONLY) {
+    const refuse = (): number => {
+      err(`${PROG}: ${name}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
+      return USAGE_ERROR;
+    };
+    root.command(name).description(help).action(act(refuse));
+  }
+  return root;
 }
 
 function loc(base: string, path: readonly (string | number)[]): string {
   return base + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
-}
-
-function quoted(items: readonly string[]): string {
-  return items.map((t) => `'${t}'`).join(", ").replace(/, ([^,]*)$/, " or $1");
 }
 
 /** A conversation in the reference's JSON form, with errors that point into the file. */
@@ -130,8 +159,7 @@ export function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
-  const messages: Message[] = [];
-  data["messages"].forEach((raw, i) => {
+  const messages = data["messages"].map((raw, i): Message => {
     const where = `$.messages[${i}]`;
     if (!isJsonObject(raw)) throw new InputError(file, where, "expected a message object");
     const role = raw["role"];
@@ -141,99 +169,75 @@ export function loadConversation(file: string): Conversation {
     let content = raw["content"];
     if (typeof content === "string") content = [{ type: CONTENT_TYPE_TAGS[0] ?? "", text: content }];
     if (!Array.isArray(content)) throw new InputError(file, `${where}.content`, "expected a string or a list of content items");
-    const items: Content[] = [];
-    content.forEach((item, j) => {
+    const items = content.map((item: unknown, j): Content => {
       const cwhere = `${where}.content[${j}]`;
       const kind = isJsonObject(item) ? item["type"] : undefined;
       if (typeof kind !== "string" || !CONTENT_TYPE_TAGS.includes(kind)) {
         throw new InputError(file, `${cwhere}.type`, `expected ${quoted(CONTENT_TYPE_TAGS)}`);
       }
       try {
-        items.push(contentFromDict(item));
+        return contentFromDict(item);
       } catch (e) {
         if (e instanceof ValidationError) throw new InputError(file, loc(cwhere, e.loc), e.msg);
         throw e;
       }
     });
-    const fields: Record<string, string | null> = {};
-    for (const key of ["name", "channel", "recipient", "content_type"]) {
-      const value = raw[key];
-      if (value !== null && value !== undefined && typeof value !== "string") {
-        throw new InputError(file, `${where}.${key}`, "expected a string or null");
-      }
-      fields[key] = typeof value === "string" ? value : null;
-    }
-    const msg = Message.fromRoleAndContents(parseRole(role), items);
-    msg.author.name = fields["name"] ?? null;
-    msg.channel = fields["channel"] ?? null;
-    msg.recipient = fields["recipient"] ?? null;
-    msg.contentType = fields["content_type"] ?? null;
-    messages.push(msg);
+    const field = (key: string): string | null => {
+      const value = raw[key] ?? null;
+      if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string or null");
+      return value;
+    };
+    const author = new Author(parseRole(role), field("name"));
+    return new Message(author, items, field("channel"), field("recipient"), field("content_type"));
   });
   return new Conversation(messages);
 }
 
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
-export function loadTools(file: string): [unknown, unknown, JsonObject[]] {
-  let data = readJsonFile(file);
-  let name: unknown = null;
-  let description: unknown = null;
-  let base = "$";
-  if (isJsonObject(data)) {
-    name = data["name"] ?? null;
-    description = data["description"] ?? null;
-    for (const [key, value] of [["name", name], ["description", description]] as const) {
-      if (value !== null && typeof value !== "string") throw new InputError(file, `$.${key}`, "expected a string");
-    }
-    data = data["tools"] ?? null;
-    base = "$.tools";
-  }
-  if (!Array.isArray(data)) throw new InputError(file, base, "expected a list of tools");
-  const tools: JsonObject[] = [];
-  data.forEach((tool, i) => {
+export function loadTools(file: string): [string | null, string | null, JsonObject[]] {
+  const data = readJsonFile(file);
+  const text = (obj: JsonObject, key: string, where: string): string | null => {
+    const value = obj[key] ?? null;
+    if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string");
+    return value;
+  };
+  const whole = isJsonObject(data);
+  const name = whole ? text(data, "name", "$") : null;
+  const description = whole ? text(data, "description", "$") : null;
+  const base = whole ? "$.tools" : "$";
+  const list = whole ? (data["tools"] ?? null) : data;
+  if (!Array.isArray(list)) throw new InputError(file, base, "expected a list of tools");
+  list.forEach((tool, i) => {
     const where = `${base}[${i}]`;
     if (!isJsonObject(tool)) throw new InputError(file, where, "expected a tool object");
     const nested = tool["function"];
-    const body = isJsonObject(nested) ? nested : tool;
-    const prefix = isJsonObject(nested) ? `${where}.function` : where;
+    const [body, prefix] = isJsonObject(nested) ? [nested, `${where}.function`] : [tool, where];
     if (typeof body["name"] !== "string") throw new InputError(file, `${prefix}.name`, "expected a string");
-    const desc = body["description"];
-    if (desc !== null && desc !== undefined && typeof desc !== "string") throw new InputError(file, `${prefix}.description`, "expected a string");
-    const params = body["parameters"];
-    if (params !== null && params !== undefined && !isJsonObject(params)) {
-      throw new InputError(file, `${prefix}.parameters`, "expected a JSON Schema object");
-    }
-    tools.push(tool);
+    text(body, "description", prefix);
+    const params = body["parameters"] ?? null;
+    if (params !== null && !isJsonObject(params)) throw new InputError(file, `${prefix}.parameters`, "expected a JSON Schema object");
   });
-  return [name, description, tools];
+  return [name, description, list as JsonObject[]];
 }
 
-function truthy(value: unknown): boolean {
-  return !(value === null || value === undefined || value === "" || value === false || value === 0);
-}
-
-function render(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
-  const file = String(values["file"]);
+function render(file: string, flags: RenderFlags, out: Out): number {
   const conversation = loadConversation(file);
   const encoding = loadEncoding();
-  const config = new RenderConversationConfig(values["no_drop_analysis"] !== true);
-  const nextRole = values["next_role"];
+  const config = new RenderConversationConfig(flags.dropAnalysis);
   let tokens: number[];
-  if (values["training"] === true) tokens = encoding.renderConversationForTraining(conversation, config);
-  else if (typeof nextRole === "string" && nextRole !== "") tokens = encoding.renderConversationForCompletion(conversation, parseRole(nextRole), config);
+  if (flags.training === true) tokens = encoding.renderConversationForTraining(conversation, config);
+  else if (flags.nextRole !== undefined) tokens = encoding.renderConversationForCompletion(conversation, parseRole(flags.nextRole), config);
   else tokens = encoding.renderConversation(conversation, config);
-  out(values["tokens"] === true ? writeJson(tokens) + "\n" : encoding.decodeUtf8(tokens) + "\n");
+  out((flags.tokens === true ? writeJson(tokens) : encoding.decodeUtf8(tokens)) + "\n");
   return 0;
 }
 
-function tools(values: Readonly<Record<string, Value>>, out: (text: string) => void): number {
-  const [name, description, list] = loadTools(String(values["file"]));
-  const ns = truthy(values["namespace"]) ? values["namespace"] : truthy(name) ? name : spec.HEADER_FUNCTION_NAMESPACE;
-  const desc = truthy(values["description"]) ? values["description"] : description;
-  if (typeof ns !== "string") throw new Crash(fill("namespace name {ns:json} is not a string", { ns }));
-  if (desc !== null && typeof desc !== "string") throw new Crash(fill("namespace description {desc:json} is not a string", { desc }));
+function tools(file: string, flags: ToolsFlags, out: Out): number {
+  const [name, description, list] = loadTools(file);
+  // an empty flag or name counts as not given, as in the Python CLI
+  const ns = flags.namespace || name || spec.HEADER_FUNCTION_NAMESPACE;
   try {
-    out(renderToolNamespace(ns, list, desc) + "\n");
+    out(renderToolNamespace(ns, list, flags.description || description) + "\n");
   } catch (e) {
     if (e instanceof TypeError) throw new Crash(e.message);
     throw e;
@@ -257,27 +261,26 @@ function setAsideNote(file: string, events: readonly Event[]): string | null {
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }
 
-function parse(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
-  const file = String(values["file"]);
+function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
   const encoding = loadEncoding();
-  const roleName = String(values["role"]);
-  const tool = values["tool_names"];
-  const mode = values["mode"] === "strict" ? "strict" : "lenient";
-  const parser = new HarmonyStreamParser(encoding, roleName === NO_ROLE ? null : parseRole(roleName), mode, Array.isArray(tool) && tool.length > 0 ? tool : null);
+  const role = flags.role === NO_ROLE ? null : parseRole(flags.role);
+  const mode = flags.mode === "strict" ? "strict" : "lenient";
+  const parser = new HarmonyStreamParser(encoding, role, mode, flags.tool ?? null);
   let events: Event[];
-  if (values["tokens"] === true) {
+  if (flags.tokens === true) {
     events = parser.feedTokens(readTokenIds(file));
   } else {
     let text = readText(file);
-    if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1); // the newline a file ends with is not part of the completion
+    // the newline a file ends with is not part of the completion
+    if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1);
     events = parser.feedText(text);
   }
   events = [...events, ...parser.close()];
   for (const event of events) {
-    if (values["events"] === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
+    if (flags.events === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
     else if (event instanceof MessageEnd) out(writeJson(event.message.toDict(), { ensureAscii: false }) + "\n");
   }
-  const note = values["events"] === true ? null : setAsideNote(file, events);
+  const note = flags.events === true ? null : setAsideNote(file, events);
   if (note !== null) err(`${PROG}: ${note}\n`);
   return 0;
 }
@@ -285,36 +288,22 @@ function parse(values: Readonly<Record<string, Value>>, out: (text: string) => v
 /** Run the CLI; returns the exit code. Output goes through `out` and `err` (stdout and stderr by default). */
 export function main(
   argv: readonly string[],
-  out: (text: string) => void = (t) => process.stdout.write(t),
-  err: (text: string) => void = (t) => process.stderr.write(t),
+  out: Out = (t) => process.stdout.write(t),
+  err: Out = (t) => process.stderr.write(t),
 ): number {
-  let file: string | null = null;
+  const run = { code: 0 };
   try {
-    const { command, values } = parseArgs(program(), argv);
-    if (command.name === "respond") return respond(values, out, err); // no file argument: its errors name the files
-    if (command.name === "prompt") return prompt(values, out, err);
-    if (command.name === SERVE || command.name === DEMO) {
-      err(`${PROG}: ${command.name}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
-      return 2;
-    }
-    file = String(values["file"]);
-    if (command.name === "render") return render(values, out);
-    if (command.name === "tools") return tools(values, out);
-    return parse(values, out, err);
+    program(out, err, run).parse([...argv], { from: "user" });
+    return run.code;
   } catch (e) {
-    if (e instanceof ArgExit) {
-      out(e.stdout);
-      err(e.stderr);
-      return e.code;
-    }
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE_ERROR; // help and version exit 0
     if (e instanceof CommandError) {
       err(`${PROG}: ${e.message}\n`);
       return e.status;
     }
     if (e instanceof HarmonyError) {
-      // the format rejected what the file holds (strict parsing, rendering)
-      err(`${PROG}: ${file !== null ? `${displayName(file)}: ` : ""}${e.message}\n`);
-      return 2;
+      err(`${PROG}: ${e.message}\n`);
+      return USAGE_ERROR;
     }
     if (e instanceof Crash) {
       err(`${PROG}: internal error: ${e.message}\n`);

@@ -19,6 +19,9 @@ import { firstUtf8Problem } from "./utf8.js";
 
 export const STDIN = "-";
 
+/** Where the CLI writes (standard output or error, or a test's buffer). */
+export type Out = (text: string) => void;
+
 /** What the CLI says when reading a file fails, by Node's error code (the C library's words, as Python prints them). */
 export const STRERROR: Readonly<Record<string, string>> = {
   ENOENT: "No such file or directory",
@@ -98,7 +101,7 @@ export function readJsonFile(file: string, flag: string | null = null): JsonData
 
 function kind(value: unknown): string {
   if (typeof value === "boolean") return "a boolean";
-  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return "an integer";
+  if (isTokenId(value)) return "an integer";
   if (typeof value === "number" || value instanceof JsonFloat) return `${floatRepr(Number(value))} (a number with a fraction)`;
   if (typeof value === "string") return "a string";
   if (Array.isArray(value)) return "an array";
@@ -114,8 +117,7 @@ function isTokenId(value: unknown): boolean {
 export function readTokenIds(file: string, flag: string | null = null): number[] {
   const data = readJsonFile(file, flag);
   if (!Array.isArray(data)) throw new InputError(file, "$", `expected a JSON list of token ids, found ${kind(data)}`, flag);
-  data.forEach((token, i) => {
-    if (!isTokenId(token)) throw new InputError(file, `$[${i}]`, `expected a JSON list of token ids (integers), found ${kind(token)}`, flag);
-  });
+  const bad = data.findIndex((token) => !isTokenId(token));
+  if (bad >= 0) throw new InputError(file, `$[${bad}]`, `expected a JSON list of token ids (integers), found ${kind(data[bad])}`, flag);
   return data as number[];
 }

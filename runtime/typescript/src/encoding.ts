@@ -17,7 +17,7 @@ import {
   TextContent,
 } from "./models.js";
 import { StreamableParser } from "./parser.js";
-import { fill } from "./texts.js";
+import { escapeRegExp, fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -30,10 +30,6 @@ const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, {
   namespace: FUNCTIONS,
 });
 const PIECE_CACHE_LIMIT = 4096;
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
 
 function hasFunctionTools(messages: readonly Message[]): boolean {
   const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
@@ -48,19 +44,16 @@ export interface EncodeOptions {
 
 /** Renders conversations to token ids and decodes ids, as openai-harmony's HarmonyEncoding. */
 export class HarmonyEncoding {
-  private readonly vocab: Vocabulary;
   private readonly specialIds: ReadonlySet<number>;
   private readonly pieceCache = new Map<string, readonly number[]>();
   private readonly specialRegexCache = new Map<string, RegExp>();
-  private readonly stopSet: ReadonlySet<number>;
+  private readonly stopSet: ReadonlySet<number> = new Set(spec.STOP_TOKENS);
 
   constructor(
     readonly name: string,
-    vocab: Vocabulary,
+    private readonly vocab: Vocabulary,
   ) {
-    this.vocab = vocab;
     this.specialIds = new Set(vocab.specials.values());
-    this.stopSet = new Set(spec.STOP_TOKENS);
   }
 
   /** Every special token's spelling. */
@@ -90,7 +83,7 @@ export class HarmonyEncoding {
     const key = sorted.join("\u0000");
     let regex = this.specialRegexCache.get(key);
     if (regex === undefined) {
-      regex = new RegExp(sorted.map(escapeRegExp).join("|"), "g");
+      regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
       this.specialRegexCache.set(key, regex);
     }
     return regex;
@@ -99,30 +92,16 @@ export class HarmonyEncoding {
   /** Encode text; spellings of special tokens throw unless allowed or no longer disallowed. */
   encode(text: string, options: EncodeOptions = {}): number[] {
     const all = this.vocab.specials;
-    const allowedOption = options.allowedSpecial ?? new Set<string>();
-    const allowed = allowedOption === "all" ? new Set(all.keys()) : new Set(allowedOption);
+    const allowed = new Set(options.allowedSpecial === "all" ? all.keys() : (options.allowedSpecial ?? []));
     const disallowedOption = options.disallowedSpecial ?? "all";
-    const disallowed =
-      disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
-    if (disallowed.length > 0) {
-      const regex = this.specialRegex(disallowed);
-      regex.lastIndex = 0;
-      const match = regex.exec(text);
-      if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
-    }
+    const disallowed = disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
+    const match = disallowed.length > 0 ? this.specialRegex(disallowed).exec(text) : null;
+    if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
     const usable = [...allowed].filter((s) => all.has(s));
     if (usable.length === 0) return this.encodeOrdinary(text);
-    const out: number[] = [];
-    const regex = this.specialRegex(usable);
-    regex.lastIndex = 0;
-    let start = 0;
-    for (let m = regex.exec(text); m !== null; m = regex.exec(text)) {
-      out.push(...this.encodeOrdinary(text.slice(start, m.index)));
-      out.push(all.get(m[0]) ?? 0);
-      start = m.index + m[0].length;
-    }
-    out.push(...this.encodeOrdinary(text.slice(start)));
-    return out;
+    // text, a spelling, text, ...: the spellings are special tokens, the rest ordinary text
+    const parts = text.split(this.specialRegex(usable));
+    return parts.flatMap((part, i) => (i % 2 === 1 ? [all.get(part) ?? 0] : this.encodeOrdinary(part)));
   }
 
   /** The bytes of one token, or throws for an id outside the vocabulary. */
@@ -178,9 +157,7 @@ export class HarmonyEncoding {
     const top: string[] = [];
     if (sys.modelIdentity !== null) top.push(sys.modelIdentity);
     if (sys.knowledgeCutoff !== null) top.push(fill(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
-    if (sys.conversationStartDate !== null) {
-      top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
-    }
+    if (sys.conversationStartDate !== null) top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
     if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
     if (sys.reasoningEffort !== null) {
       const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
@@ -200,32 +177,20 @@ export class HarmonyEncoding {
 
   private developerText(dev: DeveloperContent): string {
     const sections: string[] = [];
-    if (dev.instructions !== null) {
-      sections.push(spec.DEV_INSTRUCTIONS_HEADING);
-      sections.push(dev.instructions);
-    }
+    if (dev.instructions !== null) sections.push(spec.DEV_INSTRUCTIONS_HEADING, dev.instructions);
     if (dev.tools !== null && dev.tools.size > 0) sections.push(renderToolsSection(dev.tools));
     return sections.join(spec.SYS_SECTION_SEPARATOR);
   }
 
-  private debugName(role: Role): string {
-    return spec.ROLE_DEBUG_NAMES[role] ?? role;
-  }
-
-  private contentInto(content: Content, role: Role, out: number[], functionTools: boolean): void {
-    if (content instanceof TextContent) {
-      pushAll(out, this.encodeOrdinary(content.text));
-    } else if (content instanceof SystemContent) {
-      if (role !== Roles.System) {
-        throw new HarmonyError(fill(spec.ERR_SYSTEM_CONTENT_MISPLACED, { role: this.debugName(role) }));
-      }
-      pushAll(out, this.encodeOrdinary(this.systemText(content, functionTools)));
-    } else {
-      if (role !== Roles.Developer) {
-        throw new HarmonyError(fill(spec.ERR_DEVELOPER_CONTENT_MISPLACED, { role: this.debugName(role) }));
-      }
-      pushAll(out, this.encodeOrdinary(this.developerText(content)));
-    }
+  /** The text a content item renders to; system and developer content only in their own role's message. */
+  private contentText(content: Content, role: Role, functionTools: boolean): string {
+    if (content instanceof TextContent) return content.text;
+    const [own, misplaced] =
+      content instanceof SystemContent
+        ? [Roles.System, spec.ERR_SYSTEM_CONTENT_MISPLACED]
+        : [Roles.Developer, spec.ERR_DEVELOPER_CONTENT_MISPLACED];
+    if (role !== own) throw new HarmonyError(fill(misplaced, { role: spec.ROLE_DEBUG_NAMES[role] ?? role }));
+    return content instanceof SystemContent ? this.systemText(content, functionTools) : this.developerText(content);
   }
 
   private renderInto(message: Message, out: number[], functionTools: boolean): void {
@@ -246,18 +211,16 @@ export class HarmonyEncoding {
       pushAll(out, this.piece(message.channel));
     }
     const contentType = message.contentType;
-    if (contentType !== null) {
-      if (contentType.startsWith(spec.SPELLING_CONSTRAIN)) {
-        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
-        out.push(spec.TOKEN_CONSTRAIN);
-        const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
-        if (rest !== "") pushAll(out, this.piece(rest));
-      } else {
-        pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
-      }
+    if (contentType?.startsWith(spec.SPELLING_CONSTRAIN) === true) {
+      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
+      out.push(spec.TOKEN_CONSTRAIN);
+      const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
+      if (rest !== "") pushAll(out, this.piece(rest));
+    } else if (contentType !== null) {
+      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
     }
     out.push(spec.TOKEN_MESSAGE);
-    for (const content of message.content) this.contentInto(content, role, out, functionTools);
+    for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
   }
 
@@ -268,11 +231,12 @@ export class HarmonyEncoding {
     return out;
   }
 
-  private conversationInto(
+  /** Every message's tokens (analysis dropped as `config` says), and the messages. */
+  private conversationTokens(
     conversation: Conversation | Iterable<Message>,
     config: RenderConversationConfig | null,
-    out: number[],
-  ): Message[] {
+  ): [number[], Message[]] {
+    const out: number[] = [];
     const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
     const functionTools = hasFunctionTools(messages);
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
@@ -287,15 +251,13 @@ export class HarmonyEncoding {
       if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
       this.renderInto(msg, out, functionTools);
     });
-    return messages;
+    return [out, messages];
   }
 
   /** Render every message; analysis before the first final is dropped when the last assistant message is
    * final (unless `autoDropAnalysis` is false). */
   renderConversation(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    const out: number[] = [];
-    this.conversationInto(conversation, config, out);
-    return out;
+    return this.conversationTokens(conversation, config)[0];
   }
 
   /** Render the conversation, then `<|start|>` and the role that is to speak next. */
@@ -304,8 +266,7 @@ export class HarmonyEncoding {
     nextTurnRole: Role,
     config: RenderConversationConfig | null = null,
   ): number[] {
-    const out: number[] = [];
-    this.conversationInto(conversation, config, out);
+    const [out] = this.conversationTokens(conversation, config);
     out.push(spec.TOKEN_START);
     pushAll(out, this.piece(nextTurnRole));
     return out;
@@ -313,8 +274,7 @@ export class HarmonyEncoding {
 
   /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
   renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    const out: number[] = [];
-    const messages = this.conversationInto(conversation, config, out);
+    const [out, messages] = this.conversationTokens(conversation, config);
     const last = messages[messages.length - 1];
     if (last !== undefined && last.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER && out.length > 0) {
       out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;

@@ -6,40 +6,12 @@
 export { HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding, type EncodeOptions } from "./encoding.js";
 export { HarmonyError } from "./errors.js";
 export { entriesOf, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson, writeJson } from "./json.js";
-export {
-  Author,
-  ChannelConfig,
-  type Content,
-  contentFromDict,
-  Conversation,
-  DeveloperContent,
-  Message,
-  parseRole,
-  RenderConversationConfig,
-  RenderOptions,
-  SystemContent,
-  TextContent,
-  ToolDescription,
-  ToolNamespaceConfig,
-  ValidationError,
-} from "./models.js";
-export {
-  ContentDelta,
-  type Event,
-  HarmonyParseError,
-  HarmonyStreamParser,
-  MessageEnd,
-  MessageStart,
-  messagesOf,
-  type Mode,
-  ParsedMessage,
-  parseText,
-  parseTokens,
-  Recovered,
-  RECOVERY_RULES,
-  Region,
-  type StreamParserOptions,
-} from "./stream/index.js";
+export { Author, ChannelConfig, type Content, contentFromDict, Conversation, DeveloperContent, Message, parseRole } from "./models.js";
+export { RenderConversationConfig, RenderOptions, SystemContent, TextContent, ToolDescription, ToolNamespaceConfig } from "./models.js";
+export { ValidationError } from "./models.js";
+export { ContentDelta, type Event, HarmonyParseError, HarmonyStreamParser, MessageEnd, MessageStart, messagesOf } from "./stream/index.js";
+export { type Mode, ParsedMessage, parseText, parseTokens, Recovered, RECOVERY_RULES, Region } from "./stream/index.js";
+export { type StreamParserOptions } from "./stream/index.js";
 export { GrammarError, IncrementalParser, type Reducer } from "./lalr.js";
 export { ParsedHeader, parseHeaderText, type StateData, StreamableParser, StreamState } from "./parser.js";
 export { detectLeak, escapeControlTokens, escapeControlTokensJson, type Leak, type LeakKind, unescapeControlTokens } from "./safety.js";

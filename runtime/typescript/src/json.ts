@@ -156,7 +156,13 @@ export function floatRepr(value: number): string {
   return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
 }
 
-const ESCAPES: Readonly<Record<string, string>> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f" };
+const ESCAPES: Readonly<Record<string, string>> = {
+  '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
+};
+
+function escapeChar(c: string): string {
+  return ESCAPES[c] ?? "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
+}
 
 /** Options of `writeJson`: ASCII escapes (default on), an indent, the item and key separators. */
 export interface WriteJsonOptions {
@@ -164,19 +170,21 @@ export interface WriteJsonOptions {
   readonly indent?: number;
   /** Default `", "` and `": "`, or `","` and `": "` with an indent. */
   readonly separators?: readonly [string, string];
+  /** How a float (not an integer) is written; default `floatRepr`. */
+  readonly float?: (value: number) => string;
 }
 
 /** JSON text by the canonical rules: JSON's short escapes, `\uXXXX` for other characters below U+0020 (and, with
  * `ensureAscii`, for every one past U+007E), `floatRepr` floats, the objects' own key order. */
 export function writeJson(value: unknown, options: WriteJsonOptions = {}): string {
-  const { ensureAscii = true, indent } = options;
+  const { ensureAscii = true, indent, float = floatRepr } = options;
   const [itemSep, keySep] = options.separators ?? (indent !== undefined ? [",", ": "] : [", ", ": "]);
-  const str = (s: string): string =>
-    '"' + s.replace(ensureAscii ? /["\\\u0000-\u001f\u007f-\uffff]/g : /["\\\u0000-\u001f]/g, (c) => ESCAPES[c] ?? "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")) + '"';
+  const escaped = ensureAscii ? /["\\\u0000-\u001f\u007f-\uffff]/g : /["\\\u0000-\u001f]/g;
+  const str = (s: string): string => '"' + s.replace(escaped, escapeChar) + '"';
   const write = (v: unknown, depth: number): string => {
     if (v === null || v === undefined || typeof v === "boolean" || typeof v === "bigint") return String(v ?? null);
-    if (typeof v === "number") return Number.isInteger(v) ? String(v === 0 ? 0 : v) : floatRepr(v);
-    if (v instanceof JsonFloat) return floatRepr(v.value);
+    if (typeof v === "number") return Number.isInteger(v) ? String(v === 0 ? 0 : v) : float(v);
+    if (v instanceof JsonFloat) return float(v.value);
     if (typeof v === "string") return str(v);
     if (typeof v !== "object") throw new TypeError(`a ${typeof v} is not JSON`);
     const isArray = Array.isArray(v);

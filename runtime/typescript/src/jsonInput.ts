@@ -6,6 +6,7 @@
 
 import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
 import { spec } from "./tables.js";
+import { cpCount } from "./texts.js";
 
 export const MAX_JSON_DEPTH: number = spec.MAX_JSON_DEPTH;
 export const MAX_SCHEMA_CHARS: number = spec.MAX_SCHEMA_CHARS;
@@ -39,10 +40,6 @@ export function formatPath(root: string, parts: readonly PathPart[]): string {
   return out;
 }
 
-function codePointsBefore(text: string, index: number): number {
-  return [...text.slice(0, index)].length;
-}
-
 /** Every problem of a decoded value, in document order: (path parts, reason). Iterative, never recursive. */
 function* walk(value: unknown): Generator<[PathPart[], string]> {
   const stack: [PathPart[], unknown][] = [[[], value]];
@@ -51,7 +48,7 @@ function* walk(value: unknown): Generator<[PathPart[], string]> {
     if (typeof node === "string") {
       const bad = SURROGATE.test(node) ? LONE_SURROGATE.exec(node) : null;
       if (bad !== null) {
-        yield [parts, `lone surrogate ${writeJson(bad[0])} at character ${codePointsBefore(node, bad.index)}: not valid Unicode`];
+        yield [parts, `lone surrogate ${writeJson(bad[0])} at character ${cpCount(node, 0, bad.index)}: not valid Unicode`];
       }
     } else if (node instanceof NonFinite) {
       yield [parts, `expected a finite number, found ${node.spelling}`];

@@ -30,10 +30,6 @@ export class GrammarError extends HarmonyError {
   }
 }
 
-function noValue(): unknown {
-  return null;
-}
-
 function action(state: number, symbol: string): number | undefined {
   return (ACTIONS[state] as Readonly<Record<string, number>>)[symbol];
 }
@@ -43,8 +39,6 @@ function top(states: readonly number[]): number {
 }
 
 const ACCEPTED = -1;
-
-function noReduce(): void {}
 
 /** Reduce on `terminal` as the tables say (`reduced` builds each rule's value; `states` follows) until it would
  * be shifted (its target state), the start rule is complete at the end of input (`ACCEPTED`), or it has no
@@ -66,7 +60,7 @@ export class IncrementalParser {
   private states: number[] = [grammar.START_STATE];
   private values: unknown[] = [];
 
-  constructor(private readonly reduce: Reducer = noValue) {}
+  constructor(private readonly reduce: Reducer = () => null) {}
 
   get state(): number {
     return top(this.states);
@@ -86,7 +80,7 @@ export class IncrementalParser {
   accepts(terminal: string): boolean {
     const first = action(top(this.states), terminal);
     if (first === undefined || first >= 0) return first !== undefined; // no action, or a shift: nothing to simulate
-    return drive([...this.states], terminal, noReduce) !== undefined;
+    return drive([...this.states], terminal, () => undefined) !== undefined;
   }
 
   copy(): IncrementalParser {

@@ -7,8 +7,8 @@
  */
 
 import { loadJson } from "./jsonInput.js";
-import { isJsonObject, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
-import { fill } from "./texts.js";
+import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, readJson, writeJson } from "./json.js";
+import { fill, quoted } from "./texts.js";
 import { ReasoningEffort, REASONING_EFFORT_VALUES, Role, ROLE_VALUES, spec } from "./tables.js";
 
 /**
@@ -45,33 +45,41 @@ function fail(loc: Loc, msg: string): never {
   throw new ValidationError(loc, msg);
 }
 
+/** Reads one value found at `loc`, or throws `ValidationError`. */
+type Read<T> = (value: unknown, loc: Loc) => T;
+
+/** `read`, for a value that may also be null (or absent). */
+function nullable<T>(read: Read<T>): Read<T | null> {
+  return (value, loc) => (value === null || value === undefined ? null : read(value, loc));
+}
+
+/** `read` for each item of a list, at its index. */
+function listOf<T>(read: Read<T>): Read<T[]> {
+  return (value, loc) => list(value, loc).map((item, i) => read(item, [...loc, i]));
+}
+
 function str(value: unknown, loc: Loc): string {
   if (typeof value !== "string") fail(loc, "Input should be a valid string");
   return value;
 }
 
-function optStr(value: unknown, loc: Loc): string | null {
-  return value === null || value === undefined ? null : str(value, loc);
-}
+const optStr = nullable(str);
 
-const TRUE_WORDS = new Set(["1", "on", "t", "true", "y", "yes"]);
-const FALSE_WORDS = new Set(["0", "off", "f", "false", "n", "no"]);
+/** The words (and integers) pydantic's lax mode reads as a boolean. */
+const BOOL_WORDS: ReadonlyMap<string, boolean> = new Map([
+  ...["1", "on", "t", "true", "y", "yes"].map((w): [string, boolean] => [w, true]),
+  ...["0", "off", "f", "false", "n", "no"].map((w): [string, boolean] => [w, false]),
+]);
 
 function bool(value: unknown, loc: Loc): boolean {
   if (typeof value === "boolean") return value;
-  if (typeof value === "number" && Number.isInteger(value)) {
-    if (value === 0 || value === 1) return value === 1;
-    fail(loc, "Input should be a valid boolean, unable to interpret input");
-  }
   if (value instanceof JsonFloat && (value.value === 0 || value.value === 1)) return value.value === 1;
-  if (typeof value === "bigint") fail(loc, "Input should be a valid boolean, unable to interpret input");
-  if (typeof value === "string") {
-    const word = value.toLowerCase();
-    if (TRUE_WORDS.has(word)) return true;
-    if (FALSE_WORDS.has(word)) return false;
-    fail(loc, "Input should be a valid boolean, unable to interpret input");
-  }
-  return fail(loc, "Input should be a valid boolean");
+  const integral = typeof value === "bigint" || Number.isInteger(value);
+  const word = typeof value === "string" ? value.toLowerCase() : integral ? String(value) : null;
+  if (word === null) fail(loc, "Input should be a valid boolean");
+  const found = BOOL_WORDS.get(word);
+  if (found === undefined) fail(loc, "Input should be a valid boolean, unable to interpret input");
+  return found;
 }
 
 function record(value: unknown, loc: Loc, model: string | null): JsonObject {
@@ -81,26 +89,34 @@ function record(value: unknown, loc: Loc, model: string | null): JsonObject {
   return value;
 }
 
+function dict(value: unknown, loc: Loc): JsonObject {
+  return record(value, loc, null);
+}
+
 function list(value: unknown, loc: Loc): unknown[] {
   if (!Array.isArray(value)) fail(loc, "Input should be a valid list");
   return value;
 }
 
-function required(obj: JsonObject, key: string, loc: Loc): unknown {
+/** The field `key` of `obj` read by `read` at its path; "Field required" when it is not there. */
+function required<T>(obj: JsonObject, loc: Loc, key: string, read: Read<T>): T {
   if (!Object.prototype.hasOwnProperty.call(obj, key)) fail([...loc, key], "Field required");
-  return obj[key];
+  return read(obj[key], [...loc, key]);
 }
 
-function optional(obj: JsonObject, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+/** The field `key` of `obj` read by `read` at its path, or `absent` when it is not there. */
+function optional<T>(obj: JsonObject, loc: Loc, key: string, read: Read<T>, absent: T): T {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? read(obj[key], [...loc, key]) : absent;
+}
+
+/** The object without its null fields (the JSON form leaves an unset field out). */
+function present(obj: Record<string, JsonData>): JsonObject {
+  return Object.fromEntries(Object.entries(obj).filter(([, value]) => value !== null));
 }
 
 function effort(value: unknown, loc: Loc): ReasoningEffort {
   const found = REASONING_EFFORT_VALUES.find((e) => e === value);
-  if (found === undefined) {
-    const names = REASONING_EFFORT_VALUES.map((e) => `'${e}'`);
-    fail(loc, `Input should be ${names.slice(0, -1).join(", ")} or ${names[names.length - 1] ?? ""}`);
-  }
+  if (found === undefined) fail(loc, `Input should be ${quoted(REASONING_EFFORT_VALUES)}`);
   return found;
 }
 
@@ -140,18 +156,14 @@ export class ToolDescription {
   }
 
   toDict(): JsonObject {
-    const out: JsonObject = { name: this.name, description: this.description };
-    if (this.parameters !== null) out["parameters"] = this.parameters;
-    return out;
+    return present({ name: this.name, description: this.description, parameters: this.parameters });
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolDescription {
     const obj = record(raw, loc, "ToolDescription");
-    const name = str(required(obj, "name", loc), [...loc, "name"]);
-    const description = str(required(obj, "description", loc), [...loc, "description"]);
-    const params = optional(obj, "parameters");
-    const parameters = params === null || params === undefined ? null : record(params, [...loc, "parameters"], null);
-    return new ToolDescription(name, description, parameters);
+    const name = required(obj, loc, "name", str);
+    const description = required(obj, loc, "description", str);
+    return new ToolDescription(name, description, optional(obj, loc, "parameters", nullable(dict), null));
   }
 }
 
@@ -172,10 +184,8 @@ export class ChannelConfig {
 
   static fromDict(raw: unknown, loc: Loc = []): ChannelConfig {
     const obj = record(raw, loc, "ChannelConfig");
-    const channels = list(required(obj, "valid_channels", loc), [...loc, "valid_channels"]).map((c, i) =>
-      str(c, [...loc, "valid_channels", i]),
-    );
-    return new ChannelConfig(channels, bool(required(obj, "channel_required", loc), [...loc, "channel_required"]));
+    const channels = required(obj, loc, "valid_channels", listOf(str));
+    return new ChannelConfig(channels, required(obj, loc, "channel_required", bool));
   }
 }
 
@@ -203,20 +213,14 @@ export class ToolNamespaceConfig {
   }
 
   toDict(): JsonObject {
-    const out: JsonObject = { name: this.name };
-    if (this.description !== null) out["description"] = this.description;
-    out["tools"] = this.tools.map((t) => t.toDict());
-    return out;
+    return present({ name: this.name, description: this.description, tools: this.tools.map((t) => t.toDict()) });
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolNamespaceConfig {
     const obj = record(raw, loc, "ToolNamespaceConfig");
-    const name = str(required(obj, "name", loc), [...loc, "name"]);
-    const description = optStr(optional(obj, "description"), [...loc, "description"]);
-    const tools = list(required(obj, "tools", loc), [...loc, "tools"]).map((t, i) =>
-      ToolDescription.fromDict(t, [...loc, "tools", i]),
-    );
-    return new ToolNamespaceConfig(name, description, tools);
+    const name = required(obj, loc, "name", str);
+    const description = optional(obj, loc, "description", optStr, null);
+    return new ToolNamespaceConfig(name, description, required(obj, loc, "tools", listOf(ToolDescription.fromDict)));
   }
 }
 
@@ -225,18 +229,14 @@ function withNamespace(tools: Map<string, ToolNamespaceConfig> | null, ns: ToolN
   return (tools ?? new Map<string, ToolNamespaceConfig>()).set(ns.name, ns);
 }
 
-function namespacesToDict(tools: ReadonlyMap<string, ToolNamespaceConfig>): JsonObject {
-  const out: JsonObject = {};
-  for (const [key, ns] of tools) out[key] = ns.toDict();
-  return out;
+function namespacesToDict(tools: ReadonlyMap<string, ToolNamespaceConfig> | null): JsonObject | null {
+  return tools === null ? null : Object.fromEntries([...tools].map(([key, ns]) => [key, ns.toDict()]));
 }
 
 function namespacesFromDict(raw: unknown, loc: Loc): Map<string, ToolNamespaceConfig> | null {
   if (raw === null || raw === undefined) return null;
-  const obj = record(raw, loc, null);
-  const out = new Map<string, ToolNamespaceConfig>();
-  for (const key of keysOf(obj)) out.set(key, ToolNamespaceConfig.fromDict(obj[key], [...loc, key]));
-  return out;
+  const obj = dict(raw, loc);
+  return new Map(keysOf(obj).map((key) => [key, ToolNamespaceConfig.fromDict(obj[key], [...loc, key])]));
 }
 
 /** The system message: identity, dates, reasoning effort, built-in tools, channels. */
@@ -245,10 +245,7 @@ export class SystemContent {
   reasoningEffort: ReasoningEffort | null = effort(spec.SYSTEM_DEFAULT_REASONING_EFFORT, []);
   conversationStartDate: string | null = spec.SYSTEM_DEFAULT_CONVERSATION_START_DATE;
   knowledgeCutoff: string | null = spec.SYSTEM_DEFAULT_KNOWLEDGE_CUTOFF;
-  channelConfig: ChannelConfig | null = new ChannelConfig(
-    [...spec.SYSTEM_DEFAULT_VALID_CHANNELS],
-    spec.SYSTEM_DEFAULT_CHANNEL_REQUIRED,
-  );
+  channelConfig: ChannelConfig | null = new ChannelConfig([...spec.SYSTEM_DEFAULT_VALID_CHANNELS], spec.SYSTEM_DEFAULT_CHANNEL_REQUIRED);
   tools: Map<string, ToolNamespaceConfig> | null = null;
 
   static new(): SystemContent {
@@ -274,36 +271,27 @@ export class SystemContent {
   withPythonTool(): this { return this.withTools(ToolNamespaceConfig.python()); }
 
   toDict(): JsonObject {
-    const out: JsonObject = {};
-    if (this.modelIdentity !== null) out["model_identity"] = this.modelIdentity;
-    if (this.reasoningEffort !== null) out["reasoning_effort"] = this.reasoningEffort;
-    if (this.conversationStartDate !== null) out["conversation_start_date"] = this.conversationStartDate;
-    if (this.knowledgeCutoff !== null) out["knowledge_cutoff"] = this.knowledgeCutoff;
-    if (this.channelConfig !== null) out["channel_config"] = this.channelConfig.toDict();
-    if (this.tools !== null) out["tools"] = namespacesToDict(this.tools);
-    out["type"] = CONTENT_TAGS.system;
-    return out;
+    return present({
+      model_identity: this.modelIdentity,
+      reasoning_effort: this.reasoningEffort,
+      conversation_start_date: this.conversationStartDate,
+      knowledge_cutoff: this.knowledgeCutoff,
+      channel_config: this.channelConfig?.toDict() ?? null,
+      tools: namespacesToDict(this.tools),
+      type: CONTENT_TAGS.system,
+    });
   }
 
   /** From the reference's JSON form (the `type` key is ignored); a missing key keeps its default. */
   static fromDict(raw: unknown, loc: Loc = []): SystemContent {
     const obj = record(raw, loc, "SystemContent");
     const out = new SystemContent();
-    const has = (key: string): boolean => Object.prototype.hasOwnProperty.call(obj, key);
-    if (has("model_identity")) out.modelIdentity = optStr(obj["model_identity"], [...loc, "model_identity"]);
-    if (has("reasoning_effort")) {
-      const value = obj["reasoning_effort"];
-      out.reasoningEffort = value === null ? null : effort(value, [...loc, "reasoning_effort"]);
-    }
-    if (has("conversation_start_date")) {
-      out.conversationStartDate = optStr(obj["conversation_start_date"], [...loc, "conversation_start_date"]);
-    }
-    if (has("knowledge_cutoff")) out.knowledgeCutoff = optStr(obj["knowledge_cutoff"], [...loc, "knowledge_cutoff"]);
-    if (has("channel_config")) {
-      const value = obj["channel_config"];
-      out.channelConfig = value === null ? null : ChannelConfig.fromDict(value, [...loc, "channel_config"]);
-    }
-    if (has("tools")) out.tools = namespacesFromDict(obj["tools"], [...loc, "tools"]);
+    out.modelIdentity = optional(obj, loc, "model_identity", optStr, out.modelIdentity);
+    out.reasoningEffort = optional(obj, loc, "reasoning_effort", nullable(effort), out.reasoningEffort);
+    out.conversationStartDate = optional(obj, loc, "conversation_start_date", optStr, out.conversationStartDate);
+    out.knowledgeCutoff = optional(obj, loc, "knowledge_cutoff", optStr, out.knowledgeCutoff);
+    out.channelConfig = optional(obj, loc, "channel_config", nullable(ChannelConfig.fromDict), out.channelConfig);
+    out.tools = optional(obj, loc, "tools", namespacesFromDict, out.tools);
     return out;
   }
 }
@@ -326,18 +314,14 @@ export class DeveloperContent {
   }
 
   toDict(): JsonObject {
-    const out: JsonObject = {};
-    if (this.instructions !== null) out["instructions"] = this.instructions;
-    if (this.tools !== null) out["tools"] = namespacesToDict(this.tools);
-    out["type"] = CONTENT_TAGS.developer;
-    return out;
+    return present({ instructions: this.instructions, tools: namespacesToDict(this.tools), type: CONTENT_TAGS.developer });
   }
 
   static fromDict(raw: unknown, loc: Loc = []): DeveloperContent {
     const obj = record(raw, loc, "DeveloperContent");
     const out = new DeveloperContent();
-    out.instructions = optStr(optional(obj, "instructions"), [...loc, "instructions"]);
-    out.tools = namespacesFromDict(optional(obj, "tools"), [...loc, "tools"]);
+    out.instructions = optional(obj, loc, "instructions", optStr, null);
+    out.tools = optional(obj, loc, "tools", namespacesFromDict, null);
     return out;
   }
 }
@@ -351,9 +335,7 @@ export const CONTENT_TYPE_TAGS: readonly string[] = Object.values(CONTENT_TAGS);
 /** A content item from the reference's JSON form; throws `ValidationError` (path relative to the item). */
 export function contentFromDict(raw: unknown): Content {
   const kind = isJsonObject(raw) ? raw["type"] : undefined;
-  if (kind === CONTENT_TAGS.text && isJsonObject(raw)) {
-    return new TextContent(str(required(raw, "text", []), ["text"]));
-  }
+  if (kind === CONTENT_TAGS.text && isJsonObject(raw)) return new TextContent(required(raw, [], "text", str));
   if (kind === CONTENT_TAGS.system) return SystemContent.fromDict(raw);
   if (kind === CONTENT_TAGS.developer) return DeveloperContent.fromDict(raw);
   throw new RangeError(fill(spec.ERR_UNKNOWN_CONTENT, { raw }));
@@ -392,16 +374,10 @@ export class Message {
 
   withContentType(contentType: string): this { this.contentType = contentType; return this; }
 
+  /** The author's name is written even when null; the header's other fields only when set. */
   toDict(): JsonObject {
-    const out: JsonObject = {
-      role: this.author.role,
-      name: this.author.name,
-      content: this.content.map((c) => c.toDict()),
-    };
-    if (this.channel !== null) out["channel"] = this.channel;
-    if (this.recipient !== null) out["recipient"] = this.recipient;
-    if (this.contentType !== null) out["content_type"] = this.contentType;
-    return out;
+    const header = present({ channel: this.channel, recipient: this.recipient, content_type: this.contentType });
+    return { role: this.author.role, name: this.author.name, content: this.content.map((c) => c.toDict()), ...header };
   }
 
   toJson(): string {
@@ -409,13 +385,12 @@ export class Message {
   }
 
   static fromDict(data: JsonObject): Message {
-    const author = new Author(parseRole(data["role"]), optStr(optional(data, "name"), ["name"]));
+    const text = (key: string): string | null => optional(data, [], key, optStr, null);
+    const author = new Author(parseRole(data["role"]), text("name"));
     let raw = data["content"];
     if (typeof raw === "string") raw = [{ type: CONTENT_TAGS.text, text: raw }];
     const contents = list(raw, ["content"]).map(contentFromDict);
-    const header: (string | null)[] = [];
-    for (const key of ["channel", "recipient", "content_type"]) header.push(optStr(optional(data, key), [key]));
-    return new Message(author, contents, header[0] ?? null, header[1] ?? null, header[2] ?? null);
+    return new Message(author, contents, text("channel"), text("recipient"), text("content_type"));
   }
 }
 
@@ -441,8 +416,8 @@ export class Conversation implements Iterable<Message> {
 
   /** Read `toJson` output; JSON beyond `jsonInput`'s limits or with a lone surrogate throws `JSONInputError`. */
   static fromJson(payload: string): Conversation {
-    const data = record(loadJson(payload), [], null);
-    return new Conversation(list(data["messages"], ["messages"]).map((m, i) => Message.fromDict(record(m, ["messages", i], null))));
+    const data = dict(loadJson(payload), []);
+    return new Conversation(list(data["messages"], ["messages"]).map((m, i) => Message.fromDict(dict(m, ["messages", i]))));
   }
 }
 

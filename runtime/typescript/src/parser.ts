@@ -9,7 +9,7 @@ import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
-import { fill } from "./texts.js";
+import { escapeText, fill } from "./texts.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 
@@ -27,6 +27,7 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const UNICODE_WS =
   "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
 const UNICODE_WS_SET = new Set(UNICODE_WS);
+const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
 
 /** Where the parser is: before a message, in its header, or in its body. */
@@ -52,31 +53,16 @@ export class ParsedHeader {
   }
 }
 
-const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u; // Rust escapes these, but the space
 const RUST_ESCAPES: Readonly<Record<string, string>> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
 
 /** A string as Rust's `{:?}` prints it (as the Python package approximates it). */
 export function rustDebugStr(text: string): string {
-  let out = '"';
-  for (const ch of text) {
-    const escaped = RUST_ESCAPES[ch];
-    if (escaped !== undefined) out += escaped;
-    else if (ch !== " " && NOT_PRINTABLE.test(ch)) out += "\\u{" + (ch.codePointAt(0) ?? 0).toString(16) + "}";
-    else out += ch;
-  }
-  return out + '"';
+  return '"' + escapeText(text, RUST_ESCAPES, (code) => `\\u{${code.toString(16)}}`) + '"';
 }
 
+/** Rust's `str::trim`. */
 function rustTrim(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && UNICODE_WS_SET.has(text[start] ?? "")) start++;
-  while (end > start && UNICODE_WS_SET.has(text[end - 1] ?? "")) end--;
-  return text.slice(start, end);
-}
-
-function findRole(value: string): Role | undefined {
-  return ROLE_VALUES.find((r) => r === value);
+  return text.replace(RUST_TRIM, "");
 }
 
 /** Split a decoded header into author, channel, recipient and content type (reference rules); the words
@@ -106,16 +92,12 @@ export function parseHeaderText(
     const first = parts[0];
     if (first === undefined) throw new HarmonyError(spec.ERR_PARSE_NO_ROLE);
     roleText = first;
-    const known = findRole(first);
-    if (known === undefined) {
-      if (parts.length > 1 || first.startsWith(TO)) {
-        parts.shift();
-        found = Roles.Tool;
-      } else {
-        throw new HarmonyError(fill(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
-      }
-    } else {
-      found = known;
+    found = ROLE_VALUES.find((r) => r === first) ?? null;
+    if (found === null) {
+      // an unknown first word is a tool's name, when more follows or it names a recipient
+      if (parts.length === 1 && !first.startsWith(TO)) throw new HarmonyError(fill(spec.ERR_PARSE_UNKNOWN_ROLE, { role: first }));
+      parts.shift();
+      found = Roles.Tool;
     }
   }
   if (parts.length > 0 && parts[0] === found) parts.shift();
@@ -137,14 +119,12 @@ export function parseHeaderText(
   return [new ParsedHeader(author, recipient, channel, contentType), remaining];
 }
 
-function message(header: ParsedHeader, text: string): Message {
-  return new Message(
-    new Author(header.author.role, header.author.name),
-    [new TextContent(text)],
-    header.channel,
-    header.recipient,
-    header.contentType,
-  );
+/** A message read: its header and its text (`messages` builds fresh objects from it each time). */
+type Done = readonly [ParsedHeader, string];
+
+function message([header, text]: Done): Message {
+  const author = new Author(header.author.role, header.author.name);
+  return new Message(author, [new TextContent(text)], header.channel, header.recipient, header.contentType);
 }
 
 const EMPTY = new Uint8Array(0);
@@ -158,26 +138,22 @@ export type StateData =
 
 /** Incremental parser over completion tokens, one `process(token)` at a time. */
 export class StreamableParser {
-  private readonly strictMode: boolean;
-  private nextRole: Role | null;
   private stateValue: StreamState;
   private headerTokens: number[] = [];
   private header: ParsedHeader | null = null;
   private deltas: string[] = [];
   private readonly seen: number[] = [];
-  private readonly done: Message[] = [];
+  private readonly done: Done[] = [];
   private lastDelta: string | null = null;
   private undecodedTokens: number[] = [];
   private undecodedBytes: Uint8Array = EMPTY;
 
   constructor(
     private readonly encoding: HarmonyEncoding,
-    role: Role | null,
-    strict = true,
+    private nextRole: Role | null,
+    private readonly strict = true,
   ) {
-    this.strictMode = strict;
-    this.nextRole = role;
-    this.stateValue = role !== null ? StreamState.Header : StreamState.ExpectStart;
+    this.stateValue = nextRole !== null ? StreamState.Header : StreamState.ExpectStart;
   }
 
   // -- feeding ---------------------------------------------------------------------------------------------
@@ -207,12 +183,12 @@ export class StreamableParser {
         this.nextRole = null;
         this.deltas = [];
         this.stateValue = StreamState.Content;
-      } else if (token !== null && !this.strictMode && this.encoding.isStopToken(token)) {
+      } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
         const role = this.nextRole;
         if (role !== null && this.headerTokens.length > 0) {
           const text = this.encoding.decodeUtf8(this.headerTokens);
           const [header, rest] = parseHeaderText(text, role, false);
-          this.done.push(message(header, rest ?? ""));
+          this.done.push([header, rest ?? ""]);
         }
         this.headerTokens = [];
         this.stateValue = StreamState.ExpectStart;
@@ -290,7 +266,7 @@ export class StreamableParser {
       }
     }
     text += decodeReplacing(this.undecodedBytes);
-    this.done.push(message(header, text));
+    this.done.push([header, text]);
     this.stateValue = StreamState.ExpectStart;
     this.header = null;
     this.deltas = [];
@@ -332,16 +308,7 @@ export class StreamableParser {
 
   /** The messages completed so far (copies). */
   get messages(): Message[] {
-    return this.done.map(
-      (m) =>
-        new Message(
-          new Author(m.author.role, m.author.name),
-          m.content.map((c) => (c instanceof TextContent ? new TextContent(c.text) : c)),
-          m.channel,
-          m.recipient,
-          m.contentType,
-        ),
-    );
+    return this.done.map(message);
   }
 
   get tokens(): number[] {
@@ -351,8 +318,8 @@ export class StreamableParser {
   get stateData(): StateData {
     if (this.stateValue === StreamState.Header) return { state: StreamState.Header, header_tokens: [...this.headerTokens] };
     if (this.stateValue === StreamState.Content && this.header !== null) {
-      const contentTokens: number[] = [];
-      for (const delta of this.deltas) for (const t of this.encoding.encodeOrdinary(delta)) contentTokens.push(t); // the reference re-encodes each decoded delta
+      // the reference re-encodes each decoded delta
+      const contentTokens = this.deltas.flatMap((delta) => this.encoding.encodeOrdinary(delta));
       return { state: StreamState.Content, header: this.header.toDict(), content_tokens: contentTokens };
     }
     return { state: StreamState.ExpectStart };

@@ -11,39 +11,34 @@
 
 import type { CreateResponseBody } from "#types";
 
-import type { CommandSpec, Value } from "./args.js";
+import type { Command } from "commander";
+
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
-import { CommandError, displayName, loadEncoding, readJsonFile } from "./cliio.js";
+import { CommandError, displayName, loadEncoding, type Out, readJsonFile } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
 import { Role } from "./tables.js";
 
 /** What `prompt` accepts beyond the prompt's own fields: everything that leaves the prompt as it is. */
-export const PROMPT_CAPABILITIES: Capabilities = { store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false };
+export const PROMPT_CAPABILITIES: Capabilities = {
+  store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false,
+};
 /** The flag naming the request file, in `prompt` and `respond`. */
 export const REQUEST_FLAG = "--request";
 
+export interface PromptFlags {
+  readonly request: string;
+  readonly tokens?: boolean;
+}
+
 /** The `prompt` subcommand's flags (the Python CLI's `add_prompt_parser`). */
-export function promptCommand(): CommandSpec {
-  return {
-    name: "prompt",
-    help: "print the Harmony prompt an Open Responses request renders to",
-    positional: null,
-    options: [
-      { flag: REQUEST_FLAG, dest: "request", kind: "value", required: true, help: "request JSON file (CreateResponseBody), or -" },
-      { flag: "--tokens", dest: "tokens", kind: "flag", help: "print token ids (JSON) instead of text" },
-    ],
-  };
-}
-
-/** The prompt's token ids for a request body given as JSON data; throws `RequestError` for a bad request. */
-export function promptTokens(raw: unknown, encoding: HarmonyEncoding): number[] {
-  return renderRequest(parseRequest(raw, PROMPT_CAPABILITIES), encoding);
-}
-
-function renderRequest(body: CreateResponseBody, encoding: HarmonyEncoding): number[] {
-  return encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant);
+export function promptCommand(root: Command): Command {
+  return root
+    .command("prompt")
+    .description("print the Harmony prompt an Open Responses request renders to")
+    .requiredOption(`${REQUEST_FLAG} <REQUEST>`, "request JSON file (CreateResponseBody), or -")
+    .option("--tokens", "print token ids (JSON) instead of text");
 }
 
 /** Read a request file, check it under `capabilities` and render its prompt; a bad request prints its 400 error body
@@ -51,13 +46,13 @@ function renderRequest(body: CreateResponseBody, encoding: HarmonyEncoding): num
 export function planRequest(
   file: string,
   capabilities: Capabilities,
-  err: (text: string) => void,
+  err: Out,
 ): { readonly body: CreateResponseBody; readonly encoding: HarmonyEncoding; readonly prompt: number[] } | null {
   const raw = readJsonFile(file, REQUEST_FLAG);
   try {
     const body = parseRequest(raw, capabilities);
     const encoding = loadEncoding();
-    return { body, encoding, prompt: renderRequest(body, encoding) };
+    return { body, encoding, prompt: encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant) };
   } catch (e) {
     if (e instanceof RequestError) {
       err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
@@ -69,9 +64,9 @@ export function planRequest(
 }
 
 /** Run `prompt`; returns the exit code. */
-export function prompt(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
-  const planned = planRequest(String(values["request"]), PROMPT_CAPABILITIES, err);
+export function prompt(flags: PromptFlags, out: Out, err: Out): number {
+  const planned = planRequest(flags.request, PROMPT_CAPABILITIES, err);
   if (planned === null) return 2;
-  out((values["tokens"] === true ? writeJson(planned.prompt) : planned.encoding.decodeUtf8(planned.prompt)) + "\n");
+  out((flags.tokens === true ? writeJson(planned.prompt) : planned.encoding.decodeUtf8(planned.prompt)) + "\n");
   return 0;
 }

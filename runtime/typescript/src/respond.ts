@@ -11,13 +11,14 @@
 
 import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#types";
 
-import type { CommandSpec, Value } from "./args.js";
+import { type Command, Option } from "commander";
+
 import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
 import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, ResponseStreamer, tokensFromText } from "./bridge/items.js";
 import type { Capabilities } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
 import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
-import { CommandError, InputError, readText, readTokenIds, STDIN } from "./cliio.js";
+import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError } from "./errors.js";
 import { writeJson } from "./json.js";
@@ -35,46 +36,40 @@ function namesPattern(names: readonly string[]): string {
   return first.slice(0, first.lastIndexOf(".")) + ".*";
 }
 
+export interface RespondFlags {
+  readonly request: string;
+  readonly completion: string;
+  readonly tokens?: boolean;
+  readonly stream?: boolean;
+  readonly chat?: boolean;
+  readonly reasoningEvents: ReasoningNames;
+  readonly finish?: string;
+  readonly fixedIds?: boolean;
+}
+
 /** The `respond` subcommand's flags (the Python CLI's `add_respond_parser`). */
-export function respondCommand(): CommandSpec {
+export function respondCommand(root: Command): Command {
   const ours = namesPattern(Object.keys(OPENAI_REASONING_EVENTS));
   const openai = namesPattern(Object.values(OPENAI_REASONING_EVENTS));
-  return {
-    name: "respond",
-    help: "turn an Open Responses request and a Harmony completion into the response",
-    positional: null,
-    options: [
-      { flag: REQUEST_FLAG, dest: "request", kind: "value", required: true, help: "request JSON file (CreateResponseBody), or -" },
-      {
-        flag: COMPLETION_FLAG,
-        dest: "completion",
-        kind: "value",
-        required: true,
-        help: `the model's completion after ${spec.SPELLING_START}${Role.Assistant}, or -`,
-      },
-      { flag: "--tokens", dest: "tokens", kind: "flag", help: "the completion file holds a JSON list of token ids" },
-      { flag: "--stream", dest: "stream", kind: "flag", help: "print the SSE event stream (as does stream: true)" },
-      { flag: "--chat", dest: "chat", kind: "flag", help: "print the Chat Completions form instead" },
-      {
-        flag: "--reasoning-events",
-        dest: "reasoning_events",
-        kind: "value",
-        choices: ["spec", "openai"],
-        default: "spec",
-        help: `raw reasoning event names: ${ours} (spec) or ${openai} (openai)`,
-      },
-      {
-        flag: "--finish",
-        dest: "finish",
-        kind: "value",
-        choices: [STOP, LENGTH],
-        help:
-          "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
-          "unknown by default (text is taken as stopped unless it ends inside a header, reasoning or a call's JSON; token ids as cut if they end mid-message)",
-      },
-      { flag: "--fixed-ids", dest: "fixed_ids", kind: "flag", help: "counting ids and created_at 0, for reproducible output" },
-    ],
-  };
+  const finish =
+    "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
+    "unknown by default (text is taken as stopped unless it ends inside a header, reasoning or a call's JSON; " +
+    "token ids as cut if they end mid-message)";
+  return root
+    .command("respond")
+    .description("turn an Open Responses request and a Harmony completion into the response")
+    .requiredOption(`${REQUEST_FLAG} <REQUEST>`, "request JSON file (CreateResponseBody), or -")
+    .requiredOption(`${COMPLETION_FLAG} <COMPLETION>`, `the model's completion after ${spec.SPELLING_START}${Role.Assistant}, or -`)
+    .option("--tokens", "the completion file holds a JSON list of token ids")
+    .option("--stream", "print the SSE event stream (as does stream: true)")
+    .option("--chat", "print the Chat Completions form instead")
+    .addOption(
+      new Option("--reasoning-events <REASONING_EVENTS>", `raw reasoning event names: ${ours} (spec) or ${openai} (openai)`)
+        .choices(["spec", "openai"])
+        .default("spec"),
+    )
+    .addOption(new Option("--finish <FINISH>", finish).choices([STOP, LENGTH]))
+    .option("--fixed-ids", "counting ids and created_at 0, for reproducible output");
 }
 
 /** The completion's token ids from `--tokens` input; an id outside the vocabulary is an error naming it. */
@@ -99,39 +94,29 @@ function turnCut(completion: readonly number[], budget: number, encoding: Harmon
 }
 
 /** The response's events; a turn the budget cut ends `incomplete` even between two messages. */
-function* events(completion: Completion, encoding: HarmonyEncoding, body: CreateResponseBody, stopped: boolean | null, options: BuilderOptions): Generator<StreamingEvent> {
+function* events(
+  completion: Completion,
+  encoding: HarmonyEncoding,
+  body: CreateResponseBody,
+  stopped: boolean | null,
+  options: BuilderOptions,
+): Generator<StreamingEvent> {
   const streamer = new ResponseStreamer(encoding, body, options);
   yield* streamer.start();
   for (const batch of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* batch;
   yield* streamer.finish(stopped);
 }
 
-/** The response as SSE text, deltas written straight from their text (the same bytes as `toSse`). */
-function* sse(
-  completion: Completion,
-  encoding: HarmonyEncoding,
-  body: CreateResponseBody,
-  stopped: boolean | null,
-  names: ReasoningNames,
-  options: BuilderOptions,
-): Generator<string> {
-  const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: names });
-  yield streamer.start();
-  yield* feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c));
-  yield streamer.finish(stopped);
-}
-
 /** Run `respond`; returns the exit code. */
-export function respond(values: Readonly<Record<string, Value>>, out: (text: string) => void, err: (text: string) => void): number {
-  const requestFile = String(values["request"]);
-  const completionFile = String(values["completion"]);
-  if (requestFile === STDIN && completionFile === STDIN) {
+export function respond(flags: RespondFlags, out: Out, err: Out): number {
+  const completionFile = flags.completion;
+  if (flags.request === STDIN && completionFile === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
   }
-  const planned = planRequest(requestFile, RESPOND_CAPABILITIES, err);
+  const planned = planRequest(flags.request, RESPOND_CAPABILITIES, err);
   if (planned === null) return 2;
   const { body, encoding, prompt } = planned;
-  const text = values["tokens"] === true ? null : readText(completionFile, COMPLETION_FLAG);
+  const text = flags.tokens === true ? null : readText(completionFile, COMPLETION_FLAG);
   let ids = text === null ? completionIds(completionFile, encoding) : null;
   let cut = false;
   const budget = body.max_output_tokens ?? null;
@@ -142,15 +127,17 @@ export function respond(values: Readonly<Record<string, Value>>, out: (text: str
   }
   const completion: Completion = ids ?? [text ?? ""];
   // A budget that cut the turn overrides the finish reason given; without either, the builder decides.
-  const finish = values["finish"];
-  const stopped = cut ? false : typeof finish === "string" ? finish === STOP : null;
-  const fixed = values["fixed_ids"] === true;
-  const options: BuilderOptions = fixed
+  const stopped = cut ? false : flags.finish !== undefined ? flags.finish === STOP : null;
+  const options: BuilderOptions = flags.fixedIds === true
     ? { inputTokens: prompt.length, ids: countingIds(), createdAt: 0, clock: () => 0 }
     : { inputTokens: prompt.length, ids: randomId };
-  const streaming = values["stream"] === true || body.stream === true;
-  if (streaming && values["chat"] !== true) {
-    for (const piece of sse(completion, encoding, body, stopped, values["reasoning_events"] as ReasoningNames, options)) out(piece);
+  const streaming = flags.stream === true || body.stream === true;
+  if (streaming && flags.chat !== true) {
+    // SSE text, deltas written straight from their text (the same bytes as `toSse`)
+    const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: flags.reasoningEvents });
+    out(streamer.start());
+    for (const piece of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) out(piece);
+    out(streamer.finish(stopped));
     return 0;
   }
   const stream = events(completion, encoding, body, stopped, options);
@@ -162,7 +149,7 @@ export function respond(values: Readonly<Record<string, Value>>, out: (text: str
   let last: StreamingEvent | null = null;
   for (const event of stream) last = event; // the closing event carries the final response
   const response = (last as unknown as { response: ResponseResource }).response;
-  const data = values["chat"] === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
+  const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
   out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   return 0;
 }

@@ -14,15 +14,12 @@
 
 import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
+import { escapeRegExp as esc } from "./texts.js";
 
 const JOINER = "\u2060";
 const OPEN = spec.SPELLING_OPEN;
 const OPEN_FIRST = OPEN.slice(0, 1);
 const OPEN_REST = OPEN.slice(1);
-
-function esc(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
 
 // Python's `\s` for text (str.isspace): JavaScript's `\s` differs (it adds U+FEFF, lacks U+001C–U+001F, U+0085).
 const PY_SPACE = "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
@@ -79,26 +76,11 @@ export interface Leak {
   readonly text: string;
 }
 
-/** Code spans: sorted, disjoint; `contains` walks forward, since callers ask in increasing order. */
-class CodeSpans {
-  private readonly spans: [number, number][] = [];
-
-  constructor(text: string) {
-    for (const m of text.matchAll(CODE_RE)) this.spans.push([m.index, m.index + m[0].length]);
-  }
-
-  contains(pos: number): boolean {
-    let lo = 0;
-    let hi = this.spans.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const span = this.spans[mid];
-      if (span !== undefined && span[1] <= pos) lo = mid + 1;
-      else hi = mid;
-    }
-    const span = this.spans[lo];
-    return span !== undefined && span[0] <= pos && pos < span[1];
-  }
+/** Which UTF-16 offsets of `text` are inside Markdown code (inline spans and fenced blocks): 1 inside. */
+function codeMask(text: string): Uint8Array {
+  const mask = new Uint8Array(text.length);
+  for (const m of text.matchAll(CODE_RE)) mask.fill(1, m.index, m.index + m[0].length);
+  return mask;
 }
 
 /** A line's header signals, found once: `[start, end)` in line coordinates, in order. */
@@ -128,13 +110,12 @@ function signalAround(line: string, signals: readonly [number, number][], leftEn
 
 /** Control-token spellings and header fragments outside Markdown code, in text order. */
 export function detectLeak(text: string): Leak[] {
-  const code = new CodeSpans(text);
+  const code = codeMask(text);
   const leaks: Leak[] = [];
-  for (const m of text.matchAll(SPECIAL_RE)) {
-    if (!code.contains(m.index)) leaks.push({ kind: "control_token", start: m.index, end: m.index + m[0].length, text: m[0] });
-  }
-  for (const m of text.matchAll(GLUED_RE)) {
-    if (!code.contains(m.index)) leaks.push({ kind: "glued_header", start: m.index, end: m.index + m[0].length, text: m[0] });
+  for (const [kind, pattern] of [["control_token", SPECIAL_RE], ["glued_header", GLUED_RE]] as const) {
+    for (const m of text.matchAll(pattern)) {
+      if (code[m.index] !== 1) leaks.push({ kind, start: m.index, end: m.index + m[0].length, text: m[0] });
+    }
   }
   let cachedLineStart = -1;
   let cachedLineEnd = -1;
@@ -143,7 +124,7 @@ export function detectLeak(text: string): Leak[] {
   for (const m of text.matchAll(RECIPIENT_RE)) {
     const start = m.index;
     const end = start + m[0].length;
-    if (code.contains(start)) continue;
+    if (code[start] === 1) continue;
     if (start >= cachedLineEnd) {
       // Matches come in text order: the search back stops at the previous line's end, so text is read once.
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;

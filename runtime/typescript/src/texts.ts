@@ -31,19 +31,27 @@ const SHORT: Readonly<Record<string, string>> = { "\\": "\\\\", "\n": "\\n", "\r
 /** The spec's `pyrepr` form of a string: single quotes unless it has a single quote and no double quote. */
 export function pyrepr(text: string): string {
   const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of text) {
-    const code = ch.codePointAt(0) ?? 0;
-    if (ch === quote) out += "\\" + ch;
-    else if (SHORT[ch] !== undefined) out += SHORT[ch];
-    else if (ch === " " || !NOT_PRINTABLE.test(ch)) out += ch;
-    else out += code < 0x100 ? "\\x" + hex(code, 2) : code < 0x10000 ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
-  }
-  return out + quote;
+  return quote + escapeText(text, { ...SHORT, [quote]: "\\" + quote }, pyEscape) + quote;
+}
+
+function pyEscape(code: number): string {
+  return code < 0x100 ? "\\x" + hex(code, 2) : code < 0x10000 ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
+}
+
+/** `text` with each character of `short` replaced, and each other one Unicode does not print (but the space) by `long`. */
+export function escapeText(text: string, short: Readonly<Record<string, string>>, long: (code: number) => string): string {
+  let out = "";
+  for (const ch of text) out += short[ch] ?? (ch === " " || !NOT_PRINTABLE.test(ch) ? ch : long(ch.codePointAt(0) ?? 0));
+  return out;
 }
 
 function hex(code: number, width: number): string {
   return code.toString(16).padStart(width, "0");
+}
+
+/** `'a', 'b' or 'c'`: a list of choices as the Python package's error texts give them. */
+export function quoted(items: readonly string[]): string {
+  return items.map((t) => `'${t}'`).join(", ").replace(/, ([^,]*)$/, " or $1");
 }
 
 /** `text_rules.whitespace` as a regular-expression class body (flag `u`). */
@@ -76,7 +84,7 @@ export function cpLength(text: string): number {
 export function cpCount(text: string, start: number, end: number): number {
   let n = end - start;
   for (let i = start; i < end - 1; i++) {
-    if (isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1))) {
+    if (pairAt(text, i)) {
       n--;
       i++;
     }
@@ -87,8 +95,13 @@ export function cpCount(text: string, start: number, end: number): number {
 /** The first `count` code points of `text`. */
 export function cpPrefix(text: string, count: number): string {
   let i = 0;
-  for (let k = 0; k < count && i < text.length; k++) i += isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1)) ? 2 : 1;
+  for (let k = 0; k < count && i < text.length; k++) i += pairAt(text, i) ? 2 : 1;
   return text.slice(0, i);
+}
+
+/** Whether a surrogate pair starts at UTF-16 offset `i`. */
+function pairAt(text: string, i: number): boolean {
+  return isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1));
 }
 
 export function isHighSurrogate(code: number): boolean {

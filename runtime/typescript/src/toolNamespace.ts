@@ -6,12 +6,13 @@
  * the prompt's tokens. Schemas read with `readJson` keep their key order and their integral floats.
  */
 
-import { entriesOf, isJsonObject, JsonFloat, writeJson, type JsonObject } from "./json.js";
+import { entriesOf, isJsonObject, writeJson, type JsonObject } from "./json.js";
 import { ToolDescription, ToolNamespaceConfig } from "./models.js";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 
 const COMMENT = spec.TOOLS_COMMENT_PREFIX;
+const PLAIN_TYPES: ReadonlyMap<string, string> = new Map([["number", "number"], ["integer", "number"], ["boolean", "boolean"]]);
 
 /** Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line. */
 export function rustLines(text: string): string[] {
@@ -25,16 +26,10 @@ export function rustLines(text: string): string[] {
 
 /** Compare strings by code point, as Python sorts them. */
 export function compareCodePoints(a: string, b: string): number {
-  const ia = a[Symbol.iterator]();
-  const ib = b[Symbol.iterator]();
-  for (;;) {
-    const x = ia.next();
-    const y = ib.next();
-    if (x.done === true || y.done === true) return (x.done === true ? 0 : 1) - (y.done === true ? 0 : 1);
-    const cx = x.value.codePointAt(0) ?? 0;
-    const cy = y.value.codePointAt(0) ?? 0;
-    if (cx !== cy) return cx - cy;
-  }
+  const x = Array.from(a, (c) => c.codePointAt(0) ?? 0);
+  const y = Array.from(b, (c) => c.codePointAt(0) ?? 0);
+  const i = x.findIndex((point, k) => point !== y[k]); // past the end of `y`, y[k] is undefined
+  return i < 0 ? x.length - y.length : (x[i] ?? 0) - (y[i] ?? -1);
 }
 
 function get(schema: unknown, key: string): unknown {
@@ -54,12 +49,12 @@ function isEnum(schema: unknown): boolean {
 
 /** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation when the
  * decimal point falls within 16 places left of or 5 places right of the digits. */
-export function floatText(value: number): string {
+function floatText(value: number): string {
   if (!Number.isFinite(value)) return "null";
   const sign = value < 0 || Object.is(value, -0) ? "-" : "";
   if (value === 0) return sign + "0.0";
   const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
-  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0";
+  const digits = mantissa.replace(".", "");
   const point = Number(expText) + 1; // value = 0.DIGITS × 10^point
   const n = digits.length;
   if (point - n >= 0 && point <= 16) return sign + digits + "0".repeat(point - n) + ".0";
@@ -69,22 +64,9 @@ export function floatText(value: number): string {
   return `${sign}${digits[0] ?? ""}${tail}e${point - 1}`;
 }
 
-/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept). */
-export function jsonDisplay(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  if (value === true) return "true";
-  if (value === false) return "false";
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") return Number.isInteger(value) ? String(value) : floatText(value);
-  if (value instanceof JsonFloat) return floatText(value.value);
-  if (typeof value === "string") return writeJson(value, { ensureAscii: false });
-  if (Array.isArray(value)) return "[" + value.map(jsonDisplay).join(",") + "]";
-  if (typeof value === "object") {
-    return (
-      "{" + entriesOf(value).map(([k, v]) => `${writeJson(k, { ensureAscii: false })}:${jsonDisplay(v)}`).join(",") + "}"
-    );
-  }
-  return writeJson(value, { ensureAscii: false });
+/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept, `ryu` floats). */
+function jsonDisplay(value: unknown): string {
+  return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: floatText });
 }
 
 /** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
@@ -145,10 +127,8 @@ function objectType(schema: JsonObject, indent: string): string {
       const title = get(val, "title");
       if (typeof title === "string") out += `${indent}${COMMENT}${title}\n${indent}//\n`;
       const oneOf = get(val, "oneOf");
-      if (oneOf === undefined) {
-        const pdesc = get(val, "description");
-        if (typeof pdesc === "string") out += `${indent}${COMMENT}${pdesc}\n`;
-      }
+      const pdesc = descriptionOf(val);
+      if (oneOf === undefined && pdesc !== null) out += `${indent}${COMMENT}${pdesc}\n`;
       const examples = get(val, "examples");
       if (Array.isArray(examples) && examples.length > 0) {
         out += `${indent}${COMMENT}Examples:\n`;
@@ -158,11 +138,9 @@ function objectType(schema: JsonObject, indent: string): string {
         out += oneOfProperty(key, val, oneOf, optional, indent);
         continue;
       }
-      out += `${indent}${key}${optional}: `;
-      out += withNullable(val, schemaToTypescript(val, indent + "    "));
-      out += ",";
-      if (oneOf === undefined && has(val, "default")) out += " // " + defaultComment(val, (val as JsonObject)["default"]);
-      out += "\n";
+      const type = withNullable(val, schemaToTypescript(val, indent + "    "));
+      const def = oneOf === undefined ? defaultOf(val) : null;
+      out += `${indent}${key}${optional}: ${type},${def === null ? "" : ` // ${def}`}\n`;
     }
   }
   out += `${indent}}`;
@@ -179,27 +157,14 @@ export function schemaToTypescript(schema: unknown, indent = ""): string {
     if (names.length > 0) return names.join(" | ");
   }
   if (typeof kind !== "string" || !isJsonObject(schema)) return "any";
-  switch (kind) {
-    case "object":
-      return objectType(schema, indent);
-    case "string": {
-      const values = schema["enum"];
-      if (Array.isArray(values)) {
-        const members = values.filter((v): v is string => typeof v === "string").map((v) => `"${v}"`);
-        if (members.length > 0) return members.join(" | ");
-      }
-      return "string";
-    }
-    case "number":
-    case "integer":
-      return "number";
-    case "boolean":
-      return "boolean";
-    case "array":
-      return has(schema, "items") ? schemaToTypescript(schema["items"], indent) + "[]" : "Array<any>";
-    default:
-      return "any";
+  if (kind === "object") return objectType(schema, indent);
+  if (kind === "array") return has(schema, "items") ? schemaToTypescript(schema["items"], indent) + "[]" : "Array<any>";
+  if (kind === "string") {
+    const values = schema["enum"];
+    const members = Array.isArray(values) ? values.filter((v): v is string => typeof v === "string").map((v) => `"${v}"`) : [];
+    return members.length > 0 ? members.join(" | ") : "string";
   }
+  return PLAIN_TYPES.get(kind) ?? "any";
 }
 
 function namespaceBlock(ns: ToolNamespaceConfig): string {
@@ -212,12 +177,9 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
     for (const tool of ns.tools) {
       for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
-      if (tool.parameters !== null) {
-        const params = schemaToTypescript(tool.parameters, "");
-        lines.push(fill(spec.TOOLS_TOOL_WITH_PARAMS, { name: tool.name, params }));
-      } else {
-        lines.push(fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name: tool.name }));
-      }
+      const name = tool.name;
+      const params = tool.parameters === null ? null : schemaToTypescript(tool.parameters, "");
+      lines.push(params === null ? fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name }) : fill(spec.TOOLS_TOOL_WITH_PARAMS, { name, params }));
     }
     lines.push(fill(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
   }
@@ -226,12 +188,8 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
 
 /** The `# Tools` section of a system or developer message: namespaces sorted by key. */
 export function renderToolsSection(namespaces: ReadonlyMap<string, ToolNamespaceConfig>): string {
-  const blocks = [spec.TOOLS_HEADING];
-  for (const key of [...namespaces.keys()].sort(compareCodePoints)) {
-    const ns = namespaces.get(key);
-    if (ns !== undefined) blocks.push(namespaceBlock(ns));
-  }
-  return blocks.join(spec.TOOLS_NAMESPACE_JOINER);
+  const sorted = [...namespaces].sort(([a], [b]) => compareCodePoints(a, b));
+  return [spec.TOOLS_HEADING, ...sorted.map(([, ns]) => namespaceBlock(ns))].join(spec.TOOLS_NAMESPACE_JOINER);
 }
 
 /** A tool given as a ToolDescription or an OpenAI-style object (flat, or nested under `function`). */

@@ -78,10 +78,7 @@ export class Vocabulary {
     });
     this.baseCount = ranks.length;
     this.specials = allSpecialTokens();
-    const table: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(this.baseCount);
-    ranks.forEach((value, rank) => {
-      table[rank] = typeof value === "string" ? Buffer.from(value) : Uint8Array.from(value);
-    });
+    const table = ranks.map((bytes): Uint8Array | undefined => (typeof bytes === "string" ? Buffer.from(bytes) : Uint8Array.from(bytes)));
     for (const [spelling, id] of this.specials) table[id] = Buffer.from(spelling);
     this.tokenBytes = table;
   }
@@ -94,8 +91,8 @@ export class Vocabulary {
     if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
     const out: number[] = [];
     for (const [piece] of text.matchAll(this.splitter)) {
-      const ids = piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
-      for (const id of ids) out.push(id);
+      if (piece.includes(BOM)) out.push(...mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)));
+      else out.push(...this.core.encodeNative(piece, new Set()));
     }
     return out;
   }
