@@ -28,21 +28,14 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { GrammarError, IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
-import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
-import { ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered, type RepairValues } from "./events.js";
+import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
 import {
-  applyDeclaredTools,
-  channelOf,
-  CHANNELS,
-  Cut,
-  Header,
-  HeaderReader,
-  NEAR_MISS_IN_HEADER,
-  reduceHeader,
-  ROLES,
-  T_CHANNEL,
-  T_MESSAGE,
-  T_START,
+  ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
+  type RepairValues,
+} from "./events.js";
+import {
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, type Report, ROLES,
+  T_CHANNEL, T_MESSAGE, T_START,
 } from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
@@ -95,6 +88,9 @@ export interface StreamParserOptions {
   readonly maxToolCalls?: number | null;
 }
 
+type ControlAction = (parser: HarmonyStreamParser, terminal: string, position: number) => void;
+type Triggers = ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>;
+
 /**
  * Feed token ids or text in any chunks; get events back. Call `close()` at the end of the stream.
  *
@@ -109,11 +105,10 @@ export interface StreamParserOptions {
  * after it; several calls in a row are all read (an engine that does not stop at `<|call|>` lets the model make
  * them).
  */
-type ControlAction = (parser: HarmonyStreamParser, terminal: string, position: number) => void;
-
 export class HarmonyStreamParser {
   private readonly lenient: boolean;
   private readonly role: Role | null;
+  private readonly expectedRole: Role; // the role of a message whose header names none
   private readonly tools: ReadonlySet<string>;
   private callsLeft: number; // tool calls still allowed; -1: no limit
   private readonly stopAtTurnEnd: boolean;
@@ -122,8 +117,8 @@ export class HarmonyStreamParser {
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
-  private readonly known: ReadonlyMap<number, string | null>;
   private readonly textLexer: TextLexer;
+  private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
   private unit = spec.PARSE_UNIT_TOKENS;
   private pos = 0; // where the piece being handled began
@@ -145,7 +140,7 @@ export class HarmonyStreamParser {
   private last: ParsedMessage | null = null;
   private lastStop: Terminator | null = null; // the stop token read last, message or not
   private closed = false;
-  private readonly actions: ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>; // the spec's control_triggers
+  private readonly actions: Triggers; // the spec's control_triggers for the mode
 
   constructor(
     encoding: HarmonyEncoding,
@@ -154,29 +149,24 @@ export class HarmonyStreamParser {
     tools: Iterable<string> | null = null,
     options: StreamParserOptions = {},
   ) {
-    if (mode !== "strict" && mode !== "lenient") throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
+    if (mode !== "strict" && mode !== "lenient") {
+      throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
+    }
     this.lenient = mode === "lenient";
     this.role = role !== null ? parseRole(role) : null;
+    this.expectedRole = this.role ?? Roles.Assistant;
     this.tools = new Set(tools ?? []);
     const maxToolCalls = options.maxToolCalls ?? null;
     if (maxToolCalls !== null && maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     const limits = [options.stopAfterToolCall ? 1 : null, maxToolCalls].filter((n): n is number => n !== null);
     this.callsLeft = limits.length > 0 ? Math.min(...limits) : -1;
-    const stopAtTurnEnd = options.stopAtTurnEnd ?? null;
-    this.stopAtTurnEnd = stopAtTurnEnd === null ? this.lenient && this.role !== null : stopAtTurnEnd;
-    this.header = new HeaderReader(
-      this.lalr,
-      this.lenient,
-      this.role,
-      (rule, detail, text, position) => this.report(rule, detail, text, position),
-      (message, position) => this.fail(message, position),
-      this.tools,
-    );
+    this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && this.role !== null);
+    const fail = (message: string, position: number): never => this.fail(message, position);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.role, this.report, fail, this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
-    this.known = this.tokenLexer.knownTexts;
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
-    this.actions = HarmonyStreamParser.triggers(mode);
+    this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
     if (this.role !== null) {
       this.header.open(this.role);
       this.regionValue = Region.Header;
@@ -205,12 +195,14 @@ export class HarmonyStreamParser {
     return region === Region.Body || region === Region.Stripped ? this.body.join("") : "";
   }
 
+  /** Positions count characters (text input), or tokens. */
+  private get byCharacter(): boolean {
+    return this.unit === spec.PARSE_UNIT_TEXT;
+  }
+
   /** Feed completion token ids; the events they cause. */
   feedTokens(tokens: Iterable<number>): Event[] {
-    const out: Event[] = (this.out = []);
-    this.unit = spec.PARSE_UNIT_TOKENS;
-    this.tokenLexer.feed(tokens);
-    return out;
+    return this.collect(spec.PARSE_UNIT_TOKENS, () => this.tokenLexer.feed(tokens));
   }
 
   /** A fast path for servers: if `token` is plain text continuing the open body, take it and return its text (the
@@ -219,7 +211,7 @@ export class HarmonyStreamParser {
   feedBodyToken(token: number): string | null {
     const lexer = this.tokenLexer;
     if (!this.bodyRun || lexer.pending) return null; // bodyRun: inside a body whose text the grammar knows of
-    const text = this.known.get(token);
+    const text = lexer.knownTexts.get(token);
     if (text) {
       lexer.skip();
       this.body.push(text);
@@ -229,24 +221,27 @@ export class HarmonyStreamParser {
 
   /** Feed detokenized text with control tokens spelled out, in any chunks. */
   feedText(text: string): Event[] {
-    this.unit = spec.PARSE_UNIT_TEXT;
     const lexer = this.textLexer;
     if (this.bodyRun && text && lexer.plain(text)) {
       // body text and nothing else: the fast path
+      this.unit = spec.PARSE_UNIT_TEXT;
       lexer.skip(text);
       this.body.push(text);
       return [new ContentDelta(this.index, text)];
     }
-    const out: Event[] = (this.out = []);
-    lexer.feed(text);
-    return out;
+    return this.collect(spec.PARSE_UNIT_TEXT, () => lexer.feed(text));
   }
 
   /** Feed UTF-8 bytes of such text, split anywhere (even inside a character). */
   feedBytes(data: Uint8Array): Event[] {
+    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feedBytes(data));
+  }
+
+  /** The events that reading in `unit` causes. */
+  private collect(unit: string, read: () => void): Event[] {
     const out: Event[] = (this.out = []);
-    this.unit = spec.PARSE_UNIT_TEXT;
-    this.textLexer.feedBytes(data);
+    this.unit = unit;
+    read();
     return out;
   }
 
@@ -257,43 +252,33 @@ export class HarmonyStreamParser {
     this.tokenLexer.finish();
     if (this.closed) return out;
     this.closed = true;
-    const end = this.unit === spec.PARSE_UNIT_TEXT ? this.textLexer.position : this.tokenLexer.position;
+    const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
     this.pos = end;
-    if (this.regionValue === Region.Stopped) {
-      this.flushJunk();
-      return out;
-    }
-    if (this.regionValue === Region.Stripped) {
+    const unmarked = this.lenient && !this.controlSeen; // no control token: stripped text, or text with no structure
+    if (this.regionValue === Region.Stripped || (unmarked && this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;
     }
-    if (this.lenient && !this.controlSeen) {
-      if (this.strippedPossible && this.tryStripped(true)) {
-        this.endStripped(EOS);
-        return out;
-      }
-      if (this.regionValue === Region.Header && this.header.virtual && strip(this.header.pendingText())) {
-        this.unstructuredText();
-        return out;
-      }
-    }
-    if (this.lenient && this.regionValue === Region.Outside && this.junk.length > 0 && this.lastStop !== null) {
-      this.textAfterMessages();
+    if (unmarked && this.regionValue === Region.Header && this.header.virtual && strip(this.header.pendingText())) {
+      this.unstructuredText();
       return out;
     }
-    this.flushJunk();
-    if (this.regionValue === Region.Header && this.lenient && this.headerWithoutMessage(null, end)) {
-      // the body is open: it ends below
-    } else if (this.regionValue === Region.Header) {
+    this.flushJunk(this.lenient && this.regionValue === Region.Outside && this.lastStop !== null);
+    if (this.regionValue === Region.Header && !(this.lenient && this.headerWithoutMessage(null, end))) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
-      this.dropHeader(spec.RECOVERY_EOF_IN_HEADER, spec.PARSE_DETAIL_EOF_IN_HEADER, end);
+      this.header.flushWords(this.byCharacter);
+      if (!this.header.untouched) {
+        // an empty completion is not a header cut short; the header's words are set aside
+        const aside = this.header.spokenWords() || this.header.rawText();
+        this.recover(spec.RECOVERY_EOF_IN_HEADER, spec.PARSE_DETAIL_EOF_IN_HEADER, aside, end);
+      }
+      this.header.abandon();
+      this.regionValue = Region.Outside;
     }
     if (this.regionValue === Region.Body) {
       this.lalr.feedEof();
       this.endMessage(EOS);
-      return out;
-    }
-    if (this.regionValue === Region.Outside) {
+    } else if (this.regionValue === Region.Outside) {
       try {
         this.lalr.feedEof();
       } catch (e) {
@@ -310,7 +295,10 @@ export class HarmonyStreamParser {
     if (this.fresh) {
       this.fresh = false;
       if (this.lenient && text.startsWith(BOM)) {
-        this.byteOrderMark(text, position);
+        // a byte order mark starts the input: it is set aside, the rest of the text is read
+        this.repair(spec.RECOVERY_BYTE_ORDER_MARK, {}, BOM, position);
+        const rest = text.slice(BOM.length);
+        if (rest) this.onText(rest, position + (this.byCharacter ? 1 : 0));
         return;
       }
     }
@@ -341,13 +329,6 @@ export class HarmonyStreamParser {
     }
   }
 
-  /** A byte order mark starts the input (lenient): it is set aside, the rest of the text is read. */
-  private byteOrderMark(text: string, position: number): void {
-    this.repair(spec.RECOVERY_BYTE_ORDER_MARK, {}, BOM, position);
-    const rest = text.slice(BOM.length);
-    if (rest) this.onText(rest, position + (this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0));
-  }
-
   onControl(terminal: string, position: number): void {
     this.pos = position;
     if (!this.controlSeen) {
@@ -357,6 +338,11 @@ export class HarmonyStreamParser {
     this.act(this.regionValue, terminal, position);
   }
 
+  onInvalidToken(token: number, position: number): void {
+    if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
+    this.recover(spec.RECOVERY_INVALID_TOKEN, fill(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), "", position);
+  }
+
   /** Do what the spec's `control_triggers` say `terminal` does in `region`. */
   private act(region: Region, terminal: string, position: number): void {
     const action = this.actions.get(region)?.get(terminal);
@@ -364,37 +350,25 @@ export class HarmonyStreamParser {
     action(this, terminal, position);
   }
 
-  private static readonly TRIGGERS = new Map<string, ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>>();
-
-  /** The spec's `control_triggers` for `mode`: region → terminal → action (a name the runtime lacks fails here). */
-  private static triggers(mode: string): ReadonlyMap<Region, ReadonlyMap<string, ControlAction>> {
-    const cached = HarmonyStreamParser.TRIGGERS.get(mode);
-    if (cached !== undefined) return cached;
-    const regions = grammar.CONTROL_TRIGGERS[mode] ?? {};
-    const out = new Map<Region, ReadonlyMap<string, ControlAction>>();
-    HarmonyStreamParser.TRIGGERS.set(mode, out);
-    for (const [name, row] of Object.entries(regions)) {
-      const region = Object.values(Region).find((r) => typeof r === "number" && Region[r].toLowerCase() === name) as Region;
-      const actions = Object.entries(row).map(([t, a]): [string, ControlAction] => {
-        const action = HarmonyStreamParser.ACTIONS[a];
-        if (action === undefined) throw new Error(`control_triggers name ${JSON.stringify(a)}, which this runtime lacks`);
-        return [t, action];
-      });
-      out.set(region, new Map(actions));
-    }
-    return out;
+  /** The header's text so far is read as words, knowing that `terminal` ends it. */
+  private flushHeader(terminal: string, position: number): void {
+    this.header.flushWords(this.byCharacter, terminal);
+    this.pos = position;
   }
 
   /** The actions of the spec's `control_actions`, by name. */
   private static readonly ACTIONS: Readonly<Record<string, ControlAction>> = {
     open_header: (p, _, at) => {
       p.flushJunk();
-      p.headerPos = at;
-      p.header.open();
-      p.regionValue = Region.Header;
+      p.openHeader(null, at);
     },
-    unexpected_control: (p, t, at) => p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at),
-    header_without_start: (p, t, at) => (p.junkIsHeader() ? p.headerWithoutStart(t, at) : HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at)),
+    unexpected_control: (p, t, at) => {
+      p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at);
+    },
+    header_without_start: (p, t, at) => {
+      if (p.junkIsHeader()) p.headerWithoutStart(t, at);
+      else HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at);
+    },
     stray_control: (p, t) => {
       p.flushJunk();
       p.repair(spec.RECOVERY_STRAY_CONTROL, { token: spellingOf(t) });
@@ -406,35 +380,29 @@ export class HarmonyStreamParser {
     },
     channel_opens_message: (p, t, at) => {
       p.flushJunk();
-      const role = p.role ?? Roles.Assistant;
-      p.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token: spellingOf(t), role }));
-      p.headerPos = at;
-      p.header.open(role);
-      p.regionValue = Region.Header;
+      p.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token: spellingOf(t), role: p.expectedRole }));
+      p.openHeader(p.expectedRole, at);
       p.act(Region.Header, t, at);
     },
     header_control: (p, t, at) => {
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       p.header.control(t, at);
     },
     complete_header: (p, t, at) => {
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       const header = p.header.complete(at);
       if (header === null) p.regionValue = Region.Outside;
       else if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => {
       if (p.lenient && p.headerWithoutMessage(t, at)) return;
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       if (!p.lenient) p.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(t) }), at);
       p.closeHeader(t, at);
     },
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
     end_message: (p, t, at) => {
-      if (p.unit === spec.PARSE_UNIT_TEXT && p.lenient && p.insideJsonString()) {
+      if (p.byCharacter && p.lenient && p.insideJsonString()) {
         p.repair(spec.RECOVERY_JSON_STRING_CONTROL, { token: spellingOf(t) });
         p.onText(spellingOf(t), at);
         return;
@@ -457,27 +425,41 @@ export class HarmonyStreamParser {
     },
   };
 
-  onInvalidToken(token: number, position: number): void {
-    if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
-    this.out.push(new Recovered(spec.RECOVERY_INVALID_TOKEN, fill(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), position));
-  }
+  /** The spec's `control_triggers`: mode → region → terminal → action (a name the runtime lacks fails here). */
+  private static readonly TRIGGERS: ReadonlyMap<string, Triggers> = new Map(
+    Object.entries(grammar.CONTROL_TRIGGERS).map(([mode, regions]): [string, Triggers] => [
+      mode,
+      new Map(
+        Object.entries(regions).map(([name, row]) => [
+          Region[(name.charAt(0).toUpperCase() + name.slice(1)) as keyof typeof Region],
+          new Map(Object.entries(row).map(([t, action]) => [t, named(HarmonyStreamParser.ACTIONS, action, "control_triggers")])),
+        ]),
+      ),
+    ]),
+  );
 
   // -- headers -----------------------------------------------------------------------------------------------
+
+  /** A header begins at `position`: after `<|start|>`, or, given `role`, as if `<|start|>ROLE` had come. */
+  private openHeader(role: Role | null, position: number): void {
+    this.headerPos = position;
+    this.header.open(role);
+    this.regionValue = Region.Header;
+  }
 
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
    * read on from there (a loop, not a recursion: a header may hold any number of them). Whether one was found. */
   private nearMiss(): boolean {
     const header = this.header;
-    const byCharacter = this.unit === spec.PARSE_UNIT_TEXT;
     let found = false;
     while (this.regionValue === Region.Header) {
       const nearMiss = header.findNearMiss();
       if (nearMiss === null) break;
       found = true;
       const [index, cut, spelling] = nearMiss;
-      const [rest, at] = header.splitPiece(index, cut, byCharacter);
+      const [rest, at] = header.splitPiece(index, cut, this.byCharacter);
       const after = rest.slice(spelling.length);
-      const afterAt = at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
+      const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
       this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
@@ -495,11 +477,10 @@ export class HarmonyStreamParser {
   /** Lenient: a header that a stop token (or, `stop` null, the end of the stream) ends before `<|message|>` and
    * whose text goes on with JSON is a message whose body that text is. Whether it was one. */
   private headerWithoutMessage(stop: string | null, position: number): boolean {
-    const header = this.header;
-    const at = header.bodyStart();
+    const at = this.header.bodyStart();
     if (at === null) return false;
-    const [body, bodyAt] = header.splitPending(at, this.unit === spec.PARSE_UNIT_TEXT);
-    const word = body.match(new RegExp(`[^${WHITESPACE}]+`, "u"))?.[0] ?? "";
+    const [body, bodyAt] = this.header.splitPending(at, this.byCharacter);
+    const word = body.match(WORDS)?.[0] ?? "";
     this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);
@@ -507,28 +488,10 @@ export class HarmonyStreamParser {
     return true;
   }
 
-  private headerControl(terminal: string, position: number): void {
-    this.act(Region.Header, terminal, position);
-  }
-
-  /** The stream ended inside a header (lenient): no message; the header's words are set aside. */
-  private dropHeader(rule: string, detail: string, position: number): void {
-    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT);
-    if (!this.header.untouched) {
-      // an empty completion is not a header cut short
-      const aside = this.header.spokenWords() || this.header.rawText();
-      this.recover(rule, detail, aside, position);
-    }
-    this.header.abandon();
-    this.regionValue = Region.Outside;
-  }
-
   /** A stop token inside a header (lenient): a call without arguments, a message whose header is missing, or
    * nothing (the header's text is set aside), as `HeaderReader.cut` decides. */
   private closeHeader(stop: string, position: number): void {
     const header = this.header;
-    header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, stop);
-    this.pos = position;
     const token = spellingOf(stop);
     const terminator = TERMINATOR_OF.get(stop) as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
@@ -555,7 +518,7 @@ export class HarmonyStreamParser {
     } else if (cut === Cut.Headerless && terminator !== CALL) {
       const channel = terminator === END ? spec.CHANNEL_REASONING : null;
       this.repair(spec.RECOVERY_HEADERLESS_MESSAGE, { token, channel }, undefined, this.headerPos);
-      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, channel, null, null, text, terminator));
+      this.emitWhole(channel, text, terminator);
     } else {
       this.recover(spec.RECOVERY_JUNK_HEADER, detail, text, this.headerPos);
     }
@@ -576,15 +539,12 @@ export class HarmonyStreamParser {
     const text = this.junk.join("");
     const at = this.junkPos;
     this.junk = [];
-    const role = this.role ?? Roles.Assistant;
+    const role = this.expectedRole;
     this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
-    this.headerPos = at;
-    this.header.open(role);
-    this.regionValue = Region.Header;
-    const first = (text.match(WORDS) ?? [""])[0] as string;
-    if (CHANNELS.has(channelOf(first)[0])) this.header.control(T_CHANNEL, at);
+    this.openHeader(role, at);
+    if (CHANNELS.has(channelOf((text.match(WORDS) ?? [""])[0] as string)[0])) this.header.control(T_CHANNEL, at);
     this.header.addText(text, at);
-    this.headerControl(terminal, position);
+    this.act(Region.Header, terminal, position);
   }
 
   /** A message the model wrote in another's name: a tool's result (right after its own call, or not), or a user's,
@@ -592,7 +552,7 @@ export class HarmonyStreamParser {
    * otherwise a tool's result right after a call is only reported. */
   private cutInventedResult(header: Header): boolean {
     if (!this.lenient) return false;
-    const own = this.role ?? Roles.Assistant;
+    const own = this.expectedRole;
     const last = this.last;
     const afterCall = last !== null && last.role === own && last.recipient !== null;
     let detail: string;
@@ -618,23 +578,29 @@ export class HarmonyStreamParser {
     return true;
   }
 
+  // -- messages ----------------------------------------------------------------------------------------------
+
   private startBody(header: Header): void {
-    if (this.lenient) applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), this.pos);
-    const role = header.isRole ? (ROLES.get(header.author ?? "") as Role) : Roles.Tool;
-    const authorName = header.isRole ? null : header.author;
+    if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
+    this.regionValue = Region.Body;
+    if (header.isRole) this.openMessage(header, ROLES.get(header.author ?? "") as Role, null);
+    else this.openMessage(header, Roles.Tool, header.author);
+  }
+
+  private openMessage(header: Header, role: Role, name: string | null): void {
     this.current = header;
     this.msgRole = role;
-    this.msgName = authorName;
-    this.regionValue = Region.Body;
+    this.msgName = name;
     this.body = [];
     this.bodyRun = false;
-    this.out.push(new MessageStart(this.index, role, authorName, header.channel, header.recipient, header.contentType));
+    this.out.push(new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType));
   }
 
   private endMessage(how: Terminator): void {
     const header = this.current;
     if (header === null) throw new Error("HarmonyStreamParser: a message ended that never started");
-    const message = new ParsedMessage(this.msgRole, this.msgName, header.channel, header.recipient, header.contentType, this.body.join(""), how);
+    const { channel, recipient, contentType } = header;
+    const message = new ParsedMessage(this.msgRole, this.msgName, channel, recipient, contentType, this.body.join(""), how);
     this.out.push(new MessageEnd(this.index, message, how));
     this.index += 1;
     this.last = message;
@@ -647,6 +613,16 @@ export class HarmonyStreamParser {
     if (this.callsLeft > 0 && message.recipient !== null && message.role === Roles.Assistant) this.callsLeft -= 1;
     if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL, spec.PARSE_DETAIL_AFTER_TOOL_CALL);
     else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+  }
+
+  /** Start, content and end events of a message of the expected role found whole (by a fallback). */
+  private emitWhole(channel: string | null, content: string, how: Terminator): void {
+    const m = new ParsedMessage(this.expectedRole, null, channel, null, null, content, how);
+    this.out.push(new MessageStart(this.index, m.role, null, channel, null, null));
+    if (content) this.out.push(new ContentDelta(this.index, content));
+    this.out.push(new MessageEnd(this.index, m, how));
+    this.index += 1;
+    this.last = m;
   }
 
   private stop(rule: string, detail: string): void {
@@ -701,7 +677,7 @@ export class HarmonyStreamParser {
     this.pos = at;
     const lead = text.slice(0, text.length - body.length);
     if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
-    this.strippedAt = at + (this.unit === spec.PARSE_UNIT_TEXT ? cpLength(lead) : 0);
+    this.strippedAt = at + (this.byCharacter ? cpLength(lead) : 0);
     this.strippedPieces(this.splitter.feed(body));
     return true;
   }
@@ -713,24 +689,17 @@ export class HarmonyStreamParser {
         this.out.push(new ContentDelta(this.index, piece));
         continue;
       }
-      if (this.current !== null) this.endStrippedMessage(END);
-      const at = this.strippedAt + (this.unit === spec.PARSE_UNIT_TEXT ? piece.offset : 0);
+      if (this.current !== null) {
+        this.endMessage(END);
+        if (this.regionValue === Region.Outside) this.regionValue = Region.Stripped;
+      }
+      const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const header = new Header(null, true, piece.recipient, piece.channel, piece.contentType);
-      applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), at);
-      const role = piece.role ?? this.role ?? Roles.Assistant;
-      header.author = role;
-      this.current = header;
-      this.msgRole = role;
-      this.msgName = null;
-      this.body = [];
-      this.out.push(new MessageStart(this.index, role, null, header.channel, header.recipient, header.contentType));
+      const role = piece.role ?? this.expectedRole;
+      const header = new Header(role, true, piece.recipient, piece.channel, piece.contentType);
+      applyDeclaredTools(header, this.tools, this.report, at);
+      this.openMessage(header, role, null);
     }
-  }
-
-  private endStrippedMessage(how: Terminator): void {
-    this.endMessage(how);
-    if (this.regionValue === Region.Outside) this.regionValue = Region.Stripped;
   }
 
   /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
@@ -746,35 +715,8 @@ export class HarmonyStreamParser {
     const text = this.header.takePendingText();
     this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
-    this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, text, EOS));
+    this.emitWhole(null, text, EOS);
     this.regionValue = Region.Outside;
-  }
-
-  /** Text after the last message and no header before the stream ends: after `<|end|>` it is the answer (a message
-   * with no channel; leading white space set aside); otherwise it is set aside. */
-  private textAfterMessages(): void {
-    const text = this.junk.join("");
-    const at = this.junkPos;
-    this.junk = [];
-    const body = lstrip(text);
-    if (this.lastStop === END && body) {
-      const lead = text.slice(0, text.length - body.length);
-      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, lead, at);
-      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, body, EOS));
-    } else if (this.lastStop === CALL) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
-    } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
-    }
-  }
-
-  /** Start, content and end events of a message found whole (by a fallback). */
-  private emitWhole(m: ParsedMessage): void {
-    this.out.push(new MessageStart(this.index, m.role, m.name, m.channel, m.recipient, m.contentType));
-    if (m.content) this.out.push(new ContentDelta(this.index, m.content));
-    this.out.push(new MessageEnd(this.index, m, m.terminator));
-    this.index += 1;
-    this.last = m;
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
@@ -788,50 +730,48 @@ export class HarmonyStreamParser {
     this.out.push(new Recovered(rule, detail, position === null ? this.pos : position, text));
   }
 
-  private report(rule: string, detail: string, text: string, position: number): void {
-    this.out.push(new Recovered(rule, detail, position, text));
-  }
-
   private fail(message: string, position: number): never {
     throw new HarmonyParseError(message, position, this.unit);
   }
 
-  private flushJunk(): void {
+  /** The text set aside since the last message is reported. `atEnd`: the stream ends after it, outside a message,
+   * with no header before; then after `<|end|>` it is the answer (a message with no channel; leading white space
+   * set aside). */
+  private flushJunk(atEnd = false): void {
     if (this.junk.length === 0) return;
     const text = this.junk.join("");
+    const at = this.junkPos;
     this.junk = [];
+    const body = lstrip(text);
     if (this.regionValue === Region.Stopped) {
-      this.recover(this.stopRule, this.stopDetail, text, this.junkPos);
+      this.recover(this.stopRule, this.stopDetail, text, at);
+    } else if (atEnd && this.lastStop === END && body) {
+      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
+      this.emitWhole(null, body, EOS);
+    } else if (atEnd && this.lastStop === CALL) {
+      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
     } else if (this.last === null && this.lastStop === null) {
-      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, this.junkPos);
+      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, at);
     } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, this.junkPos);
+      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
     }
   }
 }
 
+/** The arguments of `parseTokens` and `parseText` after the input: as `HarmonyStreamParser` takes them. */
+type ParseArgs = [role?: Role | string | null, mode?: Mode, tools?: Iterable<string> | null];
+
+function parseWhole(feed: (parser: HarmonyStreamParser) => Event[], encoding: HarmonyEncoding, ...args: ParseArgs): ParsedMessage[] {
+  const parser = new HarmonyStreamParser(encoding, ...args);
+  return messagesOf([...feed(parser), ...parser.close()]);
+}
+
 /** Parse a whole completion given as token ids. */
-export function parseTokens(
-  encoding: HarmonyEncoding,
-  tokens: Iterable<number>,
-  role: Role | string | null = Roles.Assistant,
-  mode: Mode = "strict",
-  tools: Iterable<string> | null = null,
-): ParsedMessage[] {
-  const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  return messagesOf([...parser.feedTokens(tokens), ...parser.close()]);
+export function parseTokens(encoding: HarmonyEncoding, tokens: Iterable<number>, ...args: ParseArgs): ParsedMessage[] {
+  return parseWhole((parser) => parser.feedTokens(tokens), encoding, ...args);
 }
 
 /** Parse a whole completion given as text with control tokens spelled out. */
-export function parseText(
-  encoding: HarmonyEncoding,
-  text: string,
-  role: Role | string | null = Roles.Assistant,
-  mode: Mode = "strict",
-  tools: Iterable<string> | null = null,
-): ParsedMessage[] {
-  const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  return messagesOf([...parser.feedText(text), ...parser.close()]);
+export function parseText(encoding: HarmonyEncoding, text: string, ...args: ParseArgs): ParsedMessage[] {
+  return parseWhole((parser) => parser.feedText(text), encoding, ...args);
 }
-
-export { Terminator };
