@@ -183,6 +183,44 @@ function bisectRight(sorted: readonly number[], value: number): number {
   return lo;
 }
 
+/** Header text not yet split into words, and where each piece of it began in the input (its character, or the
+ * token it came in). */
+class Stretch {
+  text = "";
+  private readonly offsets: number[] = []; // where each piece begins in `text`
+  private readonly starts: number[] = []; // and in the input
+
+  add(text: string, position: number): void {
+    this.offsets.push(this.text.length);
+    this.starts.push(position);
+    this.text += text;
+  }
+
+  /** Where the last piece begins in `text`. */
+  get last(): number {
+    return this.offsets[this.offsets.length - 1] ?? 0;
+  }
+
+  /** Where offset `at` of the text is in the input: its character, or the token it came in. */
+  positionOf(at: number, byCharacter: boolean): number {
+    const index = bisectRight(this.offsets, at) - 1;
+    const start = this.starts[index] as number;
+    return byCharacter ? start + cpCount(this.text, this.offsets[index] as number, at) : start;
+  }
+
+  /** Take the text from offset `at` on out: that text, and where it began in the input. */
+  cut(at: number, byCharacter: boolean): [string, number] {
+    const rest = this.text.slice(at);
+    const position = this.positionOf(at, byCharacter);
+    this.text = this.text.slice(0, at);
+    while ((this.offsets[this.offsets.length - 1] ?? -1) >= at) {
+      this.offsets.pop();
+      this.starts.pop();
+    }
+    return [rest, position];
+  }
+}
+
 /** `table[name]`, an entry of a runtime table that the spec's `what` names; one the runtime lacks fails at load. */
 export function named<T>(table: Readonly<Record<string, T>>, name: string, what: string): T {
   const found = table[name];
@@ -199,8 +237,7 @@ export class HeaderReader {
   private readonly tools: ReadonlySet<string>;
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
-  private text: string[] = []; // header text not yet split into words
-  private starts: number[] = []; // where each piece of that text began
+  private stretch = new Stretch(); // header text not yet split into words
   private raw: string[] = []; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
   private said: string[] = []; // every word the input gave for this header, placed or set aside
@@ -250,7 +287,7 @@ export class HeaderReader {
   }
 
   pendingText(): string {
-    return this.text.join("");
+    return this.stretch.text;
   }
 
   /** The header as the input gave it so far: its text, with its control tokens spelled out. */
@@ -260,9 +297,8 @@ export class HeaderReader {
 
   /** The header text not yet split into words, taken out of the header. */
   takePendingText(): string {
-    const text = this.text.join("");
-    this.text = [];
-    this.starts = [];
+    const text = this.stretch.text;
+    this.stretch = new Stretch();
     return text;
   }
 
@@ -287,8 +323,7 @@ export class HeaderReader {
   }
 
   private clear(): void {
-    this.text = [];
-    this.starts = [];
+    this.stretch = new Stretch();
     this.words = [];
     this.terms = [];
     this.pending = [];
@@ -299,7 +334,7 @@ export class HeaderReader {
   /** Lenient: where, in the text not yet split into words, a word begins that no header word begins with (JSON),
    * when the header before it has a channel or a recipient (`<|channel|>final {"a": 1}`); an offset into it. */
   bodyStart(): number | null {
-    const text = this.text.join("");
+    const text = this.stretch.text;
     const match = BODY_START_RE.exec(text);
     if (match === null) return null;
     const before = text.slice(0, match.index);
@@ -310,49 +345,7 @@ export class HeaderReader {
   /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
    * position it began at (its character, or the token it began in). */
   splitPending(at: number, byCharacter: boolean): [string, number] {
-    let offset = 0;
-    for (let i = 0; i < this.text.length; i++) {
-      const piece = this.text[i] as string;
-      if (offset + piece.length > at) return this.splitPiece(i, at - offset, byCharacter);
-      offset += piece.length;
-    }
-    return ["", 0];
-  }
-
-  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
-   * words (one ending earlier was found when its own piece came): the piece it begins in, where it begins there,
-   * and the spelling. Only the last piece and the few characters before it are searched. */
-  findNearMiss(): [number, number, string] | null {
-    const pieces = this.text;
-    const need = pieces.length > 0 ? (pieces[pieces.length - 1] as string).length + NEAR_MISS_LONGEST - 1 : 0;
-    let first = pieces.length;
-    let got = 0;
-    while (first > 0 && got < need) {
-      first--;
-      got += (pieces[first] as string).length;
-    }
-    const window = first === pieces.length - 1 ? (pieces[first] as string) : pieces.slice(first).join("");
-    const match = NEAR_MISS_IN_HEADER_RE.exec(window);
-    if (match === null) return null;
-    let index = first;
-    let cut = match.index;
-    while (cut >= (pieces[index] as string).length) {
-      cut -= (pieces[index] as string).length;
-      index++;
-    }
-    return [index, cut, match[0]];
-  }
-
-  /** Take the text not yet split into words from offset `cut` of its piece `index` on out of the header: that
-   * text, and the position it began at (its character, or the token it began in). */
-  splitPiece(index: number, cut: number, byCharacter: boolean): [string, number] {
-    const pieces = this.text;
-    const starts = this.starts;
-    const piece = pieces[index] as string;
-    const rest = index === pieces.length - 1 ? piece.slice(cut) : [piece.slice(cut), ...pieces.slice(index + 1)].join("");
-    const position = (starts[index] as number) + (byCharacter ? cpCount(piece, 0, cut) : 0);
-    this.text = cut ? [...pieces.slice(0, index), piece.slice(0, cut)] : pieces.slice(0, index);
-    this.starts = cut ? starts.slice(0, index + 1) : starts.slice(0, index);
+    const [rest, position] = this.stretch.cut(at, byCharacter);
     let remove = rest.length; // the raw header ends with the same text
     while (remove > 0 && this.raw.length > 0) {
       const last = this.raw[this.raw.length - 1] as string;
@@ -367,9 +360,17 @@ export class HeaderReader {
     return [rest, position];
   }
 
+  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
+   * words (one ending earlier was found when its own piece came): where it begins in that text, and the spelling.
+   * Only the last piece and the few characters before it are searched. */
+  findNearMiss(): [number, string] | null {
+    const from = Math.max(0, this.stretch.last - NEAR_MISS_LONGEST + 1);
+    const match = NEAR_MISS_IN_HEADER_RE.exec(this.stretch.text.slice(from));
+    return match === null ? null : [from + match.index, match[0]];
+  }
+
   addText(text: string, position: number): void {
-    this.text.push(text);
-    this.starts.push(position);
+    this.stretch.add(text, position);
     this.raw.push(text);
   }
 
@@ -377,20 +378,11 @@ export class HeaderReader {
    * the token it starts in). `before` is the control token that ends the text (null: the end of the stream);
    * lenient mode reads the words knowing it. */
   flushWords(byCharacter: boolean, before: string | null = null): void {
-    if (this.text.length === 0) return;
-    const pieces = this.text;
-    const starts = this.starts;
-    this.text = [];
-    this.starts = [];
-    const joined = pieces.join("");
-    const ends: number[] = [];
-    let total = 0;
-    for (const piece of pieces) ends.push((total += piece.length));
-    const position = (at: number): number => {
-      const index = pieces.length === 1 ? 0 : bisectRight(ends, at);
-      const start = starts[index] as number;
-      return byCharacter ? start + cpCount(joined, index > 0 ? (ends[index - 1] as number) : 0, at) : start;
-    };
+    const stretch = this.stretch;
+    const joined = stretch.text;
+    if (!joined) return;
+    this.stretch = new Stretch();
+    const position = (at: number): number => stretch.positionOf(at, byCharacter);
     let spans = [...joined.matchAll(WORD_RE)].map((m): [number, number] => [m.index, m.index + m[0].length]);
     if (this.lenient && this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
     this.before = before;

@@ -456,8 +456,8 @@ export class HarmonyStreamParser {
       const nearMiss = header.findNearMiss();
       if (nearMiss === null) break;
       found = true;
-      const [index, cut, spelling] = nearMiss;
-      const [rest, at] = header.splitPiece(index, cut, this.byCharacter);
+      const [offset, spelling] = nearMiss;
+      const [rest, at] = header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
