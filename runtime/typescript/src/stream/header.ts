@@ -229,7 +229,7 @@ export function named<T>(table: Readonly<Record<string, T>>, name: string, what:
 }
 
 type Condition = (reader: HeaderReader, item: string) => boolean;
-type Action = (reader: HeaderReader, item: string, position: number, repair: string | null) => boolean;
+type Action = (reader: HeaderReader, item: string, position: number, repair: string | null) => boolean | void;
 type Row = readonly [readonly Condition[], Action, string | null];
 
 /** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
@@ -506,7 +506,7 @@ export class HeaderReader {
    * when the word has no place in the header. */
   private apply(list: string, item: string, position: number): boolean {
     for (const [conditions, action, repair] of HeaderReader.RULES.get(list) ?? []) {
-      if (conditions.every((condition) => condition(this, item))) return action(this, item, position, repair);
+      if (conditions.every((condition) => condition(this, item))) return action(this, item, position, repair) === true;
     }
     return true; // not reached: the generator makes each list end with a row without conditions
   }
@@ -538,7 +538,7 @@ export class HeaderReader {
     no_later_channel: (r) => r.channel === null,
   };
 
-  /** The actions of the spec's `header_actions`: true when the word has no place in the header. */
+  /** The actions of the spec's `header_actions`: true when the word has no place in the header (it is set aside). */
   private static readonly DO: Readonly<Record<string, Action>> = {
     author: (r, word, at) => r.apply("author_word", word, at),
     recipient: (r, word, at) => {
@@ -547,7 +547,6 @@ export class HeaderReader {
         r.feed(T_WORD, "");
       }
       r.setRecipient(word, at);
-      return false;
     },
     second_channel_word: (r, word, at) => {
       r.replacingChannel = false;
@@ -555,40 +554,33 @@ export class HeaderReader {
         const channel = r.channel ?? r.fedChannel ?? "";
         r.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, at, { word, token: spellingOf(T_CHANNEL), channel });
         r.feed(T_WORD, word);
-        return false;
+        return;
       }
       const [channel, trimmed] = channelOf(word);
       r.fix(spec.RECOVERY_DOUBLED_CHANNEL, at, { word: (r.channel ?? r.fedChannel) || "", channel });
       if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
       r.channel = channel;
-      return false;
     },
     late_channel_word: (r, word, at, repair) => {
       r.lateChannel = false;
       r.fix(repair, at, { token: spellingOf(T_CHANNEL), word });
       r.channel = channelOf(word)[0];
-      return false;
     },
     channel_word: (r, word, at) => {
       const [channel, trimmed] = channelOf(word);
       if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
       r.feed(T_WORD, channel);
       r.fedChannel = channel;
-      return false;
     },
     constrain_word: (r, word, at) => {
       if (CONTENT_TYPES.has(word.toLowerCase()) || !CHANNELS.has(channelOf(word)[0])) return !r.feed(T_WORD, word);
       r.fix(spec.RECOVERY_SPLICED_CONTENT_TYPE, at, { word }); // `<|constrain|>analysis code`
       return false;
     },
-    drop: (r, word, at, repair) => {
-      r.fix(repair, at, { word });
-      return false;
-    },
+    drop: (r, word, at, repair) => r.fix(repair, at, { word }),
     add_channel_marker: (r, word, at, repair) => {
       r.fix(repair, at, { word, token: spellingOf(T_CHANNEL) });
       r.feedChannel(channelOf(word)[0]);
-      return false;
     },
     content_type: (r, word) => !r.feed(T_WORD, word),
     set_aside: () => true,
@@ -598,51 +590,43 @@ export class HeaderReader {
       if (word !== role) r.fix(spec.RECOVERY_GLUED_ROLE, at, { word, role });
       if (channel !== null && r.lalr.accepts(T_CHANNEL)) r.feedChannel(channel);
       if (recipient !== null) r.setRecipient(recipient, at);
-      return false;
     },
     recipient_without_role: (r, word, at) => {
       r.addMissingRole(at);
       r.setRecipient(word, at);
-      return false;
     },
     tool_author: (r, word) => {
       r.feed(T_WORD, word);
-      return false;
     },
     expected_role: (r, word, at, repair) => {
       const role = r.role ?? Roles.Assistant;
       r.fix(repair, at, { word, role });
       r.feed(T_ROLE, role);
-      return false;
     },
     restart_header: (r, _, at, repair) => {
       r.fixNow(repair, at, {}, r.said.join(" "));
       r.lalr.restore(r.snapshot);
       r.open(); // the header begins again at this <|start|>
-      return false;
     },
     empty_word_then_token: (r, terminal, at, repair) => {
       r.fixNow(repair, at);
       r.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
       r.terms.push(T_WORD);
-      return r.retry(terminal, at);
+      r.retry(terminal, at);
     },
     role_then_token: (r, terminal, at) => {
       r.addMissingRole(at);
-      return r.retry(terminal, at);
+      r.retry(terminal, at);
     },
     second_channel: (r) => {
       r.replacingChannel = true;
-      return false;
     },
     late_channel: (r) => {
       r.lateChannel = true;
-      return false;
     },
     stray_control: (r, terminal, at) => {
       const detail = fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) });
       r.pending.push([spec.RECOVERY_STRAY_HEADER_WORD, detail, "", at]);
-      return false;
     },
   };
 
@@ -659,10 +643,9 @@ export class HeaderReader {
   );
 
   /** A control token the grammar refused, fed again now that the header was repaired before it. */
-  private retry(terminal: string, position: number): boolean {
+  private retry(terminal: string, position: number): void {
     this.raw.pop();
     this.control(terminal, position);
-    return false;
   }
 
   /** Place a recipient word: the grammar takes the first where it can; a later one, or one it cannot take there,

@@ -66,15 +66,13 @@ export class TokenLexer {
 
   feed(tokens: Iterable<number>): void {
     const sink = this.sink;
-    const cache = this.texts;
     for (const token of tokens) {
       const terminal = CONTROL_TERMINALS.get(token);
       if (terminal !== undefined) {
         if (this.decoder.pending) this.flush();
         sink.onControl(terminal, this.position);
       } else {
-        let text = this.decoder.pending ? null : (cache.get(token) ?? null);
-        if (text === null) text = this.decode(token);
+        const text = this.decode(token);
         if (text) sink.onText(text, this.position);
       }
       this.position += 1;
@@ -103,21 +101,18 @@ export class TokenLexer {
   }
 
   private decode(token: number): string | null {
-    const cache = this.texts;
-    let data: Uint8Array;
-    if (!cache.has(token)) {
+    let text = this.texts.get(token);
+    if (text === undefined) {
       try {
-        data = this.encoding.decodeBytes([token]);
+        text = strictUtf8(this.encoding.decodeBytes([token]));
       } catch (e) {
         if (!(e instanceof HarmonyError)) throw e;
         this.sink.onInvalidToken(token, this.position);
         return null;
       }
-      cache.set(token, strictUtf8(data));
+      this.texts.set(token, text);
     }
-    const cached = cache.get(token) ?? null;
-    if (cached !== null && !this.decoder.pending) return cached;
-    return this.decoder.decode(this.encoding.decodeBytes([token]));
+    return text !== null && !this.decoder.pending ? text : this.decoder.decode(this.encoding.decodeBytes([token]));
   }
 
   private flush(): void {
@@ -178,20 +173,12 @@ export class TextLexer {
       at += m[0].length; // spellings are ASCII
       index = m.index + m[0].length;
     }
-    let tail = buf.slice(index);
-    const limit = tail.length - MAX_PREFIX;
-    let cut = tail.lastIndexOf(OPEN);
-    if (cut < Math.max(0, limit)) cut = -1;
-    while (cut >= 0 && !PREFIXES.has(tail.slice(cut))) {
-      cut = cut > 0 ? tail.lastIndexOf(OPEN, cut - 1) : -1;
-      if (cut < limit) cut = -1;
-    }
-    let heldPrefix = "";
-    if (cut >= 0) {
-      heldPrefix = tail.slice(cut);
-      tail = tail.slice(0, cut);
-    }
-    if (tail) sink.onText(tail, at);
+    const tail = buf.slice(index);
+    // hold a tail that may be the start of a spelling (OPEN is only ever a spelling's first character)
+    let cut = Math.max(0, tail.length - MAX_PREFIX);
+    while (cut < tail.length && (tail[cut] !== OPEN || !PREFIXES.has(tail.slice(cut)))) cut++;
+    const heldPrefix = tail.slice(cut);
+    if (cut > 0) sink.onText(tail.slice(0, cut), at);
     this.held = heldPrefix + dangling;
     this.base = start + size - heldPrefix.length; // a held prefix is ASCII
   }
