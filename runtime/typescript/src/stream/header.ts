@@ -238,7 +238,7 @@ export class HeaderReader {
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
   private stretch = new Stretch(); // header text not yet split into words
-  private raw: string[] = []; // the header as the input gave it: its text and its control tokens' spellings
+  private raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
   private said: string[] = []; // every word the input gave for this header, placed or set aside
   private terms: string[] = []; // and their terminals (control terminals too)
@@ -278,7 +278,7 @@ export class HeaderReader {
 
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
-    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && this.raw.length === 0;
+    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
   }
 
   /** The header's words as the input gave them (not the role a completion starts in). */
@@ -292,7 +292,7 @@ export class HeaderReader {
 
   /** The header as the input gave it so far: its text, with its control tokens spelled out. */
   rawText(): string {
-    return this.raw.join("");
+    return this.raw;
   }
 
   /** The header text not yet split into words, taken out of the header. */
@@ -312,7 +312,7 @@ export class HeaderReader {
     this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
     this.replacingChannel = this.lateChannel = this.setAside = false;
     this.virtualStart = role !== null;
-    if (role === null) this.raw.push(spellingOf(T_START));
+    if (role === null) this.raw = spellingOf(T_START);
     else this.feed(T_ROLE, role);
   }
 
@@ -327,7 +327,7 @@ export class HeaderReader {
     this.words = [];
     this.terms = [];
     this.pending = [];
-    this.raw = [];
+    this.raw = "";
     this.said = [];
   }
 
@@ -346,17 +346,7 @@ export class HeaderReader {
    * position it began at (its character, or the token it began in). */
   splitPending(at: number, byCharacter: boolean): [string, number] {
     const [rest, position] = this.stretch.cut(at, byCharacter);
-    let remove = rest.length; // the raw header ends with the same text
-    while (remove > 0 && this.raw.length > 0) {
-      const last = this.raw[this.raw.length - 1] as string;
-      if (last.length <= remove) {
-        this.raw.pop();
-        remove -= last.length;
-      } else {
-        this.raw[this.raw.length - 1] = last.slice(0, last.length - remove);
-        remove = 0;
-      }
-    }
+    this.raw = this.raw.slice(0, Math.max(0, this.raw.length - rest.length)); // the raw header ends with the same text
     return [rest, position];
   }
 
@@ -371,7 +361,7 @@ export class HeaderReader {
 
   addText(text: string, position: number): void {
     this.stretch.add(text, position);
-    this.raw.push(text);
+    this.raw += text;
   }
 
   /** Split the collected text into words and feed them; a word's position is where it starts (its character, or
@@ -404,7 +394,7 @@ export class HeaderReader {
 
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
   control(terminal: string, position: number): void {
-    this.raw.push(spellingOf(terminal));
+    this.raw += spellingOf(terminal);
     try {
       this.lalr.feedToken(terminal);
     } catch (e) {
@@ -457,7 +447,7 @@ export class HeaderReader {
   /** What the header is, now that a stop token ends it before `<|message|>` (lenient mode; call `flushWords`
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
-    if (this.terms.length === 0 && this.words.length === 0 && this.raw.length === 0) return Cut.Nothing;
+    if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
     const spoken = this.terms[0] === T_ROLE ? this.terms.slice(1) : this.terms;
     let recipient = this.recipient || this.fedRecipient;
     if (recipient === Roles.Assistant) recipient = null;
@@ -644,7 +634,7 @@ export class HeaderReader {
 
   /** A control token the grammar refused, fed again now that the header was repaired before it. */
   private retry(terminal: string, position: number): void {
-    this.raw.pop();
+    this.raw = this.raw.slice(0, this.raw.length - spellingOf(terminal).length);
     this.control(terminal, position);
   }
 

@@ -110,7 +110,7 @@ export class HarmonyStreamParser {
   private readonly role: Role | null;
   private readonly expectedRole: Role; // the role of a message whose header names none
   private readonly tools: ReadonlySet<string>;
-  private callsLeft: number; // tool calls still allowed; -1: no limit
+  private callsLeft: number; // tool calls still allowed (Infinity: no limit)
   private readonly stopAtTurnEnd: boolean;
   private stopRule = spec.RECOVERY_AFTER_TOOL_CALL;
   private stopDetail = spec.PARSE_DETAIL_AFTER_TOOL_CALL;
@@ -124,9 +124,7 @@ export class HarmonyStreamParser {
   private pos = 0; // where the piece being handled began
   private index = 0; // the next message's index
   private regionValue = Region.Outside;
-  private current: Header | null = null; // the header of the message whose body is open
-  private msgRole: Role = Roles.Assistant;
-  private msgName: string | null = null;
+  private current: MessageStart | null = null; // the message whose body is open
   private body: string[] = [];
   private bodyRun = false; // the body's text has been announced to the grammar
   private junk: string[] = [];
@@ -156,10 +154,9 @@ export class HarmonyStreamParser {
     this.role = role !== null ? parseRole(role) : null;
     this.expectedRole = this.role ?? Roles.Assistant;
     this.tools = new Set(tools ?? []);
-    const maxToolCalls = options.maxToolCalls ?? null;
-    if (maxToolCalls !== null && maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
-    const limits = [options.stopAfterToolCall ? 1 : null, maxToolCalls].filter((n): n is number => n !== null);
-    this.callsLeft = limits.length > 0 ? Math.min(...limits) : -1;
+    const maxToolCalls = options.maxToolCalls ?? Infinity;
+    if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
+    this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && this.role !== null);
     const fail = (message: string, position: number): never => this.fail(message, position);
     this.header = new HeaderReader(this.lalr, this.lenient, this.role, this.report, fail, this.tools);
@@ -267,11 +264,8 @@ export class HarmonyStreamParser {
     if (this.regionValue === Region.Header && !(this.lenient && this.headerWithoutMessage(null, end))) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.header.flushWords(this.byCharacter);
-      if (!this.header.untouched) {
-        // an empty completion is not a header cut short; the header's words are set aside
-        const aside = this.header.spokenWords() || this.header.rawText();
-        this.recover(spec.RECOVERY_EOF_IN_HEADER, spec.PARSE_DETAIL_EOF_IN_HEADER, aside, end);
-      }
+      // an empty completion is not a header cut short; the header's words are set aside
+      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.spokenWords() || this.header.rawText(), end);
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
@@ -339,8 +333,8 @@ export class HarmonyStreamParser {
   }
 
   onInvalidToken(token: number, position: number): void {
-    if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
-    this.recover(spec.RECOVERY_INVALID_TOKEN, fill(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), "", position);
+    if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position);
+    this.repair(spec.RECOVERY_INVALID_TOKEN, { token }, undefined, position);
   }
 
   /** Do what the spec's `control_triggers` say `terminal` does in `region`. */
@@ -553,23 +547,16 @@ export class HarmonyStreamParser {
   private cutInventedResult(header: Header): boolean {
     if (!this.lenient) return false;
     const own = this.expectedRole;
-    const last = this.last;
-    const afterCall = last !== null && last.role === own && last.recipient !== null;
-    let detail: string;
-    let rule: string;
-    if (header.isRole) {
-      if (!this.stopAtTurnEnd || ROLES.get(header.author ?? "") === own) return false;
-      detail = fill(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
-      rule = spec.RECOVERY_OTHER_AUTHOR;
-    } else {
-      if (!this.stopAtTurnEnd && !afterCall) return false;
-      const recipient = afterCall && last !== null ? last.recipient : null;
-      detail = fill(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
-      rule = spec.RECOVERY_INVENTED_TOOL_RESULT;
-      if (!this.stopAtTurnEnd) {
-        this.recover(rule, detail);
-        return false;
-      }
+    const author = header.author;
+    const call = this.last !== null && this.last.role === own ? this.last.recipient : null; // the call just made
+    if (header.isRole ? !this.stopAtTurnEnd || ROLES.get(author ?? "") === own : !this.stopAtTurnEnd && call === null) return false;
+    const [rule, values]: [string, RepairValues] = header.isRole
+      ? [spec.RECOVERY_OTHER_AUTHOR, { author, role: own }]
+      : [spec.RECOVERY_INVENTED_TOOL_RESULT, { author, recipient: call }];
+    const [detail] = described(rule, values);
+    if (!this.stopAtTurnEnd) {
+      this.recover(rule, detail);
+      return false;
     }
     this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
     this.header.abandon();
@@ -588,19 +575,17 @@ export class HarmonyStreamParser {
   }
 
   private openMessage(header: Header, role: Role, name: string | null): void {
-    this.current = header;
-    this.msgRole = role;
-    this.msgName = name;
+    this.current = new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType);
     this.body = [];
     this.bodyRun = false;
-    this.out.push(new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType));
+    this.out.push(this.current);
   }
 
   private endMessage(how: Terminator): void {
-    const header = this.current;
-    if (header === null) throw new Error("HarmonyStreamParser: a message ended that never started");
-    const { channel, recipient, contentType } = header;
-    const message = new ParsedMessage(this.msgRole, this.msgName, channel, recipient, contentType, this.body.join(""), how);
+    const start = this.current;
+    if (start === null) throw new Error("HarmonyStreamParser: a message ended that never started");
+    const { role, name, channel, recipient, contentType } = start;
+    const message = new ParsedMessage(role, name, channel, recipient, contentType, this.body.join(""), how);
     this.out.push(new MessageEnd(this.index, message, how));
     this.index += 1;
     this.last = message;
@@ -635,8 +620,7 @@ export class HarmonyStreamParser {
   /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
    * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
   private insideJsonString(): boolean {
-    const header = this.current;
-    if (header === null || header.recipient === null) return false;
+    if ((this.current?.recipient ?? null) === null) return false;
     let started = false; // past the white space before the JSON
     let inside = false;
     let escaped = false;
