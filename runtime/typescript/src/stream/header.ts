@@ -50,9 +50,7 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const CONSTRAIN = spec.SPELLING_CONSTRAIN;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
 export const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + SEPARATOR;
-/** Role value → the role. */
 export const ROLES: ReadonlyMap<string, Role> = new Map(ROLE_VALUES.map((r) => [String(r), r]));
-/** The known channels. */
 export const CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 /** A content type, lower-cased → as the spec writes it. */
 export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_TYPES.map((ct) => [ct.toLowerCase(), ct]));
@@ -98,24 +96,14 @@ export enum Cut {
 
 /** (terminal, text): the value a lexer terminal carries on the parser's stack. */
 type Word = readonly [string, string];
-type Field = "author" | "recipient" | "channel" | "contentType";
 type Pending = readonly [string, string, string, number];
 
-/** What a header part contributes: the `Header` field it sets, its value, and whether that is a role. */
-class Part {
-  constructor(
-    readonly field: Field,
-    readonly value: string | null,
-    readonly isRole: boolean,
-  ) {}
-}
-
-/** Header part rule → the `Header` field it sets and its value, from its first word and its number of children. */
-const PARTS: Readonly<Record<string, readonly [Field, (word: string, size: number) => string | null]>> = {
-  [grammar.RULE_AUTHOR]: ["author", (word) => word],
-  [grammar.RULE_RECIPIENT]: ["recipient", (word) => word.slice(TO.length)],
-  [grammar.RULE_CHANNEL]: ["channel", (word) => word || null],
-  [grammar.RULE_CONTENT_TYPE]: ["contentType", (word, size) => (size === 2 ? CONSTRAIN : "") + word], // 2: `<|constrain|>` and a word
+/** Header part rule → the `Header` fields it sets, from its first word and its number of children. */
+const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Header>>> = {
+  [grammar.RULE_AUTHOR]: ([terminal, word]) => ({ author: word, isRole: terminal === T_ROLE }),
+  [grammar.RULE_RECIPIENT]: ([, word]) => ({ recipient: word.slice(TO.length) }),
+  [grammar.RULE_CHANNEL]: ([, word]) => ({ channel: word || null }),
+  [grammar.RULE_CONTENT_TYPE]: ([, word], size) => ({ contentType: (size === 2 ? CONSTRAIN : "") + word }), // 2: <|constrain|> WORD
 };
 
 function isWord(value: unknown): value is Word {
@@ -126,17 +114,11 @@ function isWord(value: unknown): value is Word {
 export function reduceHeader(origin: string, children: unknown[]): unknown {
   if (origin === grammar.RULE_HEADER) {
     const header = new Header();
-    for (const part of children) {
-      if (!(part instanceof Part)) continue;
-      header[part.field] = part.value;
-      if (part.isRole) header.isRole = true;
-    }
+    Object.assign(header, ...children); // a header's children are its parts
     return header;
   }
   const part = PARTS[origin];
-  if (part === undefined) return null;
-  const [terminal, word] = children.find(isWord) ?? ["", ""];
-  return new Part(part[0], part[1](word, children.length), terminal === T_ROLE);
+  return part === undefined ? null : part(children.find(isWord) ?? ["", ""], children.length);
 }
 
 /** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
@@ -221,6 +203,17 @@ class Stretch {
   }
 }
 
+/** The GrammarError `feed` throws when the grammar refuses a terminal, or null (any other error propagates). */
+export function refusal(feed: () => void): GrammarError | null {
+  try {
+    feed();
+    return null;
+  } catch (e) {
+    if (!(e instanceof GrammarError)) throw e;
+    return e;
+  }
+}
+
 /** `table[name]`, an entry of a runtime table that the spec's `what` names; one the runtime lacks fails at load. */
 export function named<T>(table: Readonly<Record<string, T>>, name: string, what: string): T {
   const found = table[name];
@@ -256,7 +249,7 @@ export class HeaderReader {
   constructor(
     private readonly lalr: IncrementalParser,
     private readonly lenient: boolean,
-    private readonly role: Role | null, // the completion's first role, and the role a header without an author gets
+    private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
     tools: Iterable<string> = [],
@@ -338,8 +331,7 @@ export class HeaderReader {
     const match = BODY_START_RE.exec(text);
     if (match === null) return null;
     const before = text.slice(0, match.index);
-    if (this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO)) return match.index;
-    return null;
+    return this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO) ? match.index : null;
   }
 
   /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
@@ -395,33 +387,26 @@ export class HeaderReader {
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
   control(terminal: string, position: number): void {
     this.raw += spellingOf(terminal);
-    try {
-      this.lalr.feedToken(terminal);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
-      this.apply("control_token", terminal, position); // placed by the spec's `control_token` rows
-      return;
-    }
-    this.terms.push(terminal);
+    const error = refusal(() => this.lalr.feedToken(terminal));
+    if (error === null) this.terms.push(terminal);
+    else if (this.lenient) this.apply("control_token", terminal, position); // placed by the spec's `control_token` rows
+    else this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: error.message }), position);
   }
 
   /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
   complete(position: number): Header | null {
     const lalr = this.lalr;
     this.replacingChannel = false;
-    try {
-      lalr.feedToken(T_MESSAGE);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
+    const error = refusal(() => lalr.feedToken(T_MESSAGE));
+    if (error !== null) {
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: error.message }), position);
       const expected = lalr.expected();
       if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
         return this.complete(position);
       }
       if (expected.size === 1 && expected.has(T_WORD)) {
-        if (this.terms[this.terms.length - 1] === T_CHANNEL) {
+        if (this.lastTerm === T_CHANNEL) {
           this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
         } else {
           const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
@@ -431,7 +416,7 @@ export class HeaderReader {
         lalr.feedToken(T_MESSAGE);
       } else {
         // cannot happen with this grammar; keeps the promise never to throw
-        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
+        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: error.message });
         this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
         this.abandon();
         return null;
@@ -466,12 +451,8 @@ export class HeaderReader {
   private strictWord(word: string, position: number): void {
     let terminal = word.startsWith(TO) ? T_TO : T_WORD;
     if (ROLES.has(word) && this.lalr.expected().has(T_ROLE)) terminal = T_ROLE;
-    try {
-      this.lalr.feedToken(terminal, [terminal, word] as Word);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
-    }
+    const error = refusal(() => this.lalr.feedToken(terminal, [terminal, word] as Word));
+    if (error !== null) this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: error.message }), position);
     this.words.push(word);
     this.terms.push(terminal);
   }
@@ -589,9 +570,8 @@ export class HeaderReader {
       r.feed(T_WORD, word);
     },
     expected_role: (r, word, at, repair) => {
-      const role = r.role ?? Roles.Assistant;
-      r.fix(repair, at, { word, role });
-      r.feed(T_ROLE, role);
+      r.fix(repair, at, { word, role: r.role });
+      r.feed(T_ROLE, r.role);
     },
     restart_header: (r, _, at, repair) => {
       r.fixNow(repair, at, {}, r.said.join(" "));
@@ -717,11 +697,8 @@ export class HeaderReader {
   }
 
   private addMissingRole(position: number): void {
-    const role = this.role ?? Roles.Assistant;
-    this.fixNow(spec.RECOVERY_MISSING_ROLE, position, { role });
-    this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
-    this.words.push(role);
-    this.terms.push(T_ROLE);
+    this.fixNow(spec.RECOVERY_MISSING_ROLE, position, { role: this.role });
+    this.feed(T_ROLE, this.role);
   }
 }
 

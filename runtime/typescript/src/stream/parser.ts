@@ -25,7 +25,7 @@
  */
 
 import type { HarmonyEncoding } from "../encoding.js";
-import { GrammarError, IncrementalParser } from "../lalr.js";
+import { IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
@@ -34,8 +34,8 @@ import {
   type RepairValues,
 } from "./events.js";
 import {
-  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, type Report, ROLES,
-  T_CHANNEL, T_MESSAGE, T_START,
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
+  ROLES, T_CHANNEL, T_MESSAGE, T_START,
 } from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
@@ -159,7 +159,7 @@ export class HarmonyStreamParser {
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && this.role !== null);
     const fail = (message: string, position: number): never => this.fail(message, position);
-    this.header = new HeaderReader(this.lalr, this.lenient, this.role, this.report, fail, this.tools);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, fail, this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
@@ -273,12 +273,8 @@ export class HarmonyStreamParser {
       this.lalr.feedEof();
       this.endMessage(EOS);
     } else if (this.regionValue === Region.Outside) {
-      try {
-        this.lalr.feedEof();
-      } catch (e) {
-        if (!(e instanceof GrammarError)) throw e;
-        this.fail(e.message, end); // only reachable in strict mode
-      }
+      const error = refusal(() => this.lalr.feedEof());
+      if (error !== null) this.fail(error.message, end); // only reachable in strict mode
     }
     return out;
   }
