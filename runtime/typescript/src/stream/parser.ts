@@ -107,7 +107,6 @@ type Triggers = ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>;
  */
 export class HarmonyStreamParser {
   private readonly lenient: boolean;
-  private readonly role: Role | null;
   private readonly expectedRole: Role; // the role of a message whose header names none
   private readonly tools: ReadonlySet<string>;
   private callsLeft: number; // tool calls still allowed (Infinity: no limit)
@@ -151,21 +150,21 @@ export class HarmonyStreamParser {
       throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
     }
     this.lenient = mode === "lenient";
-    this.role = role !== null ? parseRole(role) : null;
-    this.expectedRole = this.role ?? Roles.Assistant;
+    const first = role !== null ? parseRole(role) : null; // the role the completion starts in
+    this.expectedRole = first ?? Roles.Assistant;
     this.tools = new Set(tools ?? []);
     const maxToolCalls = options.maxToolCalls ?? Infinity;
     if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
-    this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && this.role !== null);
+    this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
     const fail = (message: string, position: number): never => this.fail(message, position);
     this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, fail, this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
     this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
-    if (this.role !== null) {
-      this.header.open(this.role);
+    if (first !== null) {
+      this.header.open(first);
       this.regionValue = Region.Header;
     }
   }
@@ -252,7 +251,7 @@ export class HarmonyStreamParser {
     const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
     this.pos = end;
     const unmarked = this.lenient && !this.controlSeen; // no control token: stripped text, or text with no structure
-    if (this.regionValue === Region.Stripped || (unmarked && this.strippedPossible && this.tryStripped(true))) {
+    if (this.regionValue === Region.Stripped || (this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;
     }
@@ -303,20 +302,17 @@ export class HarmonyStreamParser {
       this.out.push(new ContentDelta(this.index, text));
     } else if (region === Region.Header) {
       this.header.addText(text, position);
-      if (this.lenient && text.includes(GT) && this.nearMiss()) return;
-      if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
+      if (this.lenient && text.includes(GT)) this.nearMiss();
     } else if (region === Region.Stripped) {
       this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
     } else {
       if (this.junk.length === 0) this.junkPos = position;
       this.junk.push(text);
-      if (region === Region.Outside) {
-        if (!this.lenient) {
-          this.fail(fill(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
-        }
-        if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
+      if (region === Region.Outside && !this.lenient) {
+        this.fail(fill(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
       }
     }
+    if (this.strippedPossible) this.tryStripped(false); // no control token yet: a header or text outside, maybe stripped
   }
 
   onControl(terminal: string, position: number): void {
@@ -438,30 +434,21 @@ export class HarmonyStreamParser {
   }
 
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
-   * read on from there (a loop, not a recursion: a header may hold any number of them). Whether one was found. */
-  private nearMiss(): boolean {
+   * read on from there (a loop, not a recursion: a header may hold any number of them). */
+  private nearMiss(): void {
     const header = this.header;
-    let found = false;
-    while (this.regionValue === Region.Header) {
-      const nearMiss = header.findNearMiss();
-      if (nearMiss === null) break;
-      found = true;
-      const [offset, spelling] = nearMiss;
+    for (let found = header.findNearMiss(); found !== null; found = header.findNearMiss()) {
+      const [offset, spelling] = found;
       const [rest, at] = header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
       this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
-      if (!after) break;
-      if (this.regionValue !== Region.Header) {
-        // a body (or what follows a header cut short) begins
-        this.onText(after, afterAt);
-        break;
-      }
+      if (!after) return;
+      if (this.regionValue !== Region.Header) return this.onText(after, afterAt); // a body (or what follows a header cut short)
       header.addText(after, afterAt);
     }
-    return found;
   }
 
   /** Lenient: a header that a stop token (or, `stop` null, the end of the stream) ends before `<|message|>` and
