@@ -22,24 +22,20 @@ import { Utf8Stream } from "../utf8.js";
 export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
   Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
 );
-const SPELLING_BY_ID = new Map(Object.entries(spec.NAMED_TOKENS).map(([spelling, id]) => [id, spelling]));
-/** Terminal → the spelling of its control token. */
-export const SPELLINGS: ReadonlyMap<string, string> = new Map(
-  [...CONTROL_TERMINALS].map(([id, terminal]) => [terminal, SPELLING_BY_ID.get(id) ?? ""]),
+/** Control token spelling → its terminal. */
+const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
+  Object.entries(spec.NAMED_TOKENS).flatMap(([spelling, id]) => {
+    const terminal = CONTROL_TERMINALS.get(id);
+    return terminal === undefined ? [] : [[spelling, terminal] as const];
+  }),
 );
-const TERMINAL_OF_SPELLING = new Map([...SPELLINGS].map(([terminal, spelling]) => [spelling, terminal]));
-const SPELLING_RE = new RegExp(
-  [...TERMINAL_OF_SPELLING.keys()]
-    .sort((a, b) => b.length - a.length)
-    .map(escapeRegExp)
-    .join("|"),
-  "gu",
-);
+const SPELLINGS = new Map([...TERMINAL_OF_SPELLING].map(([spelling, terminal]) => [terminal, spelling]));
+const LONGEST_FIRST = [...TERMINAL_OF_SPELLING.keys()].sort((a, b) => b.length - a.length);
+const SPELLING_RE = new RegExp(LONGEST_FIRST.map(escapeRegExp).join("|"), "gu");
 const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text without it holds no control token
-const PREFIXES: ReadonlySet<string> = new Set(
-  [...TERMINAL_OF_SPELLING.keys()].flatMap((s) => Array.from({ length: s.length - 1 }, (_, i) => s.slice(0, i + 1))),
-);
-const MAX_PREFIX = Math.max(...[...TERMINAL_OF_SPELLING.keys()].map((s) => s.length)) - 1;
+/** Every proper prefix of a spelling: a chunk that ends in one may go on with the rest of the spelling. */
+const PREFIXES: ReadonlySet<string> = new Set(LONGEST_FIRST.flatMap((s) => [...s].slice(1).map((_, i) => s.slice(0, i + 1))));
+const MAX_PREFIX = (LONGEST_FIRST[0] ?? "").length - 1;
 
 /** The spelling of a control terminal. */
 export function spellingOf(terminal: string): string {
