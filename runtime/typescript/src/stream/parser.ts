@@ -250,12 +250,12 @@ export class HarmonyStreamParser {
     this.closed = true;
     const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
     this.pos = end;
-    const unmarked = this.lenient && !this.controlSeen; // no control token: stripped text, or text with no structure
     if (this.regionValue === Region.Stripped || (this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;
     }
-    if (unmarked && this.regionValue === Region.Header && this.header.virtual && strip(this.header.pendingText())) {
+    const header = this.header; // text and no control token after the prompt's role: a message's body
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.pendingText())) {
       this.unstructuredText();
       return out;
     }
@@ -352,8 +352,7 @@ export class HarmonyStreamParser {
       p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at);
     },
     header_without_start: (p, t, at) => {
-      if (p.junkIsHeader()) p.headerWithoutStart(t, at);
-      else HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at);
+      if (!p.headerWithoutStart(t, at)) HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at);
     },
     stray_control: (p, t) => {
       p.flushJunk();
@@ -502,26 +501,23 @@ export class HarmonyStreamParser {
     if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
   }
 
-  /** Whether the text set aside since the last message reads as header words (a channel word first, or a
-   * recipient), so that a `<|constrain|>` or `<|message|>` after it closes a header. */
-  private junkIsHeader(): boolean {
-    const words = this.junk.join("").match(WORDS) ?? [];
-    if (words.length === 0) return false;
-    return CHANNELS.has(channelOf(words[0] as string)[0]) || words.some((w) => w.startsWith(TO));
-  }
-
-  /** Header words outside a message, then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE` (and
-   * `<|channel|>`, when the words begin with a channel word) were lost. */
-  private headerWithoutStart(terminal: string, position: number): void {
+  /** Header words outside a message (the text set aside since the last message begins with a channel word, or
+   * has a recipient), then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE` (and `<|channel|>`, when
+   * the words begin with a channel word) were lost. Whether the text was such words. */
+  private headerWithoutStart(terminal: string, position: number): boolean {
     const text = this.junk.join("");
+    const words = text.match(WORDS) ?? [];
+    const channelFirst = words.length > 0 && CHANNELS.has(channelOf(words[0] as string)[0]);
+    if (!channelFirst && !words.some((w) => w.startsWith(TO))) return false;
     const at = this.junkPos;
     this.junk = [];
     const role = this.expectedRole;
     this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
     this.openHeader(role, at);
-    if (CHANNELS.has(channelOf((text.match(WORDS) ?? [""])[0] as string)[0])) this.header.control(T_CHANNEL, at);
+    if (channelFirst) this.header.control(T_CHANNEL, at);
     this.header.addText(text, at);
     this.act(Region.Header, terminal, position);
+    return true;
   }
 
   /** A message the model wrote in another's name: a tool's result (right after its own call, or not), or a user's,
