@@ -75,20 +75,13 @@ export class TokenLexer {
     }
   }
 
-  /** Bytes of an unfinished character are held: the next token's text depends on them. */
-  get pending(): boolean {
-    return this.decoder.pending;
-  }
-
-  /** Token → its text, for the tokens seen so far (null: not whole UTF-8 on its own). A caller's fast path may
-   * pass an ordinary token on itself when nothing is `pending`: it then counts it with `skip`. */
-  get knownTexts(): ReadonlyMap<number, string | null> {
-    return this.texts;
-  }
-
-  /** Count one token a caller's fast path took (see `knownTexts`). */
-  skip(): void {
-    this.position += 1;
+  /** For a caller's fast path: the text of `token` if it is an ordinary token seen before, whole UTF-8 on its own,
+   * and no bytes of an unfinished character are held (the text would depend on them); the token is then read, and
+   * the caller passes its text on itself. Otherwise null, and nothing is read. */
+  take(token: number): string | null {
+    const text = this.decoder.pending ? null : (this.texts.get(token) ?? null);
+    if (text) this.position += 1;
+    return text;
   }
 
   /** End of input: a character left unfinished becomes U+FFFD. */
@@ -180,16 +173,13 @@ export class TextLexer {
   }
 
   /** For a caller's fast path: whether `text` would reach the sink as exactly one piece of text (no control token
-   * can start in it and nothing is held). If so the caller may take it itself and `skip`. */
-  plain(text: string): boolean {
-    return !this.held && !text.includes(OPEN) && !isHighSurrogate(text.charCodeAt(text.length - 1));
-  }
-
-  /** Count `text`, which a caller's fast path took (see `plain`). */
-  skip(text: string): void {
+   * can start in it and nothing is held); if so it is read, and the caller passes it on itself. */
+  take(text: string): boolean {
+    if (this.held || text.includes(OPEN) || isHighSurrogate(text.charCodeAt(text.length - 1))) return false;
     const n = cpLength(text);
     this.position += n;
     this.base += n;
+    return true;
   }
 
   /** UTF-8 bytes, split anywhere (even inside a character); invalid bytes become U+FFFD. */

@@ -205,27 +205,21 @@ export class HarmonyStreamParser {
    * one `ContentDelta` it would cause is not built); otherwise take nothing and return null, and the caller feeds
    * the token with `feedTokens`. The parser's state is the same either way. */
   feedBodyToken(token: number): string | null {
-    const lexer = this.tokenLexer;
-    if (!this.bodyRun || lexer.pending) return null; // bodyRun: inside a body whose text the grammar knows of
-    const text = lexer.knownTexts.get(token);
-    if (text) {
-      lexer.skip();
-      this.body.push(text);
-    }
-    return text ?? null;
+    if (!this.bodyRun) return null; // bodyRun: inside a body whose text the grammar knows of
+    const text = this.tokenLexer.take(token);
+    if (text) this.body.push(text);
+    return text;
   }
 
   /** Feed detokenized text with control tokens spelled out, in any chunks. */
   feedText(text: string): Event[] {
-    const lexer = this.textLexer;
-    if (this.bodyRun && text && lexer.plain(text)) {
+    if (this.bodyRun && text && this.textLexer.take(text)) {
       // body text and nothing else: the fast path
       this.unit = spec.PARSE_UNIT_TEXT;
-      lexer.skip(text);
       this.body.push(text);
       return [new ContentDelta(this.index, text)];
     }
-    return this.collect(spec.PARSE_UNIT_TEXT, () => lexer.feed(text));
+    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feed(text));
   }
 
   /** Feed UTF-8 bytes of such text, split anywhere (even inside a character). */
