@@ -111,8 +111,7 @@ export class HarmonyStreamParser {
   private readonly tools: ReadonlySet<string>;
   private callsLeft: number; // tool calls still allowed (Infinity: no limit)
   private readonly stopAtTurnEnd: boolean;
-  private stopRule = spec.RECOVERY_AFTER_TOOL_CALL;
-  private stopDetail = spec.PARSE_DETAIL_AFTER_TOOL_CALL;
+  private stopRepair: readonly [string, RepairValues] = [spec.RECOVERY_AFTER_TOOL_CALL, {}]; // sets aside what follows a stop
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
@@ -397,7 +396,7 @@ export class HarmonyStreamParser {
       const stop = TERMINATOR_OF.get(t) as Terminator;
       p.endStripped(stop);
       p.lastStop = stop;
-      if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+      if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END);
     },
     set_aside: (p, t) => {
       p.junk.push(spellingOf(t));
@@ -492,7 +491,7 @@ export class HarmonyStreamParser {
     } else {
       this.recover(spec.RECOVERY_JUNK_HEADER, detail, text, this.headerPos);
     }
-    if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END);
   }
 
   /** Header words outside a message (the text set aside since the last message begins with a channel word, or
@@ -526,14 +525,13 @@ export class HarmonyStreamParser {
     const [rule, values]: [string, RepairValues] = header.isRole
       ? [spec.RECOVERY_OTHER_AUTHOR, { author, role: own }]
       : [spec.RECOVERY_INVENTED_TOOL_RESULT, { author, recipient: call }];
-    const [detail] = described(rule, values);
     if (!this.stopAtTurnEnd) {
-      this.recover(rule, detail);
+      this.repair(rule, values);
       return false;
     }
     this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
     this.header.abandon();
-    this.stop(rule, detail);
+    this.stop(rule, values);
     this.junkPos = this.headerPos;
     return true;
   }
@@ -569,8 +567,8 @@ export class HarmonyStreamParser {
     if (how === EOS) return;
     this.lastStop = how;
     if (this.callsLeft > 0 && message.recipient !== null && message.role === Roles.Assistant) this.callsLeft -= 1;
-    if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL, spec.PARSE_DETAIL_AFTER_TOOL_CALL);
-    else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL);
+    else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END);
   }
 
   /** Start, content and end events of a message of the expected role found whole (by a fallback). */
@@ -583,10 +581,9 @@ export class HarmonyStreamParser {
     this.last = m;
   }
 
-  private stop(rule: string, detail: string): void {
+  private stop(rule: string, values: RepairValues = {}): void {
     this.regionValue = Region.Stopped;
-    this.stopRule = rule;
-    this.stopDetail = detail;
+    this.stopRepair = [rule, values];
     this.junkPos = this.pos + 1;
   }
 
@@ -701,7 +698,7 @@ export class HarmonyStreamParser {
     this.junk = [];
     const body = lstrip(text);
     if (this.regionValue === Region.Stopped) {
-      this.recover(this.stopRule, this.stopDetail, text, at);
+      this.repair(...this.stopRepair, text, at);
     } else if (atEnd && this.lastStop === END && body) {
       this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
       this.emitWhole(null, body, EOS);
