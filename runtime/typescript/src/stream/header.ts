@@ -309,7 +309,7 @@ export class HeaderReader {
     else this.feed(T_ROLE, role);
   }
 
-  /** Forget the header: the parser goes back to where it was before the header's `<|start|>`. */
+  /** Forget the header and the repairs found in it: the parser goes back to where it was before its `<|start|>`. */
   abandon(): void {
     this.lalr.restore(this.snapshot);
     this.clear();
@@ -406,12 +406,10 @@ export class HeaderReader {
         return this.complete(position);
       }
       if (expected.size === 1 && expected.has(T_WORD)) {
-        if (this.lastTerm === T_CHANNEL) {
-          this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
-        } else {
-          const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
-          this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
-        }
+        // a channel or a content type without its word
+        const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
+        if (this.lastTerm === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
+        else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
       } else {
@@ -439,11 +437,6 @@ export class HeaderReader {
     if (recipient !== null && !this.setAside) return Cut.Message;
     if (this.virtualStart && !spoken.includes(T_CHANNEL) && recipient === null && strip(this.rawText())) return Cut.Headerless;
     return Cut.Junk;
-  }
-
-  /** The header is set aside whole: the repairs found in it are not reported one by one. */
-  discardPending(): void {
-    this.pending = [];
   }
 
   // -- words -------------------------------------------------------------------------------------------------

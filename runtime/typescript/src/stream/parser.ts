@@ -478,8 +478,7 @@ export class HarmonyStreamParser {
       return;
     }
     const text = header.rawText();
-    header.discardPending();
-    header.abandon();
+    header.abandon(); // the repairs found in it are not reported one by one
     this.regionValue = Region.Outside;
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
