@@ -121,14 +121,11 @@ export function reduceHeader(origin: string, children: unknown[]): unknown {
   return part === undefined ? null : part(children.find(isWord) ?? ["", ""], children.length);
 }
 
+const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
+
 /** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
 export function edgeCore(word: string): string {
-  const chars = [...word];
-  let start = 0;
-  while (start < chars.length && !isAlnum(chars[start] as string)) start++;
-  let end = chars.length;
-  while (end > start && !isAlnum(chars[end - 1] as string)) end--;
-  return start === 0 && end === chars.length ? word : chars.slice(start, end).join("");
+  return word.replace(EDGE_PUNCTUATION, "");
 }
 
 /**
