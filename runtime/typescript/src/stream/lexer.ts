@@ -143,12 +143,6 @@ export class TextLexer {
     }
     const size = cpLength(buf);
     this.position = start + size;
-    if (!buf.includes(OPEN)) {
-      if (buf) sink.onText(buf, start);
-      this.base = start + size;
-      this.held = dangling;
-      return;
-    }
     let index = 0;
     let at = start; // the position of buf[index]
     SPELLING_RE.lastIndex = 0;
