@@ -65,7 +65,7 @@ export class TokenLexer {
     for (const token of tokens) {
       const terminal = CONTROL_TERMINALS.get(token);
       if (terminal !== undefined) {
-        if (this.decoder.pending) this.flush();
+        this.finish(); // a control token ends an unfinished character too
         sink.onControl(terminal, this.position);
       } else {
         const text = this.decode(token);
@@ -86,7 +86,10 @@ export class TokenLexer {
 
   /** End of input: a character left unfinished becomes U+FFFD. */
   finish(): void {
-    if (this.decoder.pending) this.flush();
+    if (!this.decoder.pending) return;
+    const text = this.decoder.decode(new Uint8Array(0), true);
+    this.decoder.reset();
+    if (text) this.sink.onText(text, this.position);
   }
 
   private decode(token: number): string | null {
@@ -102,12 +105,6 @@ export class TokenLexer {
       this.texts.set(token, text);
     }
     return text !== null && !this.decoder.pending ? text : this.decoder.decode(this.encoding.decodeBytes([token]));
-  }
-
-  private flush(): void {
-    const text = this.decoder.decode(new Uint8Array(0), true);
-    this.decoder.reset();
-    if (text) this.sink.onText(text, this.position);
   }
 }
 
