@@ -428,11 +428,10 @@ export class HeaderReader {
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
     if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
-    const spoken = this.terms[0] === T_ROLE ? this.terms.slice(1) : this.terms;
     let recipient = this.recipient || this.fedRecipient;
     if (recipient === Roles.Assistant) recipient = null;
     if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtualStart && !spoken.includes(T_CHANNEL) && recipient === null && strip(this.rawText())) return Cut.Headerless;
+    if (this.virtualStart && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
   }
 
