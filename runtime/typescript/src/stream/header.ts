@@ -285,13 +285,6 @@ export class HeaderReader {
     return this.raw;
   }
 
-  /** The header text not yet split into words, taken out of the header. */
-  takePendingText(): string {
-    const text = this.stretch.text;
-    this.stretch = new Stretch();
-    return text;
-  }
-
   // -- input -------------------------------------------------------------------------------------------------
 
   /** A header begins: after `<|start|>` (fed here), or, given `role`, as if `<|start|>ROLE` had come. */

@@ -621,10 +621,7 @@ export class HarmonyStreamParser {
     if (!decision) return false;
     const at = this.junk.length > 0 ? this.junkPos : 0;
     this.junk = [];
-    if (this.regionValue === Region.Header) {
-      this.header.takePendingText();
-      this.header.abandon();
-    }
+    if (this.regionValue === Region.Header) this.header.abandon(); // its text is read as stripped text
     this.regionValue = Region.Stripped;
     this.splitter = new StrippedSplitter();
     this.pos = at;
@@ -665,7 +662,7 @@ export class HarmonyStreamParser {
 
   /** No control token and no channel words: the whole text is the body of the expected message. */
   private unstructuredText(): void {
-    const text = this.header.takePendingText();
+    const text = this.header.pendingText();
     this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
     this.emitWhole(null, text, EOS);
