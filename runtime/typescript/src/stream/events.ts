@@ -53,7 +53,8 @@ export class ParsedMessage {
   ) {}
 
   toMessage(): Message {
-    return new Message(new Author(this.role, this.name), [new TextContent(this.content)], this.channel, this.recipient, this.contentType);
+    const content = [new TextContent(this.content)];
+    return new Message(new Author(this.role, this.name), content, this.channel, this.recipient, this.contentType);
   }
 
   /** The reference's JSON form of the message, plus how it ended (keyed as the grammar names it). */
@@ -120,15 +121,8 @@ export function messagesOf(events: readonly Event[]): ParsedMessage[] {
 /** An event as the Python CLI's `parse --events` prints it: `type` first, then the fields in order. */
 export function eventDict(event: Event): JsonObject {
   if (event instanceof MessageStart) {
-    return {
-      type: event.type,
-      index: event.index,
-      role: event.role,
-      name: event.name,
-      channel: event.channel,
-      recipient: event.recipient,
-      content_type: event.contentType,
-    };
+    const { type, index, role, name, channel, recipient } = event;
+    return { type, index, role, name, channel, recipient, content_type: event.contentType };
   }
   if (event instanceof ContentDelta) return { type: event.type, index: event.index, text: event.text };
   if (event instanceof MessageEnd) {

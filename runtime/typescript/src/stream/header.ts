@@ -19,7 +19,8 @@
  *   the format does not know is kept and reported (its text is hidden, as reasoning is);
  * - the recipient: a `to=` word anywhere after the author; a second one replaces the first (the later one wins);
  *   a declared function name with spaces in it is read whole; an assistant message addressed to the assistant
- *   has none and is reasoning unless it is the answer; the function's name written as the content type (`<|constrain|>functions.x`) is the recipient;
+ *   has none and is reasoning unless it is the answer; the function's name written as the content type
+ *   (`<|constrain|>functions.x`) is the recipient;
  * - the content type: a known content type, or the word after `<|constrain|>` (a channel word spliced in there is
  *   dropped: `<|constrain|>analysis code` is `code`);
  * - anything else (free text before `<|channel|>`, prose after the channel word) is set aside.
@@ -49,33 +50,29 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const CONSTRAIN = spec.SPELLING_CONSTRAIN;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
 export const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + SEPARATOR;
-/** Role value → the role. */
 export const ROLES: ReadonlyMap<string, Role> = new Map(ROLE_VALUES.map((r) => [String(r), r]));
-/** The known channels. */
 export const CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 /** A content type, lower-cased → as the spec writes it. */
 export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_TYPES.map((ct) => [ct.toLowerCase(), ct]));
-/** The built-in tools' namespaces (`browser`, `python`). */
-export const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(Object.keys(spec.BUILTIN_NAMESPACES));
-/** Namespaces the spec's item table gives their own items (the built-in tools, container included). */
-export const BUILTIN_ITEM_NAMESPACES: ReadonlySet<string> = new Set(
-  Object.values(spec.ITEM_KINDS)
-    .map((row) => row.namespace)
-    .filter((ns): ns is string => !!ns),
-);
+/** The built-in tools' namespaces (`browser`, `python`), and those the spec's item table gives their own items (the
+ * built-in tools, container included). */
+const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set([
+  ...Object.keys(spec.BUILTIN_NAMESPACES),
+  ...Object.values(spec.ITEM_KINDS).flatMap((row) => (row.namespace ? [row.namespace] : [])),
+]);
 const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
-const PARTS: ReadonlySet<string> = new Set([grammar.RULE_AUTHOR, grammar.RULE_RECIPIENT, grammar.RULE_CHANNEL, grammar.RULE_CONTENT_TYPE]);
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const GLUED_ROLE_RE = new RegExp(
-  `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
+  `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*` +
+    `(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
   "u",
 );
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
 /** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
 export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
-const NEAR_MISS_IN_HEADER_RE = new RegExp([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown).map(escapeRegExp).join("|"), "u");
+const NEAR_MISS_IN_HEADER_RE = new RegExp(alt([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown)), "u");
 const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
@@ -99,54 +96,36 @@ export enum Cut {
 
 /** (terminal, text): the value a lexer terminal carries on the parser's stack. */
 type Word = readonly [string, string];
-/** (part, value, is a role): what a header part contributes. */
-type Part = readonly [string, string | null, boolean];
 type Pending = readonly [string, string, string, number];
+
+/** Header part rule → the `Header` fields it sets, from its first word and its number of children. */
+const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Header>>> = {
+  [grammar.RULE_AUTHOR]: ([terminal, word]) => ({ author: word, isRole: terminal === T_ROLE }),
+  [grammar.RULE_RECIPIENT]: ([, word]) => ({ recipient: word.slice(TO.length) }),
+  [grammar.RULE_CHANNEL]: ([, word]) => ({ channel: word || null }),
+  [grammar.RULE_CONTENT_TYPE]: ([, word], size) => ({ contentType: (size === 2 ? CONSTRAIN : "") + word }), // 2: <|constrain|> WORD
+};
 
 function isWord(value: unknown): value is Word {
   return Array.isArray(value) && value.length === 2;
-}
-
-function isPart(value: unknown): value is Part {
-  return Array.isArray(value) && value.length === 3 && PARTS.has(value[0] as string);
 }
 
 /** The LALR parser's reduce callback: what each header rule contributes (other rules carry nothing). */
 export function reduceHeader(origin: string, children: unknown[]): unknown {
   if (origin === grammar.RULE_HEADER) {
     const header = new Header();
-    for (const child of children) {
-      if (!isPart(child)) continue;
-      const [part, value, isRole] = child;
-      if (part === grammar.RULE_AUTHOR) {
-        header.author = value;
-        header.isRole = isRole;
-      } else if (part === grammar.RULE_RECIPIENT) header.recipient = value;
-      else if (part === grammar.RULE_CHANNEL) header.channel = value;
-      else header.contentType = value;
-    }
+    Object.assign(header, ...children); // a header's children are its parts
     return header;
   }
-  const words = children.filter(isWord);
-  const first = words[0] ?? ["", ""];
-  if (origin === grammar.RULE_AUTHOR) return [origin, first[1], first[0] === T_ROLE] as Part;
-  if (origin === grammar.RULE_RECIPIENT) return [origin, first[1].slice(TO.length), false] as Part;
-  if (origin === grammar.RULE_CHANNEL) return [origin, first[1] || null, false] as Part;
-  if (origin === grammar.RULE_CONTENT_TYPE) {
-    const constrained = children.length === 2; // `<|constrain|>` and a word
-    return [origin, (constrained ? CONSTRAIN : "") + first[1], false] as Part;
-  }
-  return null;
+  const part = PARTS[origin];
+  return part === undefined ? null : part(children.find(isWord) ?? ["", ""], children.length);
 }
+
+const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
 
 /** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
 export function edgeCore(word: string): string {
-  const chars = [...word];
-  let start = 0;
-  while (start < chars.length && !isAlnum(chars[start] as string)) start++;
-  let end = chars.length;
-  while (end > start && !isAlnum(chars[end - 1] as string)) end--;
-  return start === 0 && end === chars.length ? word : chars.slice(start, end).join("");
+  return word.replace(EDGE_PUNCTUATION, "");
 }
 
 /**
@@ -158,10 +137,8 @@ export function channelOf(word: string): [string, boolean] {
   if (CHANNELS.has(word)) return [word, false];
   const core = edgeCore(word).toLowerCase();
   if (CHANNELS.has(core)) return [core, true];
-  for (const channel of CHANNELS) {
-    if (core.startsWith(channel) && !isAlnum(String.fromCodePoint(core.codePointAt(channel.length) ?? 0))) return [channel, true];
-  }
-  return [word, false];
+  const channel = [...CHANNELS].find((c) => core.startsWith(c) && !isAlnum(String.fromCodePoint(core.codePointAt(c.length) ?? 0)));
+  return channel !== undefined ? [channel, true] : [word, false];
 }
 
 /** `assistantassistant` → (assistant, null, null); `assistantfinal` → (assistant, final, null);
@@ -185,29 +162,73 @@ function bisectRight(sorted: readonly number[], value: number): number {
   return lo;
 }
 
-/** `text.split()` joined with single spaces. */
-function normalSpaces(text: string): string[] {
-  return text.match(WORD_RE) ?? [];
+/** Header text not yet split into words, and where each piece of it began in the input (its character, or the
+ * token it came in). */
+class Stretch {
+  text = "";
+  private readonly offsets: number[] = []; // where each piece begins in `text`
+  private readonly starts: number[] = []; // and in the input
+
+  add(text: string, position: number): void {
+    this.offsets.push(this.text.length);
+    this.starts.push(position);
+    this.text += text;
+  }
+
+  /** Where the last piece begins in `text`. */
+  get last(): number {
+    return this.offsets[this.offsets.length - 1] ?? 0;
+  }
+
+  /** Where offset `at` of the text is in the input: its character, or the token it came in. */
+  positionOf(at: number, byCharacter: boolean): number {
+    const index = bisectRight(this.offsets, at) - 1;
+    const start = this.starts[index] as number;
+    return byCharacter ? start + cpCount(this.text, this.offsets[index] as number, at) : start;
+  }
+
+  /** Take the text from offset `at` on out: that text, and where it began in the input. */
+  cut(at: number, byCharacter: boolean): [string, number] {
+    const rest = this.text.slice(at);
+    const position = this.positionOf(at, byCharacter);
+    this.text = this.text.slice(0, at);
+    while ((this.offsets[this.offsets.length - 1] ?? -1) >= at) {
+      this.offsets.pop();
+      this.starts.pop();
+    }
+    return [rest, position];
+  }
 }
 
-/** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
-type Condition = (reader: HeaderReader, item: string) => boolean;
-type Action = (reader: HeaderReader, item: string, position: number, repair: string | null) => boolean;
-type Row = readonly [readonly Condition[], Action, string | null];
+/** The GrammarError `feed` throws when the grammar refuses a terminal, or null (any other error propagates). */
+export function refusal(feed: () => void): GrammarError | null {
+  try {
+    feed();
+    return null;
+  } catch (e) {
+    if (!(e instanceof GrammarError)) throw e;
+    return e;
+  }
+}
 
-function named<T>(table: Readonly<Record<string, T>>, name: string): T {
+/** `table[name]`, an entry of a runtime table that the spec's `what` names; one the runtime lacks fails at load. */
+export function named<T>(table: Readonly<Record<string, T>>, name: string, what: string): T {
   const found = table[name];
-  if (found === undefined) throw new Error(`the spec's header_rules name ${JSON.stringify(name)}, which this runtime lacks`);
+  if (found === undefined) throw new Error(`the spec's ${what} name ${JSON.stringify(name)}, which this runtime lacks`);
   return found;
 }
 
+type Condition = (reader: HeaderReader, item: string) => boolean;
+type Action = (reader: HeaderReader, item: string, position: number, repair: string | null) => boolean | void;
+type Row = readonly [readonly Condition[], Action, string | null];
+
+/** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
 export class HeaderReader {
   private readonly tools: ReadonlySet<string>;
-  private readonly spacedTools: ReadonlyMap<string, string>; // a declared name with spaces, its words joined by one
+  private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
-  private text: string[] = []; // header text not yet split into words
-  private starts: number[] = []; // where each piece of that text began
-  private raw: string[] = []; // the header as the input gave it: its text and its control tokens' spellings
+  private stretch = new Stretch(); // header text not yet split into words
+  private raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
   private said: string[] = []; // every word the input gave for this header, placed or set aside
   private terms: string[] = []; // and their terminals (control terminals too)
@@ -225,18 +246,16 @@ export class HeaderReader {
   constructor(
     private readonly lalr: IncrementalParser,
     private readonly lenient: boolean,
-    private readonly role: Role | null, // the completion's first role, and the role a header without an author gets
+    private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
     tools: Iterable<string> = [],
   ) {
     this.tools = new Set(tools);
-    const spaced = new Map<string, string>();
     for (const tool of this.tools) {
-      const words = normalSpaces(tool);
-      if (words.length > 1) spaced.set(words.join(" "), tool);
+      const words = tool.match(WORD_RE) ?? [];
+      if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
     }
-    this.spacedTools = spaced;
     this.snapshot = lalr.copy();
   }
 
@@ -247,14 +266,9 @@ export class HeaderReader {
     return this.virtualStart;
   }
 
-  /** No word and no control token fed since `<|start|>`. */
-  get empty(): boolean {
-    return this.terms.length === 0 && this.words.length === 0;
-  }
-
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
-    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && this.raw.length === 0;
+    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
   }
 
   /** The header's words as the input gave them (not the role a completion starts in). */
@@ -263,20 +277,12 @@ export class HeaderReader {
   }
 
   pendingText(): string {
-    return this.text.join("");
+    return this.stretch.text;
   }
 
   /** The header as the input gave it so far: its text, with its control tokens spelled out. */
   rawText(): string {
-    return this.raw.join("");
-  }
-
-  /** The header text not yet split into words, taken out of the header. */
-  takePendingText(): string {
-    const text = this.text.join("");
-    this.text = [];
-    this.starts = [];
-    return text;
+    return this.raw;
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -285,150 +291,80 @@ export class HeaderReader {
   open(role: Role | null = null): void {
     this.snapshot = this.lalr.copy();
     this.lalr.feedToken(T_START);
-    this.text = [];
-    this.starts = [];
-    this.pending = [];
-    this.said = [];
+    this.clear();
     this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
     this.replacingChannel = this.lateChannel = this.setAside = false;
-    if (role === null) {
-      this.words = [];
-      this.terms = [];
-      this.virtualStart = false;
-      this.raw = [spellingOf(T_START)];
-      return;
-    }
-    this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
-    this.words = [role];
-    this.terms = [T_ROLE];
-    this.virtualStart = true;
-    this.raw = [];
+    this.virtualStart = role !== null;
+    if (role === null) this.raw = spellingOf(T_START);
+    else this.feed(T_ROLE, role);
   }
 
-  /** Forget the header: the parser goes back to where it was before the header's `<|start|>`. */
+  /** Forget the header and the repairs found in it: the parser goes back to where it was before its `<|start|>`. */
   abandon(): void {
     this.lalr.restore(this.snapshot);
-    this.text = [];
-    this.starts = [];
+    this.clear();
+  }
+
+  private clear(): void {
+    this.stretch = new Stretch();
     this.words = [];
     this.terms = [];
     this.pending = [];
-    this.raw = [];
+    this.raw = "";
     this.said = [];
   }
 
   /** Lenient: where, in the text not yet split into words, a word begins that no header word begins with (JSON),
    * when the header before it has a channel or a recipient (`<|channel|>final {"a": 1}`); an offset into it. */
   bodyStart(): number | null {
-    const text = this.text.join("");
+    const text = this.stretch.text;
     const match = BODY_START_RE.exec(text);
     if (match === null) return null;
     const before = text.slice(0, match.index);
-    if (this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO)) return match.index;
-    return null;
+    return this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO) ? match.index : null;
   }
 
   /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
    * position it began at (its character, or the token it began in). */
   splitPending(at: number, byCharacter: boolean): [string, number] {
-    let offset = 0;
-    for (let i = 0; i < this.text.length; i++) {
-      const piece = this.text[i] as string;
-      if (offset + piece.length > at) return this.splitPiece(i, at - offset, byCharacter);
-      offset += piece.length;
-    }
-    return ["", 0];
-  }
-
-  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
-   * words (one ending earlier was found when its own piece came): the piece it begins in, where it begins there,
-   * and the spelling. Only the last piece and the few characters before it are searched. */
-  findNearMiss(): [number, number, string] | null {
-    const pieces = this.text;
-    const need = pieces.length > 0 ? (pieces[pieces.length - 1] as string).length + NEAR_MISS_LONGEST - 1 : 0;
-    let first = pieces.length;
-    let got = 0;
-    while (first > 0 && got < need) {
-      first--;
-      got += (pieces[first] as string).length;
-    }
-    const window = first === pieces.length - 1 ? (pieces[first] as string) : pieces.slice(first).join("");
-    const match = NEAR_MISS_IN_HEADER_RE.exec(window);
-    if (match === null) return null;
-    let index = first;
-    let cut = match.index;
-    while (cut >= (pieces[index] as string).length) {
-      cut -= (pieces[index] as string).length;
-      index++;
-    }
-    return [index, cut, match[0]];
-  }
-
-  /** Take the text not yet split into words from offset `cut` of its piece `index` on out of the header: that
-   * text, and the position it began at (its character, or the token it began in). */
-  splitPiece(index: number, cut: number, byCharacter: boolean): [string, number] {
-    const pieces = this.text;
-    const starts = this.starts;
-    const piece = pieces[index] as string;
-    const rest = index === pieces.length - 1 ? piece.slice(cut) : [piece.slice(cut), ...pieces.slice(index + 1)].join("");
-    const position = (starts[index] as number) + (byCharacter ? cpCount(piece, 0, cut) : 0);
-    this.text = cut ? [...pieces.slice(0, index), piece.slice(0, cut)] : pieces.slice(0, index);
-    this.starts = cut ? starts.slice(0, index + 1) : starts.slice(0, index);
-    let remove = rest.length; // the raw header ends with the same text
-    while (remove > 0 && this.raw.length > 0) {
-      const last = this.raw[this.raw.length - 1] as string;
-      if (last.length <= remove) {
-        this.raw.pop();
-        remove -= last.length;
-      } else {
-        this.raw[this.raw.length - 1] = last.slice(0, last.length - remove);
-        remove = 0;
-      }
-    }
+    const [rest, position] = this.stretch.cut(at, byCharacter);
+    this.raw = this.raw.slice(0, Math.max(0, this.raw.length - rest.length)); // the raw header ends with the same text
     return [rest, position];
   }
 
+  /** The first near-miss spelling of a control token that ends in the last piece of the text not yet split into
+   * words (one ending earlier was found when its own piece came): where it begins in that text, and the spelling.
+   * Only the last piece and the few characters before it are searched. */
+  findNearMiss(): [number, string] | null {
+    const from = Math.max(0, this.stretch.last - NEAR_MISS_LONGEST + 1);
+    const match = NEAR_MISS_IN_HEADER_RE.exec(this.stretch.text.slice(from));
+    return match === null ? null : [from + match.index, match[0]];
+  }
+
   addText(text: string, position: number): void {
-    this.text.push(text);
-    this.starts.push(position);
-    this.raw.push(text);
+    this.stretch.add(text, position);
+    this.raw += text;
   }
 
   /** Split the collected text into words and feed them; a word's position is where it starts (its character, or
    * the token it starts in). `before` is the control token that ends the text (null: the end of the stream);
    * lenient mode reads the words knowing it. */
   flushWords(byCharacter: boolean, before: string | null = null): void {
-    if (this.text.length === 0) return;
-    const pieces = this.text;
-    const starts = this.starts;
-    this.text = [];
-    this.starts = [];
-    const joined = pieces.length === 1 ? (pieces[0] as string) : pieces.join("");
-    const ends: number[] = [];
-    let total = 0;
-    for (const piece of pieces) ends.push((total += piece.length));
-    const position = (at: number): number => {
-      const index = pieces.length === 1 ? 0 : bisectRight(ends, at);
-      if (!byCharacter) return starts[index] as number;
-      const pieceStart = index > 0 ? (ends[index - 1] as number) : 0;
-      return (starts[index] as number) + cpCount(joined, pieceStart, at);
-    };
-    WORD_RE.lastIndex = 0;
-    if (!this.lenient) {
-      for (let m = WORD_RE.exec(joined); m !== null; m = WORD_RE.exec(joined)) {
-        this.said.push(m[0]);
-        this.strictWord(m[0], position(m.index));
-      }
-      return;
-    }
-    let spans: [number, number][] = [];
-    for (let m = WORD_RE.exec(joined); m !== null; m = WORD_RE.exec(joined)) spans.push([m.index, m.index + m[0].length]);
-    if (this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
-    let aside: [number, number] | null = null; // a run of words set aside, reported as the text it spans
+    const stretch = this.stretch;
+    const joined = stretch.text;
+    if (!joined) return;
+    this.stretch = new Stretch();
+    const position = (at: number): number => stretch.positionOf(at, byCharacter);
+    let spans = [...joined.matchAll(WORD_RE)].map((m): [number, number] => [m.index, m.index + m[0].length]);
+    if (this.lenient && this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
+    this.before = before;
+    let aside: [number, number] | null = null; // lenient: a run of words set aside, reported as the text it spans
     for (const [start, end] of spans) {
       const word = joined.slice(start, end);
       this.said.push(word);
-      if (this.word(word, position(start), before)) {
+      if (!this.lenient) {
+        this.strictWord(word, position(start));
+      } else if (this.apply("word", word, position(start))) {
         aside = [aside !== null ? aside[0] : start, end];
       } else if (aside !== null) {
         this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
@@ -440,44 +376,35 @@ export class HeaderReader {
 
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
   control(terminal: string, position: number): void {
-    this.raw.push(spellingOf(terminal));
-    try {
-      this.lalr.feedToken(terminal);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: e.message }), position);
-      this.repairControl(terminal, position);
-      return;
-    }
-    this.terms.push(terminal);
+    this.raw += spellingOf(terminal);
+    const error = refusal(() => this.lalr.feedToken(terminal));
+    if (error === null) this.terms.push(terminal);
+    else if (this.lenient) this.apply("control_token", terminal, position); // placed by the spec's `control_token` rows
+    else this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: error.message }), position);
   }
 
   /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
   complete(position: number): Header | null {
     const lalr = this.lalr;
     this.replacingChannel = false;
-    try {
-      lalr.feedToken(T_MESSAGE);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: e.message }), position);
+    const error = refusal(() => lalr.feedToken(T_MESSAGE));
+    if (error !== null) {
+      if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: error.message }), position);
       const expected = lalr.expected();
       if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
         return this.complete(position);
       }
       if (expected.size === 1 && expected.has(T_WORD)) {
-        if (this.terms[this.terms.length - 1] === T_CHANNEL) {
-          this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
-        } else {
-          const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
-          this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
-        }
+        // a channel or a content type without its word
+        const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
+        if (this.lastTerm === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
+        else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
       } else {
         // cannot happen with this grammar; keeps the promise never to throw
-        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: e.message });
+        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: error.message });
         this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
         this.abandon();
         return null;
@@ -493,40 +420,26 @@ export class HeaderReader {
   /** What the header is, now that a stop token ends it before `<|message|>` (lenient mode; call `flushWords`
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
-    if (this.empty && this.raw.length === 0) return Cut.Nothing;
-    const spoken = this.terms[0] === T_ROLE ? this.terms.slice(1) : this.terms;
+    if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
     let recipient = this.recipient || this.fedRecipient;
     if (recipient === Roles.Assistant) recipient = null;
     if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtualStart && !spoken.includes(T_CHANNEL) && recipient === null && strip(this.rawText())) return Cut.Headerless;
+    if (this.virtualStart && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
-  }
-
-  /** The header is set aside whole: the repairs found in it are not reported one by one. */
-  discardPending(): void {
-    this.pending = [];
   }
 
   // -- words -------------------------------------------------------------------------------------------------
 
-  private classify(word: string): string {
-    if (ROLES.has(word) && this.lalr.expected().has(T_ROLE)) return T_ROLE;
-    if (word.startsWith(TO)) return T_TO;
-    return T_WORD;
-  }
-
   private strictWord(word: string, position: number): void {
-    const terminal = this.classify(word);
-    try {
-      this.lalr.feedToken(terminal, [terminal, word] as Word);
-    } catch (e) {
-      if (!(e instanceof GrammarError)) throw e;
-      this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: e.message }), position);
-    }
+    let terminal = word.startsWith(TO) ? T_TO : T_WORD;
+    if (ROLES.has(word) && this.lalr.expected().has(T_ROLE)) terminal = T_ROLE;
+    const error = refusal(() => this.lalr.feedToken(terminal, [terminal, word] as Word));
+    if (error !== null) this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: error.message }), position);
     this.words.push(word);
     this.terms.push(terminal);
   }
 
+  /** Lenient: feed `word` as `terminal` if the grammar takes it there; whether it did. */
   private feed(terminal: string, word: string): boolean {
     if (!this.lalr.accepts(terminal)) return false;
     this.lalr.feedToken(terminal, [terminal, word] as Word);
@@ -542,18 +455,17 @@ export class HeaderReader {
     this.fedChannel = channel;
   }
 
-  /** Lenient: place one word by the spec's `word` rows; true when it has no place in the header. */
-  private word(word: string, position: number, before: string | null): boolean {
-    this.before = before;
-    return this.apply("word", word, position);
-  }
-
-  /** The first row of a `header_rules` list whose conditions all hold for `item` (a word, or a terminal) acts. */
+  /** The first row of a `header_rules` list whose conditions all hold for `item` (a word, or a terminal) acts; true
+   * when the word has no place in the header. */
   private apply(list: string, item: string, position: number): boolean {
     for (const [conditions, action, repair] of HeaderReader.RULES.get(list) ?? []) {
-      if (conditions.every((condition) => condition(this, item))) return action(this, item, position, repair);
+      if (conditions.every((condition) => condition(this, item))) return action(this, item, position, repair) === true;
     }
     return true; // not reached: the generator makes each list end with a row without conditions
+  }
+
+  private get lastTerm(): string | undefined {
+    return this.terms[this.terms.length - 1];
   }
 
   /** The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far. */
@@ -562,8 +474,8 @@ export class HeaderReader {
     recipient: (_, word) => word.startsWith(TO),
     after_second_channel: (r) => r.replacingChannel,
     after_late_channel: (r) => r.lateChannel,
-    after_channel_marker: (r) => r.terms[r.terms.length - 1] === T_CHANNEL,
-    after_constrain: (r) => r.terms[r.terms.length - 1] === T_CONSTRAIN,
+    after_channel_marker: (r) => r.lastTerm === T_CHANNEL,
+    after_constrain: (r) => r.lastTerm === T_CONSTRAIN,
     repeats_role: (r, word) => r.words.length === 1 && word === r.words[0] && r.terms.length === 1 && r.terms[0] === T_ROLE,
     not_before_channel: (r) => r.before !== T_CHANNEL,
     no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.channel === null,
@@ -571,7 +483,7 @@ export class HeaderReader {
     channel_allowed: (r) => r.lalr.accepts(T_CHANNEL),
     content_type: (_, word) => CONTENT_TYPES.has(word.toLowerCase()),
     role_word: (_, word) => roleOf(word) !== null,
-    tool_name: (_, word) => word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word) || BUILTIN_ITEM_NAMESPACES.has(word),
+    tool_name: (_, word) => word.includes(SEPARATOR) || BUILTIN_NAMESPACES.has(word),
     start_token: (_, terminal) => terminal === T_START,
     channel_token: (_, terminal) => terminal === T_CHANNEL,
     word_expected_only: (r) => r.lalr.expected().size === 1 && r.lalr.expected().has(T_WORD),
@@ -579,16 +491,15 @@ export class HeaderReader {
     no_later_channel: (r) => r.channel === null,
   };
 
-  /** The actions of the spec's `header_actions`: true when the word has no place in the header. */
+  /** The actions of the spec's `header_actions`: true when the word has no place in the header (it is set aside). */
   private static readonly DO: Readonly<Record<string, Action>> = {
     author: (r, word, at) => r.apply("author_word", word, at),
     recipient: (r, word, at) => {
-      if (r.terms[r.terms.length - 1] === T_CHANNEL) {
+      if (r.lastTerm === T_CHANNEL) {
         r.fix(spec.RECOVERY_EMPTY_CHANNEL, at); // `<|channel|> to=…`: no channel word
         r.feed(T_WORD, "");
       }
       r.setRecipient(word, at);
-      return false;
     },
     second_channel_word: (r, word, at) => {
       r.replacingChannel = false;
@@ -596,35 +507,33 @@ export class HeaderReader {
         const channel = r.channel ?? r.fedChannel ?? "";
         r.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, at, { word, token: spellingOf(T_CHANNEL), channel });
         r.feed(T_WORD, word);
-      } else r.replaceChannel(word, at);
-      return false;
+        return;
+      }
+      const [channel, trimmed] = channelOf(word);
+      r.fix(spec.RECOVERY_DOUBLED_CHANNEL, at, { word: (r.channel ?? r.fedChannel) || "", channel });
+      if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
+      r.channel = channel;
     },
     late_channel_word: (r, word, at, repair) => {
       r.lateChannel = false;
-      if (repair !== null) r.fix(repair, at, { token: spellingOf(T_CHANNEL), word });
+      r.fix(repair, at, { token: spellingOf(T_CHANNEL), word });
       r.channel = channelOf(word)[0];
-      return false;
     },
     channel_word: (r, word, at) => {
       const [channel, trimmed] = channelOf(word);
       if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
       r.feed(T_WORD, channel);
       r.fedChannel = channel;
-      return false;
     },
     constrain_word: (r, word, at) => {
       if (CONTENT_TYPES.has(word.toLowerCase()) || !CHANNELS.has(channelOf(word)[0])) return !r.feed(T_WORD, word);
       r.fix(spec.RECOVERY_SPLICED_CONTENT_TYPE, at, { word }); // `<|constrain|>analysis code`
       return false;
     },
-    drop: (r, word, at, repair) => {
-      if (repair !== null) r.fix(repair, at, { word });
-      return false;
-    },
+    drop: (r, word, at, repair) => r.fix(repair, at, { word }),
     add_channel_marker: (r, word, at, repair) => {
-      if (repair !== null) r.fix(repair, at, { word, token: spellingOf(T_CHANNEL) });
+      r.fix(repair, at, { word, token: spellingOf(T_CHANNEL) });
       r.feedChannel(channelOf(word)[0]);
-      return false;
     },
     content_type: (r, word) => !r.feed(T_WORD, word),
     set_aside: () => true,
@@ -634,54 +543,42 @@ export class HeaderReader {
       if (word !== role) r.fix(spec.RECOVERY_GLUED_ROLE, at, { word, role });
       if (channel !== null && r.lalr.accepts(T_CHANNEL)) r.feedChannel(channel);
       if (recipient !== null) r.setRecipient(recipient, at);
-      return false;
     },
     recipient_without_role: (r, word, at) => {
       r.addMissingRole(at);
       r.setRecipient(word, at);
-      return false;
     },
     tool_author: (r, word) => {
       r.feed(T_WORD, word);
-      return false;
     },
     expected_role: (r, word, at, repair) => {
-      const role = r.role ?? Roles.Assistant;
-      if (repair !== null) r.fix(repair, at, { word, role });
-      r.feed(T_ROLE, role);
-      return false;
+      r.fix(repair, at, { word, role: r.role });
+      r.feed(T_ROLE, r.role);
     },
     restart_header: (r, _, at, repair) => {
-      if (repair !== null) r.fixNow(repair, at, {}, r.said.join(" "));
+      r.fixNow(repair, at, {}, r.said.join(" "));
       r.lalr.restore(r.snapshot);
       r.open(); // the header begins again at this <|start|>
-      return false;
     },
     empty_word_then_token: (r, terminal, at, repair) => {
-      if (repair !== null) r.fixNow(repair, at);
+      r.fixNow(repair, at);
       r.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
       r.terms.push(T_WORD);
-      r.raw.pop();
-      r.control(terminal, at);
-      return false;
+      r.retry(terminal, at);
     },
     role_then_token: (r, terminal, at) => {
       r.addMissingRole(at);
-      r.raw.pop();
-      r.control(terminal, at);
-      return false;
+      r.retry(terminal, at);
     },
     second_channel: (r) => {
       r.replacingChannel = true;
-      return false;
     },
     late_channel: (r) => {
       r.lateChannel = true;
-      return false;
     },
     stray_control: (r, terminal, at) => {
-      r.later(spec.RECOVERY_STRAY_HEADER_WORD, fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) }), "", at);
-      return false;
+      const detail = fill(spec.PARSE_DETAIL_STRAY_CONTROL, { token: spellingOf(terminal) });
+      r.pending.push([spec.RECOVERY_STRAY_HEADER_WORD, detail, "", at]);
     },
   };
 
@@ -689,78 +586,66 @@ export class HeaderReader {
   private static readonly RULES: ReadonlyMap<string, readonly Row[]> = new Map(
     Object.entries(spec.HEADER_RULES).map(([list, rows]) => [
       list,
-      rows.map(([when, then, repair]): Row => [when.map((c) => named(HeaderReader.IF, c)), named(HeaderReader.DO, then), repair]),
+      rows.map(([when, then, repair]): Row => [
+        when.map((c) => named(HeaderReader.IF, c, "header_rules")),
+        named(HeaderReader.DO, then, "header_rules"),
+        repair,
+      ]),
     ]),
   );
 
+  /** A control token the grammar refused, fed again now that the header was repaired before it. */
+  private retry(terminal: string, position: number): void {
+    this.raw = this.raw.slice(0, this.raw.length - spellingOf(terminal).length);
+    this.control(terminal, position);
+  }
+
+  /** Place a recipient word: the grammar takes the first where it can; a later one, or one it cannot take there,
+   * replaces it. */
   private setRecipient(word: string, position: number): void {
-    const earlier = this.recipient !== null ? this.recipient : this.fedRecipient;
+    const earlier = this.recipient ?? this.fedRecipient;
     if (earlier === null && this.feed(T_TO, word)) {
       this.fedRecipient = word.slice(TO.length);
       return;
     }
-    if (earlier !== null) {
-      this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
-    } else {
-      this.fix(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, { word });
-    }
+    if (earlier !== null) this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
+    else this.fix(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, { word });
     this.recipient = word.slice(TO.length);
-  }
-
-  private replaceChannel(word: string, position: number): void {
-    const [channel, trimmed] = channelOf(word);
-    const earlier = this.channel !== null ? this.channel : this.fedChannel;
-    this.fix(spec.RECOVERY_DOUBLED_CHANNEL, position, { word: earlier || "", channel });
-    if (trimmed) this.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, position, { word, channel });
-    this.channel = channel;
   }
 
   /** `to=functions.Web Search`, where `Web Search` is a declared function: one word. */
   private joinSpacedNames(joined: string, spans: [number, number][]): [number, number][] {
     const out: [number, number][] = [];
-    let i = 0;
-    while (i < spans.length) {
-      const [start] = spans[i] as [number, number];
-      let end = (spans[i] as [number, number])[1];
+    for (let i = 0; i < spans.length; i++) {
+      const [start, end] = spans[i] as [number, number];
       const word = joined.slice(start, end);
-      if (word.startsWith(TO)) {
-        const bare = word.slice(TO.length);
-        const name = bare.startsWith(FUNCTIONS_PREFIX) ? bare.slice(FUNCTIONS_PREFIX.length) : bare;
-        if (!this.tools.has(name)) {
-          for (let j = spans.length - 1; j > i; j--) {
-            const candidate = [name, ...spans.slice(i + 1, j + 1).map(([s, e]) => joined.slice(s, e))].join(" ");
-            const tool = this.spacedTools.get(candidate);
-            if (tool !== undefined) {
-              // the position is where the name starts in the header's text, in characters (as Python reports it)
-              this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, start)), { name: tool });
-              end = (spans[j] as [number, number])[1];
-              i = j;
-              break;
-            }
-          }
-        }
+      const bare = word.slice(TO.length);
+      const name = bare.startsWith(FUNCTIONS_PREFIX) ? bare.slice(FUNCTIONS_PREFIX.length) : bare;
+      let last = i;
+      for (let j = spans.length - 1; j > i && last === i && word.startsWith(TO) && !this.tools.has(name); j--) {
+        const tool = this.spacedTools.get([name, ...spans.slice(i + 1, j + 1).map(([s, e]) => joined.slice(s, e))].join(" "));
+        if (tool === undefined) continue;
+        // the position is where the name starts in the header's text, in characters (as Python reports it)
+        this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, start)), { name: tool });
+        last = j;
       }
-      out.push([start, end]);
-      i += 1;
+      out.push([start, last === i ? end : (spans[last] as [number, number])[1]]);
+      i = last;
     }
     return out;
   }
 
   // -- repairs -----------------------------------------------------------------------------------------------
 
-  /** A repair reported once the header is settled (a header set aside whole reports only that). */
-  private later(rule: string, detail: string, text: string, position: number): void {
-    this.pending.push([rule, detail, text, position]);
-  }
-
-  /** `later`, with the detail and the text set aside that the spec's table gives `rule` (`described`). */
-  private fix(rule: string, position: number, values: RepairValues = {}, text?: string): void {
-    this.pending.push([rule, ...described(rule, values, text), position]);
+  /** A repair reported once the header is settled (a header set aside whole reports only that), with the detail
+   * and the text set aside that the spec's table gives `rule` (`described`); none when `rule` is null. */
+  private fix(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
+    if (rule !== null) this.pending.push([rule, ...described(rule, values, text), position]);
   }
 
   /** A repair reported at once, as the spec's table describes it. */
-  private fixNow(rule: string, position: number, values: RepairValues = {}, text?: string): void {
-    this.report(rule, ...described(rule, values, text), position);
+  private fixNow(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
+    if (rule !== null) this.report(rule, ...described(rule, values, text), position);
   }
 
   private setTextAside(text: string, position: number): void {
@@ -772,83 +657,65 @@ export class HeaderReader {
   private settle(header: Header, position: number): void {
     if (this.recipient !== null) header.recipient = this.recipient;
     if (this.channel !== null) header.channel = this.channel;
-    if (header.recipient === Roles.Assistant && header.isRole && header.author === Roles.Assistant) {
+    const assistant = header.isRole && header.author === Roles.Assistant;
+    if (header.recipient === Roles.Assistant && assistant) {
       this.fix(spec.RECOVERY_RECIPIENT_TO_SELF, position, { recipient: header.recipient });
       header.recipient = null;
-      if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, not its answer: never shown
+      if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, never shown
     }
     const channel = header.channel;
-    if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && header.isRole && header.author === Roles.Assistant) {
+    if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && assistant) {
       this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: channel }); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
-    if (header.recipient === null && contentType.startsWith(CONSTRAIN)) {
-      const name = contentType.slice(CONSTRAIN.length);
-      if (name.startsWith(FUNCTIONS_PREFIX) || this.tools.has(name)) {
-        this.fix(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, position, { word: contentType });
-        header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
-        header.contentType = null;
-      }
+    const name = contentType.slice(CONSTRAIN.length);
+    if (header.recipient === null && contentType.startsWith(CONSTRAIN) && (name.startsWith(FUNCTIONS_PREFIX) || this.tools.has(name))) {
+      this.fix(spec.RECOVERY_RECIPIENT_AS_CONTENT_TYPE, position, { word: contentType });
+      header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
+      header.contentType = null;
     }
     for (const [rule, detail, text, at] of this.pending) this.report(rule, detail, text, at);
     this.pending = [];
   }
 
   private addMissingRole(position: number): void {
-    const role = this.role ?? Roles.Assistant;
-    this.fixNow(spec.RECOVERY_MISSING_ROLE, position, { role });
-    this.lalr.feedToken(T_ROLE, [T_ROLE, role] as Word);
-    this.words.push(role);
-    this.terms.push(T_ROLE);
-  }
-
-  /** Lenient: a control token the grammar refuses here, placed by the spec's `control_token` rows. */
-  private repairControl(terminal: string, position: number): void {
-    this.apply("control_token", terminal, position);
+    this.fixNow(spec.RECOVERY_MISSING_ROLE, position, { role: this.role });
+    this.feed(T_ROLE, this.role);
   }
 }
 
 /** Lenient repairs that need the declared function names: a missing `functions.` prefix, and a content type glued
  * to a declared name (`functions.shelljson`, `shelljson`). */
-export function applyDeclaredTools(header: Header, tools: Iterable<string>, report: Report, position: number): void {
-  const declared = tools instanceof Set ? (tools as ReadonlySet<string>) : new Set(tools);
+export function applyDeclaredTools(header: Header, tools: ReadonlySet<string>, report: Report, position: number): void {
   const recipient = header.recipient;
-  const fix = (rule: string, at: number, values: RepairValues, text?: string): void => report(rule, ...described(rule, values, text), at);
-  if (declared.size === 0 || !recipient) return;
-  if (declared.has(recipient)) {
-    fix(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, position, { recipient });
-    header.recipient = FUNCTIONS_PREFIX + recipient;
-    return;
-  }
+  if (tools.size === 0 || !recipient) return;
+  const fix = (rule: string, values: RepairValues, name: string, text?: string): void => {
+    report(rule, ...described(rule, { recipient, ...values }, text), position);
+    header.recipient = FUNCTIONS_PREFIX + name;
+  };
+  if (tools.has(recipient)) return fix(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, {}, recipient);
   const name = recipient.startsWith(FUNCTIONS_PREFIX) ? recipient.slice(FUNCTIONS_PREFIX.length) : recipient;
-  if (declared.has(name)) return;
+  if (tools.has(name)) return;
   const core = edgeCore(name);
-  if (declared.has(core)) {
+  if (tools.has(core)) {
     // `to=functions.get_weather,`
     const at = name.indexOf(core);
-    fix(spec.RECOVERY_RECIPIENT_PUNCTUATION, position, { recipient, name: core }, name.slice(0, at) + name.slice(at + core.length));
-    header.recipient = FUNCTIONS_PREFIX + core;
-    return;
+    return fix(spec.RECOVERY_RECIPIENT_PUNCTUATION, { name: core }, core, name.slice(0, at) + name.slice(at + core.length));
   }
   const parts = name.split(SEPARATOR);
-  for (let i = 1; i < parts.length; i++) {
+  const head = parts[0] as string;
+  for (let i = 1; i < parts.length && !BUILTIN_NAMESPACES.has(head); i++) {
     // `to=function.get_weather`, `to=functions.functions.get_weather`
     const rest = parts.slice(i).join(SEPARATOR);
-    const head = parts[0] as string;
-    if (declared.has(rest) && !BUILTIN_NAMESPACES.has(head) && !BUILTIN_ITEM_NAMESPACES.has(head)) {
-      fix(spec.RECOVERY_WRONG_NAMESPACE, position, { recipient, name: rest }, parts.slice(0, i).join(SEPARATOR));
-      header.recipient = FUNCTIONS_PREFIX + rest;
-      return;
-    }
+    if (tools.has(rest)) return fix(spec.RECOVERY_WRONG_NAMESPACE, { name: rest }, rest, parts.slice(0, i).join(SEPARATOR));
   }
   if (name === recipient && name.includes(SEPARATOR)) return;
-  for (const tool of [...declared].sort(byLengthDown)) {
+  for (const tool of [...tools].sort(byLengthDown)) {
     const rest = name.slice(tool.length);
     const contentType = CONTENT_TYPES.get(rest.toLowerCase());
     if (name.startsWith(tool) && contentType !== undefined) {
-      fix(spec.RECOVERY_GLUED_CONTENT_TYPE, position, { recipient }, rest);
-      header.recipient = FUNCTIONS_PREFIX + tool;
-      if (header.contentType === null) header.contentType = contentType;
+      fix(spec.RECOVERY_GLUED_CONTENT_TYPE, {}, tool, rest);
+      header.contentType ??= contentType;
       return;
     }
   }

@@ -9,16 +9,7 @@
  */
 
 export {
-  ContentDelta,
-  type Event,
-  eventDict,
-  HarmonyParseError,
-  MessageEnd,
-  MessageStart,
-  messagesOf,
-  type Mode,
-  ParsedMessage,
-  Recovered,
+  ContentDelta, type Event, eventDict, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
   RECOVERY_RULES,
 } from "./events.js";
 export { HarmonyStreamParser, parseText, parseTokens, Region, type StreamParserOptions } from "./parser.js";

@@ -22,24 +22,20 @@ import { Utf8Stream } from "../utf8.js";
 export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
   Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
 );
-const SPELLING_BY_ID = new Map(Object.entries(spec.NAMED_TOKENS).map(([spelling, id]) => [id, spelling]));
-/** Terminal → the spelling of its control token. */
-export const SPELLINGS: ReadonlyMap<string, string> = new Map(
-  [...CONTROL_TERMINALS].map(([id, terminal]) => [terminal, SPELLING_BY_ID.get(id) ?? ""]),
+/** Control token spelling → its terminal. */
+const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
+  Object.entries(spec.NAMED_TOKENS).flatMap(([spelling, id]) => {
+    const terminal = CONTROL_TERMINALS.get(id);
+    return terminal === undefined ? [] : [[spelling, terminal] as const];
+  }),
 );
-const TERMINAL_OF_SPELLING = new Map([...SPELLINGS].map(([terminal, spelling]) => [spelling, terminal]));
-const SPELLING_RE = new RegExp(
-  [...TERMINAL_OF_SPELLING.keys()]
-    .sort((a, b) => b.length - a.length)
-    .map(escapeRegExp)
-    .join("|"),
-  "gu",
-);
+const SPELLINGS = new Map([...TERMINAL_OF_SPELLING].map(([spelling, terminal]) => [terminal, spelling]));
+const LONGEST_FIRST = [...TERMINAL_OF_SPELLING.keys()].sort((a, b) => b.length - a.length);
+const SPELLING_RE = new RegExp(LONGEST_FIRST.map(escapeRegExp).join("|"), "gu");
 const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text without it holds no control token
-const PREFIXES: ReadonlySet<string> = new Set(
-  [...TERMINAL_OF_SPELLING.keys()].flatMap((s) => Array.from({ length: s.length - 1 }, (_, i) => s.slice(0, i + 1))),
-);
-const MAX_PREFIX = Math.max(...[...TERMINAL_OF_SPELLING.keys()].map((s) => s.length)) - 1;
+/** Every proper prefix of a spelling: a chunk that ends in one may go on with the rest of the spelling. */
+const PREFIXES: ReadonlySet<string> = new Set(LONGEST_FIRST.flatMap((s) => [...s].slice(1).map((_, i) => s.slice(0, i + 1))));
+const MAX_PREFIX = (LONGEST_FIRST[0] ?? "").length - 1;
 
 /** The spelling of a control terminal. */
 export function spellingOf(terminal: string): string {
@@ -66,64 +62,49 @@ export class TokenLexer {
 
   feed(tokens: Iterable<number>): void {
     const sink = this.sink;
-    const cache = this.texts;
     for (const token of tokens) {
       const terminal = CONTROL_TERMINALS.get(token);
       if (terminal !== undefined) {
-        if (this.decoder.pending) this.flush();
+        this.finish(); // a control token ends an unfinished character too
         sink.onControl(terminal, this.position);
       } else {
-        let text = this.decoder.pending ? null : (cache.get(token) ?? null);
-        if (text === null) text = this.decode(token);
+        const text = this.decode(token);
         if (text) sink.onText(text, this.position);
       }
       this.position += 1;
     }
   }
 
-  /** Bytes of an unfinished character are held: the next token's text depends on them. */
-  get pending(): boolean {
-    return this.decoder.pending;
-  }
-
-  /** Token → its text, for the tokens seen so far (null: not whole UTF-8 on its own). A caller's fast path may
-   * pass an ordinary token on itself when nothing is `pending`: it then counts it with `skip`. */
-  get knownTexts(): ReadonlyMap<number, string | null> {
-    return this.texts;
-  }
-
-  /** Count one token a caller's fast path took (see `knownTexts`). */
-  skip(): void {
-    this.position += 1;
+  /** For a caller's fast path: the text of `token` if it is an ordinary token seen before, whole UTF-8 on its own,
+   * and no bytes of an unfinished character are held (the text would depend on them); the token is then read, and
+   * the caller passes its text on itself. Otherwise null, and nothing is read. */
+  take(token: number): string | null {
+    const text = this.decoder.pending ? null : (this.texts.get(token) ?? null);
+    if (text) this.position += 1;
+    return text;
   }
 
   /** End of input: a character left unfinished becomes U+FFFD. */
   finish(): void {
-    if (this.decoder.pending) this.flush();
+    if (!this.decoder.pending) return;
+    const text = this.decoder.decode(new Uint8Array(0), true);
+    this.decoder.reset();
+    if (text) this.sink.onText(text, this.position);
   }
 
   private decode(token: number): string | null {
-    const cache = this.texts;
-    let data: Uint8Array;
-    if (!cache.has(token)) {
+    let text = this.texts.get(token);
+    if (text === undefined) {
       try {
-        data = this.encoding.decodeBytes([token]);
+        text = strictUtf8(this.encoding.decodeBytes([token]));
       } catch (e) {
         if (!(e instanceof HarmonyError)) throw e;
         this.sink.onInvalidToken(token, this.position);
         return null;
       }
-      cache.set(token, strictUtf8(data));
+      this.texts.set(token, text);
     }
-    const cached = cache.get(token) ?? null;
-    if (cached !== null && !this.decoder.pending) return cached;
-    return this.decoder.decode(this.encoding.decodeBytes([token]));
-  }
-
-  private flush(): void {
-    const text = this.decoder.decode(new Uint8Array(0), true);
-    this.decoder.reset();
-    if (text) this.sink.onText(text, this.position);
+    return text !== null && !this.decoder.pending ? text : this.decoder.decode(this.encoding.decodeBytes([token]));
   }
 }
 
@@ -159,12 +140,6 @@ export class TextLexer {
     }
     const size = cpLength(buf);
     this.position = start + size;
-    if (!buf.includes(OPEN)) {
-      if (buf) sink.onText(buf, start);
-      this.base = start + size;
-      this.held = dangling;
-      return;
-    }
     let index = 0;
     let at = start; // the position of buf[index]
     SPELLING_RE.lastIndex = 0;
@@ -178,35 +153,24 @@ export class TextLexer {
       at += m[0].length; // spellings are ASCII
       index = m.index + m[0].length;
     }
-    let tail = buf.slice(index);
-    const limit = tail.length - MAX_PREFIX;
-    let cut = tail.lastIndexOf(OPEN);
-    if (cut < Math.max(0, limit)) cut = -1;
-    while (cut >= 0 && !PREFIXES.has(tail.slice(cut))) {
-      cut = cut > 0 ? tail.lastIndexOf(OPEN, cut - 1) : -1;
-      if (cut < limit) cut = -1;
-    }
-    let heldPrefix = "";
-    if (cut >= 0) {
-      heldPrefix = tail.slice(cut);
-      tail = tail.slice(0, cut);
-    }
-    if (tail) sink.onText(tail, at);
+    const tail = buf.slice(index);
+    // hold a tail that may be the start of a spelling (OPEN is only ever a spelling's first character)
+    let cut = Math.max(0, tail.length - MAX_PREFIX);
+    while (cut < tail.length && (tail[cut] !== OPEN || !PREFIXES.has(tail.slice(cut)))) cut++;
+    const heldPrefix = tail.slice(cut);
+    if (cut > 0) sink.onText(tail.slice(0, cut), at);
     this.held = heldPrefix + dangling;
     this.base = start + size - heldPrefix.length; // a held prefix is ASCII
   }
 
   /** For a caller's fast path: whether `text` would reach the sink as exactly one piece of text (no control token
-   * can start in it and nothing is held). If so the caller may take it itself and `skip`. */
-  plain(text: string): boolean {
-    return !this.held && !text.includes(OPEN) && !isHighSurrogate(text.charCodeAt(text.length - 1));
-  }
-
-  /** Count `text`, which a caller's fast path took (see `plain`). */
-  skip(text: string): void {
+   * can start in it and nothing is held); if so it is read, and the caller passes it on itself. */
+  take(text: string): boolean {
+    if (this.held || text.includes(OPEN) || isHighSurrogate(text.charCodeAt(text.length - 1))) return false;
     const n = cpLength(text);
     this.position += n;
     this.base += n;
+    return true;
   }
 
   /** UTF-8 bytes, split anywhere (even inside a character); invalid bytes become U+FFFD. */

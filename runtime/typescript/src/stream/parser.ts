@@ -25,24 +25,17 @@
  */
 
 import type { HarmonyEncoding } from "../encoding.js";
-import { GrammarError, IncrementalParser } from "../lalr.js";
+import { IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
-import { grammar, type Role, Role as Roles, spec, Terminator, TERMINATOR_VALUES } from "../tables.js";
-import { ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered, type RepairValues } from "./events.js";
+import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
 import {
-  applyDeclaredTools,
-  channelOf,
-  CHANNELS,
-  Cut,
-  Header,
-  HeaderReader,
-  NEAR_MISS_IN_HEADER,
-  reduceHeader,
-  ROLES,
-  T_CHANNEL,
-  T_MESSAGE,
-  T_START,
+  ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
+  type RepairValues,
+} from "./events.js";
+import {
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
+  ROLES, T_CHANNEL, T_MESSAGE, T_START,
 } from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
@@ -95,6 +88,9 @@ export interface StreamParserOptions {
   readonly maxToolCalls?: number | null;
 }
 
+type ControlAction = (parser: HarmonyStreamParser, terminal: string, position: number) => void;
+type Triggers = ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>;
+
 /**
  * Feed token ids or text in any chunks; get events back. Call `close()` at the end of the stream.
  *
@@ -109,29 +105,24 @@ export interface StreamParserOptions {
  * after it; several calls in a row are all read (an engine that does not stop at `<|call|>` lets the model make
  * them).
  */
-type ControlAction = (parser: HarmonyStreamParser, terminal: string, position: number) => void;
-
 export class HarmonyStreamParser {
   private readonly lenient: boolean;
-  private readonly role: Role | null;
+  private readonly expectedRole: Role; // the role of a message whose header names none
   private readonly tools: ReadonlySet<string>;
-  private callsLeft: number; // tool calls still allowed; -1: no limit
+  private callsLeft: number; // tool calls still allowed (Infinity: no limit)
   private readonly stopAtTurnEnd: boolean;
-  private stopRule = spec.RECOVERY_AFTER_TOOL_CALL;
-  private stopDetail = spec.PARSE_DETAIL_AFTER_TOOL_CALL;
+  private stopRepair: readonly [string, RepairValues] = [spec.RECOVERY_AFTER_TOOL_CALL, {}]; // sets aside what follows a stop
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
-  private readonly known: ReadonlyMap<number, string | null>;
   private readonly textLexer: TextLexer;
+  private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
   private unit = spec.PARSE_UNIT_TOKENS;
   private pos = 0; // where the piece being handled began
   private index = 0; // the next message's index
   private regionValue = Region.Outside;
-  private current: Header | null = null; // the header of the message whose body is open
-  private msgRole: Role = Roles.Assistant;
-  private msgName: string | null = null;
+  private current: MessageStart | null = null; // the message whose body is open
   private body: string[] = [];
   private bodyRun = false; // the body's text has been announced to the grammar
   private junk: string[] = [];
@@ -145,7 +136,7 @@ export class HarmonyStreamParser {
   private last: ParsedMessage | null = null;
   private lastStop: Terminator | null = null; // the stop token read last, message or not
   private closed = false;
-  private readonly actions: ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>; // the spec's control_triggers
+  private readonly actions: Triggers; // the spec's control_triggers for the mode
 
   constructor(
     encoding: HarmonyEncoding,
@@ -154,31 +145,25 @@ export class HarmonyStreamParser {
     tools: Iterable<string> | null = null,
     options: StreamParserOptions = {},
   ) {
-    if (mode !== "strict" && mode !== "lenient") throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
+    if (mode !== "strict" && mode !== "lenient") {
+      throw new RangeError(`mode must be 'strict' or 'lenient', not ${JSON.stringify(String(mode))}`);
+    }
     this.lenient = mode === "lenient";
-    this.role = role !== null ? parseRole(role) : null;
+    const first = role !== null ? parseRole(role) : null; // the role the completion starts in
+    this.expectedRole = first ?? Roles.Assistant;
     this.tools = new Set(tools ?? []);
-    const maxToolCalls = options.maxToolCalls ?? null;
-    if (maxToolCalls !== null && maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
-    const limits = [options.stopAfterToolCall ? 1 : null, maxToolCalls].filter((n): n is number => n !== null);
-    this.callsLeft = limits.length > 0 ? Math.min(...limits) : -1;
-    const stopAtTurnEnd = options.stopAtTurnEnd ?? null;
-    this.stopAtTurnEnd = stopAtTurnEnd === null ? this.lenient && this.role !== null : stopAtTurnEnd;
-    this.header = new HeaderReader(
-      this.lalr,
-      this.lenient,
-      this.role,
-      (rule, detail, text, position) => this.report(rule, detail, text, position),
-      (message, position) => this.fail(message, position),
-      this.tools,
-    );
+    const maxToolCalls = options.maxToolCalls ?? Infinity;
+    if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
+    this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
+    this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
+    const fail = (message: string, position: number): never => this.fail(message, position);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, fail, this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
-    this.known = this.tokenLexer.knownTexts;
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
-    this.actions = HarmonyStreamParser.triggers(mode);
-    if (this.role !== null) {
-      this.header.open(this.role);
+    this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
+    if (first !== null) {
+      this.header.open(first);
       this.regionValue = Region.Header;
     }
   }
@@ -205,48 +190,47 @@ export class HarmonyStreamParser {
     return region === Region.Body || region === Region.Stripped ? this.body.join("") : "";
   }
 
+  /** Positions count characters (text input), or tokens. */
+  private get byCharacter(): boolean {
+    return this.unit === spec.PARSE_UNIT_TEXT;
+  }
+
   /** Feed completion token ids; the events they cause. */
   feedTokens(tokens: Iterable<number>): Event[] {
-    const out: Event[] = (this.out = []);
-    this.unit = spec.PARSE_UNIT_TOKENS;
-    this.tokenLexer.feed(tokens);
-    return out;
+    return this.collect(spec.PARSE_UNIT_TOKENS, () => this.tokenLexer.feed(tokens));
   }
 
   /** A fast path for servers: if `token` is plain text continuing the open body, take it and return its text (the
    * one `ContentDelta` it would cause is not built); otherwise take nothing and return null, and the caller feeds
    * the token with `feedTokens`. The parser's state is the same either way. */
   feedBodyToken(token: number): string | null {
-    const lexer = this.tokenLexer;
-    if (!this.bodyRun || lexer.pending) return null; // bodyRun: inside a body whose text the grammar knows of
-    const text = this.known.get(token);
-    if (text) {
-      lexer.skip();
-      this.body.push(text);
-    }
-    return text ?? null;
+    if (!this.bodyRun) return null; // bodyRun: inside a body whose text the grammar knows of
+    const text = this.tokenLexer.take(token);
+    if (text) this.body.push(text);
+    return text;
   }
 
   /** Feed detokenized text with control tokens spelled out, in any chunks. */
   feedText(text: string): Event[] {
-    this.unit = spec.PARSE_UNIT_TEXT;
-    const lexer = this.textLexer;
-    if (this.bodyRun && text && lexer.plain(text)) {
+    if (this.bodyRun && text && this.textLexer.take(text)) {
       // body text and nothing else: the fast path
-      lexer.skip(text);
+      this.unit = spec.PARSE_UNIT_TEXT;
       this.body.push(text);
       return [new ContentDelta(this.index, text)];
     }
-    const out: Event[] = (this.out = []);
-    lexer.feed(text);
-    return out;
+    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feed(text));
   }
 
   /** Feed UTF-8 bytes of such text, split anywhere (even inside a character). */
   feedBytes(data: Uint8Array): Event[] {
+    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feedBytes(data));
+  }
+
+  /** The events that reading in `unit` causes. */
+  private collect(unit: string, read: () => void): Event[] {
     const out: Event[] = (this.out = []);
-    this.unit = spec.PARSE_UNIT_TEXT;
-    this.textLexer.feedBytes(data);
+    this.unit = unit;
+    read();
     return out;
   }
 
@@ -257,49 +241,32 @@ export class HarmonyStreamParser {
     this.tokenLexer.finish();
     if (this.closed) return out;
     this.closed = true;
-    const end = this.unit === spec.PARSE_UNIT_TEXT ? this.textLexer.position : this.tokenLexer.position;
+    const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
     this.pos = end;
-    if (this.regionValue === Region.Stopped) {
-      this.flushJunk();
-      return out;
-    }
-    if (this.regionValue === Region.Stripped) {
+    if (this.regionValue === Region.Stripped || (this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;
     }
-    if (this.lenient && !this.controlSeen) {
-      if (this.strippedPossible && this.tryStripped(true)) {
-        this.endStripped(EOS);
-        return out;
-      }
-      if (this.regionValue === Region.Header && this.header.virtual && strip(this.header.pendingText())) {
-        this.unstructuredText();
-        return out;
-      }
-    }
-    if (this.lenient && this.regionValue === Region.Outside && this.junk.length > 0 && this.lastStop !== null) {
-      this.textAfterMessages();
+    const header = this.header; // text and no control token after the prompt's role: a message's body
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.pendingText())) {
+      this.unstructuredText();
       return out;
     }
-    this.flushJunk();
-    if (this.regionValue === Region.Header && this.lenient && this.headerWithoutMessage(null, end)) {
-      // the body is open: it ends below
-    } else if (this.regionValue === Region.Header) {
+    this.flushJunk(this.lenient && this.regionValue === Region.Outside && this.lastStop !== null);
+    if (this.regionValue === Region.Header && !(this.lenient && this.headerWithoutMessage(null, end))) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
-      this.dropHeader(spec.RECOVERY_EOF_IN_HEADER, spec.PARSE_DETAIL_EOF_IN_HEADER, end);
+      this.header.flushWords(this.byCharacter);
+      // an empty completion is not a header cut short; the header's words are set aside
+      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.spokenWords() || this.header.rawText(), end);
+      this.header.abandon();
+      this.regionValue = Region.Outside;
     }
     if (this.regionValue === Region.Body) {
       this.lalr.feedEof();
       this.endMessage(EOS);
-      return out;
-    }
-    if (this.regionValue === Region.Outside) {
-      try {
-        this.lalr.feedEof();
-      } catch (e) {
-        if (!(e instanceof GrammarError)) throw e;
-        this.fail(e.message, end); // only reachable in strict mode
-      }
+    } else if (this.regionValue === Region.Outside) {
+      const error = refusal(() => this.lalr.feedEof());
+      if (error !== null) this.fail(error.message, end); // only reachable in strict mode
     }
     return out;
   }
@@ -310,7 +277,10 @@ export class HarmonyStreamParser {
     if (this.fresh) {
       this.fresh = false;
       if (this.lenient && text.startsWith(BOM)) {
-        this.byteOrderMark(text, position);
+        // a byte order mark starts the input: it is set aside, the rest of the text is read
+        this.repair(spec.RECOVERY_BYTE_ORDER_MARK, {}, BOM, position);
+        const rest = text.slice(BOM.length);
+        if (rest) this.onText(rest, position + (this.byCharacter ? 1 : 0));
         return;
       }
     }
@@ -325,27 +295,17 @@ export class HarmonyStreamParser {
       this.out.push(new ContentDelta(this.index, text));
     } else if (region === Region.Header) {
       this.header.addText(text, position);
-      if (this.lenient && text.includes(GT) && this.nearMiss()) return;
-      if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
+      if (this.lenient && text.includes(GT)) this.nearMiss();
     } else if (region === Region.Stripped) {
       this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
     } else {
       if (this.junk.length === 0) this.junkPos = position;
       this.junk.push(text);
-      if (region === Region.Outside) {
-        if (!this.lenient) {
-          this.fail(fill(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
-        }
-        if (this.strippedPossible && !this.controlSeen) this.tryStripped(false);
+      if (region === Region.Outside && !this.lenient) {
+        this.fail(fill(spec.PARSE_ERR_TEXT_OUTSIDE, { text: cpPrefix(text, 40), start: spellingOf(T_START) }), position);
       }
     }
-  }
-
-  /** A byte order mark starts the input (lenient): it is set aside, the rest of the text is read. */
-  private byteOrderMark(text: string, position: number): void {
-    this.repair(spec.RECOVERY_BYTE_ORDER_MARK, {}, BOM, position);
-    const rest = text.slice(BOM.length);
-    if (rest) this.onText(rest, position + (this.unit === spec.PARSE_UNIT_TEXT ? 1 : 0));
+    if (this.strippedPossible) this.tryStripped(false); // no control token yet: a header or text outside, maybe stripped
   }
 
   onControl(terminal: string, position: number): void {
@@ -357,6 +317,11 @@ export class HarmonyStreamParser {
     this.act(this.regionValue, terminal, position);
   }
 
+  onInvalidToken(token: number, position: number): void {
+    if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position);
+    this.repair(spec.RECOVERY_INVALID_TOKEN, { token }, undefined, position);
+  }
+
   /** Do what the spec's `control_triggers` say `terminal` does in `region`. */
   private act(region: Region, terminal: string, position: number): void {
     const action = this.actions.get(region)?.get(terminal);
@@ -364,37 +329,24 @@ export class HarmonyStreamParser {
     action(this, terminal, position);
   }
 
-  private static readonly TRIGGERS = new Map<string, ReadonlyMap<Region, ReadonlyMap<string, ControlAction>>>();
-
-  /** The spec's `control_triggers` for `mode`: region → terminal → action (a name the runtime lacks fails here). */
-  private static triggers(mode: string): ReadonlyMap<Region, ReadonlyMap<string, ControlAction>> {
-    const cached = HarmonyStreamParser.TRIGGERS.get(mode);
-    if (cached !== undefined) return cached;
-    const regions = grammar.CONTROL_TRIGGERS[mode] ?? {};
-    const out = new Map<Region, ReadonlyMap<string, ControlAction>>();
-    HarmonyStreamParser.TRIGGERS.set(mode, out);
-    for (const [name, row] of Object.entries(regions)) {
-      const region = Object.values(Region).find((r) => typeof r === "number" && Region[r].toLowerCase() === name) as Region;
-      const actions = Object.entries(row).map(([t, a]): [string, ControlAction] => {
-        const action = HarmonyStreamParser.ACTIONS[a];
-        if (action === undefined) throw new Error(`control_triggers name ${JSON.stringify(a)}, which this runtime lacks`);
-        return [t, action];
-      });
-      out.set(region, new Map(actions));
-    }
-    return out;
+  /** The header's text so far is read as words, knowing that `terminal` ends it. */
+  private flushHeader(terminal: string, position: number): void {
+    this.header.flushWords(this.byCharacter, terminal);
+    this.pos = position;
   }
 
   /** The actions of the spec's `control_actions`, by name. */
   private static readonly ACTIONS: Readonly<Record<string, ControlAction>> = {
     open_header: (p, _, at) => {
       p.flushJunk();
-      p.headerPos = at;
-      p.header.open();
-      p.regionValue = Region.Header;
+      p.openHeader(null, at);
     },
-    unexpected_control: (p, t, at) => p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at),
-    header_without_start: (p, t, at) => (p.junkIsHeader() ? p.headerWithoutStart(t, at) : HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at)),
+    unexpected_control: (p, t, at) => {
+      p.fail(fill(spec.PARSE_ERR_UNEXPECTED_CONTROL, { token: spellingOf(t), start: spellingOf(T_START) }), at);
+    },
+    header_without_start: (p, t, at) => {
+      if (!p.headerWithoutStart(t, at)) HarmonyStreamParser.ACTIONS.stray_control?.(p, t, at);
+    },
     stray_control: (p, t) => {
       p.flushJunk();
       p.repair(spec.RECOVERY_STRAY_CONTROL, { token: spellingOf(t) });
@@ -406,35 +358,29 @@ export class HarmonyStreamParser {
     },
     channel_opens_message: (p, t, at) => {
       p.flushJunk();
-      const role = p.role ?? Roles.Assistant;
-      p.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token: spellingOf(t), role }));
-      p.headerPos = at;
-      p.header.open(role);
-      p.regionValue = Region.Header;
+      p.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_CHANNEL_OUTSIDE, { token: spellingOf(t), role: p.expectedRole }));
+      p.openHeader(p.expectedRole, at);
       p.act(Region.Header, t, at);
     },
     header_control: (p, t, at) => {
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       p.header.control(t, at);
     },
     complete_header: (p, t, at) => {
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       const header = p.header.complete(at);
       if (header === null) p.regionValue = Region.Outside;
       else if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => {
       if (p.lenient && p.headerWithoutMessage(t, at)) return;
-      p.header.flushWords(p.unit === spec.PARSE_UNIT_TEXT, t);
-      p.pos = at;
+      p.flushHeader(t, at);
       if (!p.lenient) p.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(t) }), at);
       p.closeHeader(t, at);
     },
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
     end_message: (p, t, at) => {
-      if (p.unit === spec.PARSE_UNIT_TEXT && p.lenient && p.insideJsonString()) {
+      if (p.byCharacter && p.lenient && p.insideJsonString()) {
         p.repair(spec.RECOVERY_JSON_STRING_CONTROL, { token: spellingOf(t) });
         p.onText(spellingOf(t), at);
         return;
@@ -450,56 +396,60 @@ export class HarmonyStreamParser {
       const stop = TERMINATOR_OF.get(t) as Terminator;
       p.endStripped(stop);
       p.lastStop = stop;
-      if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+      if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END);
     },
     set_aside: (p, t) => {
       p.junk.push(spellingOf(t));
     },
   };
 
-  onInvalidToken(token: number, position: number): void {
-    if (!this.lenient) throw new HarmonyParseError(fill(spec.PARSE_ERR_INVALID_TOKEN, { token }), position, this.unit);
-    this.out.push(new Recovered(spec.RECOVERY_INVALID_TOKEN, fill(spec.PARSE_DETAIL_INVALID_TOKEN, { token }), position));
-  }
+  /** The spec's `control_triggers`: mode → region → terminal → action (a name the runtime lacks fails here). */
+  private static readonly TRIGGERS: ReadonlyMap<string, Triggers> = new Map(
+    Object.entries(grammar.CONTROL_TRIGGERS).map(([mode, regions]): [string, Triggers] => [
+      mode,
+      new Map(
+        Object.entries(regions).map(([name, row]) => [
+          Region[(name.charAt(0).toUpperCase() + name.slice(1)) as keyof typeof Region],
+          new Map(Object.entries(row).map(([t, action]) => [t, named(HarmonyStreamParser.ACTIONS, action, "control_triggers")])),
+        ]),
+      ),
+    ]),
+  );
 
   // -- headers -----------------------------------------------------------------------------------------------
 
+  /** A header begins at `position`: after `<|start|>`, or, given `role`, as if `<|start|>ROLE` had come. */
+  private openHeader(role: Role | null, position: number): void {
+    this.headerPos = position;
+    this.header.open(role);
+    this.regionValue = Region.Header;
+  }
+
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
-   * read on from there (a loop, not a recursion: a header may hold any number of them). Whether one was found. */
-  private nearMiss(): boolean {
+   * read on from there (a loop, not a recursion: a header may hold any number of them). */
+  private nearMiss(): void {
     const header = this.header;
-    const byCharacter = this.unit === spec.PARSE_UNIT_TEXT;
-    let found = false;
-    while (this.regionValue === Region.Header) {
-      const nearMiss = header.findNearMiss();
-      if (nearMiss === null) break;
-      found = true;
-      const [index, cut, spelling] = nearMiss;
-      const [rest, at] = header.splitPiece(index, cut, byCharacter);
+    for (let found = header.findNearMiss(); found !== null; found = header.findNearMiss()) {
+      const [offset, spelling] = found;
+      const [rest, at] = header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
-      const afterAt = at + (byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
+      const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
       this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
-      if (!after) break;
-      if (this.regionValue !== Region.Header) {
-        // a body (or what follows a header cut short) begins
-        this.onText(after, afterAt);
-        break;
-      }
+      if (!after) return;
+      if (this.regionValue !== Region.Header) return this.onText(after, afterAt); // a body (or what follows a header cut short)
       header.addText(after, afterAt);
     }
-    return found;
   }
 
   /** Lenient: a header that a stop token (or, `stop` null, the end of the stream) ends before `<|message|>` and
    * whose text goes on with JSON is a message whose body that text is. Whether it was one. */
   private headerWithoutMessage(stop: string | null, position: number): boolean {
-    const header = this.header;
-    const at = header.bodyStart();
+    const at = this.header.bodyStart();
     if (at === null) return false;
-    const [body, bodyAt] = header.splitPending(at, this.unit === spec.PARSE_UNIT_TEXT);
-    const word = body.match(new RegExp(`[^${WHITESPACE}]+`, "u"))?.[0] ?? "";
+    const [body, bodyAt] = this.header.splitPending(at, this.byCharacter);
+    const word = body.match(WORDS)?.[0] ?? "";
     this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);
@@ -507,28 +457,10 @@ export class HarmonyStreamParser {
     return true;
   }
 
-  private headerControl(terminal: string, position: number): void {
-    this.act(Region.Header, terminal, position);
-  }
-
-  /** The stream ended inside a header (lenient): no message; the header's words are set aside. */
-  private dropHeader(rule: string, detail: string, position: number): void {
-    this.header.flushWords(this.unit === spec.PARSE_UNIT_TEXT);
-    if (!this.header.untouched) {
-      // an empty completion is not a header cut short
-      const aside = this.header.spokenWords() || this.header.rawText();
-      this.recover(rule, detail, aside, position);
-    }
-    this.header.abandon();
-    this.regionValue = Region.Outside;
-  }
-
   /** A stop token inside a header (lenient): a call without arguments, a message whose header is missing, or
    * nothing (the header's text is set aside), as `HeaderReader.cut` decides. */
   private closeHeader(stop: string, position: number): void {
     const header = this.header;
-    header.flushWords(this.unit === spec.PARSE_UNIT_TEXT, stop);
-    this.pos = position;
     const token = spellingOf(stop);
     const terminator = TERMINATOR_OF.get(stop) as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
@@ -546,8 +478,7 @@ export class HarmonyStreamParser {
       return;
     }
     const text = header.rawText();
-    header.discardPending();
-    header.abandon();
+    header.abandon(); // the repairs found in it are not reported one by one
     this.regionValue = Region.Outside;
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
@@ -555,36 +486,30 @@ export class HarmonyStreamParser {
     } else if (cut === Cut.Headerless && terminator !== CALL) {
       const channel = terminator === END ? spec.CHANNEL_REASONING : null;
       this.repair(spec.RECOVERY_HEADERLESS_MESSAGE, { token, channel }, undefined, this.headerPos);
-      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, channel, null, null, text, terminator));
+      this.emitWhole(channel, text, terminator);
     } else {
       this.recover(spec.RECOVERY_JUNK_HEADER, detail, text, this.headerPos);
     }
-    if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    if (this.stopAtTurnEnd && terminator === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END);
   }
 
-  /** Whether the text set aside since the last message reads as header words (a channel word first, or a
-   * recipient), so that a `<|constrain|>` or `<|message|>` after it closes a header. */
-  private junkIsHeader(): boolean {
-    const words = this.junk.join("").match(WORDS) ?? [];
-    if (words.length === 0) return false;
-    return CHANNELS.has(channelOf(words[0] as string)[0]) || words.some((w) => w.startsWith(TO));
-  }
-
-  /** Header words outside a message, then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE` (and
-   * `<|channel|>`, when the words begin with a channel word) were lost. */
-  private headerWithoutStart(terminal: string, position: number): void {
+  /** Header words outside a message (the text set aside since the last message begins with a channel word, or
+   * has a recipient), then `<|constrain|>` or `<|message|>`: a header whose `<|start|>ROLE` (and `<|channel|>`, when
+   * the words begin with a channel word) were lost. Whether the text was such words. */
+  private headerWithoutStart(terminal: string, position: number): boolean {
     const text = this.junk.join("");
+    const words = text.match(WORDS) ?? [];
+    const channelFirst = words.length > 0 && CHANNELS.has(channelOf(words[0] as string)[0]);
+    if (!channelFirst && !words.some((w) => w.startsWith(TO))) return false;
     const at = this.junkPos;
     this.junk = [];
-    const role = this.role ?? Roles.Assistant;
+    const role = this.expectedRole;
     this.recover(spec.RECOVERY_MISSING_START, fill(spec.PARSE_DETAIL_HEADER_WITHOUT_START, { token: spellingOf(T_START), role }), "", at);
-    this.headerPos = at;
-    this.header.open(role);
-    this.regionValue = Region.Header;
-    const first = (text.match(WORDS) ?? [""])[0] as string;
-    if (CHANNELS.has(channelOf(first)[0])) this.header.control(T_CHANNEL, at);
+    this.openHeader(role, at);
+    if (channelFirst) this.header.control(T_CHANNEL, at);
     this.header.addText(text, at);
-    this.headerControl(terminal, position);
+    this.act(Region.Header, terminal, position);
+    return true;
   }
 
   /** A message the model wrote in another's name: a tool's result (right after its own call, or not), or a user's,
@@ -592,49 +517,45 @@ export class HarmonyStreamParser {
    * otherwise a tool's result right after a call is only reported. */
   private cutInventedResult(header: Header): boolean {
     if (!this.lenient) return false;
-    const own = this.role ?? Roles.Assistant;
-    const last = this.last;
-    const afterCall = last !== null && last.role === own && last.recipient !== null;
-    let detail: string;
-    let rule: string;
-    if (header.isRole) {
-      if (!this.stopAtTurnEnd || ROLES.get(header.author ?? "") === own) return false;
-      detail = fill(spec.PARSE_DETAIL_OTHER_AUTHOR, { author: header.author, role: own });
-      rule = spec.RECOVERY_OTHER_AUTHOR;
-    } else {
-      if (!this.stopAtTurnEnd && !afterCall) return false;
-      const recipient = afterCall && last !== null ? last.recipient : null;
-      detail = fill(spec.PARSE_DETAIL_INVENTED_TOOL_RESULT, { author: header.author, recipient });
-      rule = spec.RECOVERY_INVENTED_TOOL_RESULT;
-      if (!this.stopAtTurnEnd) {
-        this.recover(rule, detail);
-        return false;
-      }
+    const own = this.expectedRole;
+    const author = header.author;
+    const call = this.last !== null && this.last.role === own ? this.last.recipient : null; // the call just made
+    if (header.isRole ? !this.stopAtTurnEnd || ROLES.get(author ?? "") === own : !this.stopAtTurnEnd && call === null) return false;
+    const [rule, values]: [string, RepairValues] = header.isRole
+      ? [spec.RECOVERY_OTHER_AUTHOR, { author, role: own }]
+      : [spec.RECOVERY_INVENTED_TOOL_RESULT, { author, recipient: call }];
+    if (!this.stopAtTurnEnd) {
+      this.repair(rule, values);
+      return false;
     }
     this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
     this.header.abandon();
-    this.stop(rule, detail);
+    this.stop(rule, values);
     this.junkPos = this.headerPos;
     return true;
   }
 
+  // -- messages ----------------------------------------------------------------------------------------------
+
   private startBody(header: Header): void {
-    if (this.lenient) applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), this.pos);
-    const role = header.isRole ? (ROLES.get(header.author ?? "") as Role) : Roles.Tool;
-    const authorName = header.isRole ? null : header.author;
-    this.current = header;
-    this.msgRole = role;
-    this.msgName = authorName;
+    if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
     this.regionValue = Region.Body;
+    if (header.isRole) this.openMessage(header, ROLES.get(header.author ?? "") as Role, null);
+    else this.openMessage(header, Roles.Tool, header.author);
+  }
+
+  private openMessage(header: Header, role: Role, name: string | null): void {
+    this.current = new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType);
     this.body = [];
     this.bodyRun = false;
-    this.out.push(new MessageStart(this.index, role, authorName, header.channel, header.recipient, header.contentType));
+    this.out.push(this.current);
   }
 
   private endMessage(how: Terminator): void {
-    const header = this.current;
-    if (header === null) throw new Error("HarmonyStreamParser: a message ended that never started");
-    const message = new ParsedMessage(this.msgRole, this.msgName, header.channel, header.recipient, header.contentType, this.body.join(""), how);
+    const start = this.current;
+    if (start === null) throw new Error("HarmonyStreamParser: a message ended that never started");
+    const { role, name, channel, recipient, contentType } = start;
+    const message = new ParsedMessage(role, name, channel, recipient, contentType, this.body.join(""), how);
     this.out.push(new MessageEnd(this.index, message, how));
     this.index += 1;
     this.last = message;
@@ -645,22 +566,30 @@ export class HarmonyStreamParser {
     if (how === EOS) return;
     this.lastStop = how;
     if (this.callsLeft > 0 && message.recipient !== null && message.role === Roles.Assistant) this.callsLeft -= 1;
-    if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL, spec.PARSE_DETAIL_AFTER_TOOL_CALL);
-    else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END, spec.PARSE_DETAIL_AFTER_TURN_END);
+    if (this.callsLeft === 0) this.stop(spec.RECOVERY_AFTER_TOOL_CALL);
+    else if (this.stopAtTurnEnd && how === TURN_END) this.stop(spec.RECOVERY_AFTER_TURN_END);
   }
 
-  private stop(rule: string, detail: string): void {
+  /** Start, content and end events of a message of the expected role found whole (by a fallback). */
+  private emitWhole(channel: string | null, content: string, how: Terminator): void {
+    const m = new ParsedMessage(this.expectedRole, null, channel, null, null, content, how);
+    this.out.push(new MessageStart(this.index, m.role, null, channel, null, null));
+    if (content) this.out.push(new ContentDelta(this.index, content));
+    this.out.push(new MessageEnd(this.index, m, how));
+    this.index += 1;
+    this.last = m;
+  }
+
+  private stop(rule: string, values: RepairValues = {}): void {
     this.regionValue = Region.Stopped;
-    this.stopRule = rule;
-    this.stopDetail = detail;
+    this.stopRepair = [rule, values];
     this.junkPos = this.pos + 1;
   }
 
   /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
    * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
   private insideJsonString(): boolean {
-    const header = this.current;
-    if (header === null || header.recipient === null) return false;
+    if ((this.current?.recipient ?? null) === null) return false;
     let started = false; // past the white space before the JSON
     let inside = false;
     let escaped = false;
@@ -692,16 +621,13 @@ export class HarmonyStreamParser {
     if (!decision) return false;
     const at = this.junk.length > 0 ? this.junkPos : 0;
     this.junk = [];
-    if (this.regionValue === Region.Header) {
-      this.header.takePendingText();
-      this.header.abandon();
-    }
+    if (this.regionValue === Region.Header) this.header.abandon(); // its text is read as stripped text
     this.regionValue = Region.Stripped;
     this.splitter = new StrippedSplitter();
     this.pos = at;
     const lead = text.slice(0, text.length - body.length);
     if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
-    this.strippedAt = at + (this.unit === spec.PARSE_UNIT_TEXT ? cpLength(lead) : 0);
+    this.strippedAt = at + (this.byCharacter ? cpLength(lead) : 0);
     this.strippedPieces(this.splitter.feed(body));
     return true;
   }
@@ -713,24 +639,17 @@ export class HarmonyStreamParser {
         this.out.push(new ContentDelta(this.index, piece));
         continue;
       }
-      if (this.current !== null) this.endStrippedMessage(END);
-      const at = this.strippedAt + (this.unit === spec.PARSE_UNIT_TEXT ? piece.offset : 0);
+      if (this.current !== null) {
+        this.endMessage(END);
+        if (this.regionValue === Region.Outside) this.regionValue = Region.Stripped;
+      }
+      const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const header = new Header(null, true, piece.recipient, piece.channel, piece.contentType);
-      applyDeclaredTools(header, this.tools, (r, d, t, p) => this.report(r, d, t, p), at);
-      const role = piece.role ?? this.role ?? Roles.Assistant;
-      header.author = role;
-      this.current = header;
-      this.msgRole = role;
-      this.msgName = null;
-      this.body = [];
-      this.out.push(new MessageStart(this.index, role, null, header.channel, header.recipient, header.contentType));
+      const role = piece.role ?? this.expectedRole;
+      const header = new Header(role, true, piece.recipient, piece.channel, piece.contentType);
+      applyDeclaredTools(header, this.tools, this.report, at);
+      this.openMessage(header, role, null);
     }
-  }
-
-  private endStrippedMessage(how: Terminator): void {
-    this.endMessage(how);
-    if (this.regionValue === Region.Outside) this.regionValue = Region.Stripped;
   }
 
   /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
@@ -743,38 +662,11 @@ export class HarmonyStreamParser {
 
   /** No control token and no channel words: the whole text is the body of the expected message. */
   private unstructuredText(): void {
-    const text = this.header.takePendingText();
+    const text = this.header.pendingText();
     this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
-    this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, text, EOS));
+    this.emitWhole(null, text, EOS);
     this.regionValue = Region.Outside;
-  }
-
-  /** Text after the last message and no header before the stream ends: after `<|end|>` it is the answer (a message
-   * with no channel; leading white space set aside); otherwise it is set aside. */
-  private textAfterMessages(): void {
-    const text = this.junk.join("");
-    const at = this.junkPos;
-    this.junk = [];
-    const body = lstrip(text);
-    if (this.lastStop === END && body) {
-      const lead = text.slice(0, text.length - body.length);
-      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, lead, at);
-      this.emitWhole(new ParsedMessage(this.role ?? Roles.Assistant, null, null, null, null, body, EOS));
-    } else if (this.lastStop === CALL) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
-    } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
-    }
-  }
-
-  /** Start, content and end events of a message found whole (by a fallback). */
-  private emitWhole(m: ParsedMessage): void {
-    this.out.push(new MessageStart(this.index, m.role, m.name, m.channel, m.recipient, m.contentType));
-    if (m.content) this.out.push(new ContentDelta(this.index, m.content));
-    this.out.push(new MessageEnd(this.index, m, m.terminator));
-    this.index += 1;
-    this.last = m;
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
@@ -788,50 +680,48 @@ export class HarmonyStreamParser {
     this.out.push(new Recovered(rule, detail, position === null ? this.pos : position, text));
   }
 
-  private report(rule: string, detail: string, text: string, position: number): void {
-    this.out.push(new Recovered(rule, detail, position, text));
-  }
-
   private fail(message: string, position: number): never {
     throw new HarmonyParseError(message, position, this.unit);
   }
 
-  private flushJunk(): void {
+  /** The text set aside since the last message is reported. `atEnd`: the stream ends after it, outside a message,
+   * with no header before; then after `<|end|>` it is the answer (a message with no channel; leading white space
+   * set aside). */
+  private flushJunk(atEnd = false): void {
     if (this.junk.length === 0) return;
     const text = this.junk.join("");
+    const at = this.junkPos;
     this.junk = [];
+    const body = lstrip(text);
     if (this.regionValue === Region.Stopped) {
-      this.recover(this.stopRule, this.stopDetail, text, this.junkPos);
+      this.repair(...this.stopRepair, text, at);
+    } else if (atEnd && this.lastStop === END && body) {
+      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
+      this.emitWhole(null, body, EOS);
+    } else if (atEnd && this.lastStop === CALL) {
+      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
     } else if (this.last === null && this.lastStop === null) {
-      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, this.junkPos);
+      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, at);
     } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, this.junkPos);
+      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
     }
   }
 }
 
+/** The arguments of `parseTokens` and `parseText` after the input: as `HarmonyStreamParser` takes them. */
+type ParseArgs = [role?: Role | string | null, mode?: Mode, tools?: Iterable<string> | null];
+
+function parseWhole(feed: (parser: HarmonyStreamParser) => Event[], encoding: HarmonyEncoding, ...args: ParseArgs): ParsedMessage[] {
+  const parser = new HarmonyStreamParser(encoding, ...args);
+  return messagesOf([...feed(parser), ...parser.close()]);
+}
+
 /** Parse a whole completion given as token ids. */
-export function parseTokens(
-  encoding: HarmonyEncoding,
-  tokens: Iterable<number>,
-  role: Role | string | null = Roles.Assistant,
-  mode: Mode = "strict",
-  tools: Iterable<string> | null = null,
-): ParsedMessage[] {
-  const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  return messagesOf([...parser.feedTokens(tokens), ...parser.close()]);
+export function parseTokens(encoding: HarmonyEncoding, tokens: Iterable<number>, ...args: ParseArgs): ParsedMessage[] {
+  return parseWhole((parser) => parser.feedTokens(tokens), encoding, ...args);
 }
 
 /** Parse a whole completion given as text with control tokens spelled out. */
-export function parseText(
-  encoding: HarmonyEncoding,
-  text: string,
-  role: Role | string | null = Roles.Assistant,
-  mode: Mode = "strict",
-  tools: Iterable<string> | null = null,
-): ParsedMessage[] {
-  const parser = new HarmonyStreamParser(encoding, role, mode, tools);
-  return messagesOf([...parser.feedText(text), ...parser.close()]);
+export function parseText(encoding: HarmonyEncoding, text: string, ...args: ParseArgs): ParsedMessage[] {
+  return parseWhole((parser) => parser.feedText(text), encoding, ...args);
 }
-
-export { Terminator };

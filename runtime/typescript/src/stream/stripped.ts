@@ -21,7 +21,8 @@ const SPACE = spec.HEADER_PART_SEPARATOR;
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const NAME = `[\\p{L}\\p{N}_\\-${escapeRegExp(spec.HEADER_NAMESPACE_SEPARATOR)}]+`; // Python's [\w\-.]
 const HEADER_RE = new RegExp(
-  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?(?:${escapeRegExp(SPACE)}(${alt(spec.CONTENT_TYPES)}))?`,
+  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?` +
+    `(?:${escapeRegExp(SPACE)}(${alt(spec.CONTENT_TYPES)}))?`,
   "u",
 );
 const MARKERS = CHANNELS.map((c) => ROLE + c);
@@ -72,6 +73,12 @@ export class StrippedSplitter {
   private split(final: boolean): Piece[] {
     const out: Piece[] = [];
     let buf = this.buf;
+    /** The first `size` units of the buffer go out: as `piece`, or as body text. */
+    const take = (size: number, piece: Piece = buf.slice(0, size)): void => {
+      out.push(piece);
+      this.offset += cpLength(buf.slice(0, size));
+      buf = buf.slice(size);
+    };
     while (buf) {
       if (this.inHeader) {
         const match = HEADER_RE.exec(buf);
@@ -83,30 +90,18 @@ export class StrippedSplitter {
         const rest = buf.slice(match[0].length);
         if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
         const role = match[1] !== undefined ? ROLE : null;
-        out.push(new StrippedHeader(role, match[2] ?? "", match[3] ?? null, match[4] ?? null, match[0], this.offset));
-        this.offset += cpLength(match[0]);
-        buf = rest;
+        take(match[0].length, new StrippedHeader(role, match[2] ?? "", match[3] ?? null, match[4] ?? null, match[0], this.offset));
         this.inHeader = false;
         continue;
       }
       const found = MARKER_RE.exec(buf);
       if (found !== null) {
-        if (found.index > 0) {
-          const body = buf.slice(0, found.index);
-          out.push(body);
-          this.offset += cpLength(body);
-        }
-        buf = buf.slice(found.index);
+        if (found.index > 0) take(found.index);
         this.inHeader = true;
         continue;
       }
       const hold = final ? 0 : held(buf);
-      if (buf.length > hold) {
-        const body = buf.slice(0, buf.length - hold);
-        out.push(body);
-        this.offset += cpLength(body);
-        buf = buf.slice(buf.length - hold);
-      }
+      if (buf.length > hold) take(buf.length - hold);
       break;
     }
     this.buf = buf;
