@@ -19,18 +19,18 @@ export {
   buildResponse,
   type Completion,
   countingIds,
-  EventSink,
+  drive,
+  EVENTS,
   type IdFactory,
   KINDS,
   type KindSpec,
   kindOf,
-  NullSink,
   OpenItem,
   randomId,
   type RepairHook,
   ResponseBuilder,
   ResponseStreamer,
-  type Sink,
+  type Writer,
   Status,
   streamResponse,
   type StreamOptions,
@@ -55,4 +55,19 @@ export {
 export { explain, found, type Problem } from "./validation.js";
 export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
 export { compactJson, dumpAs, ModelValidationError, modelOf, validateAs } from "./schema.js";
-export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, type StreamSSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";
+export {
+  DONE,
+  DONE_FRAME,
+  eventJson,
+  frame,
+  OPENAI_REASONING_EVENTS,
+  parseSse,
+  type ReasoningNames,
+  SSEError,
+  type SSEOptions,
+  type StreamSSEOptions,
+  SSEStreamer,
+  sseWriter,
+  streamSse,
+  toSse,
+} from "./sse.js";
