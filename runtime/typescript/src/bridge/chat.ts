@@ -36,8 +36,7 @@ function chatId(responseId: string): string {
 }
 
 function finishReason(incomplete: boolean, hasCalls: boolean): string {
-  if (incomplete) return spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
-  return (hasCalls ? spec.CHAT_FINISH_REASONS["tool_calls"] : spec.CHAT_FINISH_REASONS["stop"]) ?? "";
+  return spec.CHAT_FINISH_REASONS[incomplete ? "incomplete" : hasCalls ? "tool_calls" : "stop"] ?? "";
 }
 
 type Part = { readonly type: string; readonly text?: string };
@@ -55,28 +54,27 @@ function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
 }
 
+/** The texts of the content parts of `item` of type `type`. */
+function texts(item: Item, type: unknown): string[] {
+  return (item.content ?? []).filter((p) => p.type === type).map((p) => p.text ?? "");
+}
+
 /** The response as a Chat Completions object: `content`, `reasoning_content`, `tool_calls`, `finish_reason`. */
 export function toChatCompletion(response: ResponseResource): JsonObject {
-  const content: string[] = []; // one text per message item
+  const content: string[] = []; // the text of each message item
   const reasoning: string[] = [];
   const calls: JsonObject[] = [];
   const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
-    if (item.type === KIND.message?.type) {
-      let text = "";
-      for (const p of item.content ?? []) if (p.type === OUTPUT_TEXT) text += p.text ?? "";
-      if (text) content.push(text);
-    } else if (item.type === KIND.reasoning?.type) {
-      for (const p of item.content ?? []) if (p.type === REASONING_TEXT) reasoning.push(p.text ?? "");
-    } else if (item.type === KIND.call?.type) {
-      (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
-    }
+    if (item.type === KIND.message?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
+    else if (item.type === KIND.reasoning?.type) reasoning.push(...texts(item, REASONING_TEXT));
+    else if (item.type === KIND.call?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
-    content: content.join(SEPARATOR) || null, // empty text is no content
+    content: content.filter((text) => text !== "").join(SEPARATOR) || null, // empty text is no content
     reasoning_content: reasoning.join("") || null,
   };
   if (calls.length > 0) message["tool_calls"] = calls;

@@ -39,6 +39,10 @@ function unb64(text: string): Uint8Array | null {
   return b64(data) === text ? data : null;
 }
 
+function isTextOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
+}
+
 /** The analysis message of what a blob holds. */
 export function sealedMessage(found: SealedReasoning): Message {
   let message = Message.fromRoleAndContent(Role.Assistant, found.text);
@@ -93,22 +97,16 @@ export class ReasoningSeal {
     } catch {
       return null;
     }
-    let found: SealedReasoning;
+    let data: Record<string, unknown> | null;
     try {
-      const data = JSON.parse(plain) as Record<string, unknown>;
-      const text = data["text"];
-      const channel = data["channel"];
-      const contentType = data["content_type"];
-      const createdAt = data["created_at"];
-      if (typeof text !== "string" || typeof createdAt !== "number") return null;
-      if (channel !== null && typeof channel !== "string") return null;
-      if (contentType !== null && typeof contentType !== "string") return null;
-      found = { text, channel, contentType, createdAt };
+      data = JSON.parse(plain) as Record<string, unknown> | null;
     } catch {
       return null;
     }
-    if (this.maxAge !== null && this.clock() - found.createdAt > this.maxAge) return null;
-    return found;
+    const { text, channel, content_type: contentType, created_at: createdAt } = data ?? {};
+    if (typeof text !== "string" || typeof createdAt !== "number" || !isTextOrNull(channel) || !isTextOrNull(contentType)) return null;
+    if (this.maxAge !== null && this.clock() - createdAt > this.maxAge) return null;
+    return { text, channel, contentType, createdAt };
   }
 
   /** The bridge's reader of reasoning input items that carry `encrypted_content`. */

@@ -45,21 +45,17 @@ import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { checkArguments } from "./arguments.js";
 import { type RepairRecord, responseSnapshot, type SnapshotState, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
-import { declaredTools, namespaceTools, qualified } from "./tools.js";
+import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./tools.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
-const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
-const VALIDATION_FIELD = spec.RESPONSE_VALIDATION_FIELD;
-const CHANNEL_FIELD = spec.RESPONSE_CHANNEL_FIELD; // where an item keeps the header the model wrote, when it must
-const CONTENT_TYPE_FIELD = spec.RESPONSE_CONTENT_TYPE_FIELD;
 // the header a function call is rendered back with, unless it says otherwise
 const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS;
 const CALL_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
 const JSON_OPENERS = "{["; // what JSON arguments begin with
-const SPELLING_OPEN = spec.SPELLING_OPEN;
+const OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
 const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
 
@@ -91,17 +87,12 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
   let pending = "";
   for (const chunk of chunks) {
     pending += chunk;
-    let cut = pending.lastIndexOf(SPELLING_OPEN);
-    if (cut === -1 && pending.endsWith(SPELLING_OPEN[0] ?? "")) cut = pending.length - 1;
-    let ready: string;
+    let cut = pending.lastIndexOf(OPEN);
+    if (cut === -1 && pending.endsWith(OPEN[0] ?? "")) cut = pending.length - 1;
     const tail = cut !== -1 ? pending.slice(cut) : "";
-    if (cut !== -1 && SPECIALS.some((s) => s.startsWith(tail)) && !SPECIALS.includes(tail)) {
-      ready = pending.slice(0, cut);
-      pending = tail;
-    } else {
-      ready = pending;
-      pending = "";
-    }
+    const held = cut !== -1 && SPECIALS.some((s) => s.startsWith(tail)) && !SPECIALS.includes(tail);
+    const ready = held ? pending.slice(0, cut) : pending;
+    pending = held ? tail : "";
     if (ready) yield* encoding.encode(ready, { allowedSpecial: "all" });
   }
   if (pending) yield* encoding.encode(pending, { allowedSpecial: "all" });
@@ -216,9 +207,6 @@ export class OpenItem {
   readonly name: string | null = null;
   readonly namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
   validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
-  readonly channel: string | null;
-  readonly recipient: string | null;
-  readonly contentType: string | null;
   readonly reasoning: boolean;
   readonly streams: boolean; // its text or arguments go out as deltas
 
@@ -226,16 +214,13 @@ export class OpenItem {
     readonly kind: KindSpec,
     readonly id: string,
     readonly outputIndex: number,
-    start: MessageStart,
+    readonly header: MessageStart, // the header the model wrote
     readonly callId: string | null = null,
   ) {
-    this.channel = start.channel;
-    this.recipient = start.recipient;
-    this.contentType = start.contentType;
     this.reasoning = kind.kind === ItemKind.Reasoning;
     this.streams = kind.delta !== null;
     if (kind.kind !== ItemKind.FunctionCall) return;
-    const to = this.recipient ?? "";
+    const to = header.recipient ?? "";
     const at = to.indexOf(SEPARATOR);
     if (to.startsWith(FUNCTIONS_PREFIX)) this.name = to.slice(FUNCTIONS_PREFIX.length);
     else [this.namespace, this.name] = [to.slice(0, at), to.slice(at + SEPARATOR.length)];
@@ -250,27 +235,27 @@ export class OpenItem {
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
   body(status: Status, text = ""): JsonObject {
     const { type, kind, part } = this.kind;
+    const { channel, recipient, contentType } = this.header;
     const content = status !== Status.InProgress && part !== null ? [part(text)] : [];
     let item: JsonObject;
     let channelKept = false; // the header's channel is kept in the vendor field: the kind would render another
-    let contentTypeKept = this.contentType !== null;
+    let contentTypeKept = contentType !== null;
     if (kind === ItemKind.Reasoning) item = { type, id: this.id, summary: [], content };
     else if (kind === ItemKind.Message) {
-      const phase = PHASE_OF_CHANNEL.get(this.channel ?? "") ?? DEFAULT_PHASE;
+      const phase = PHASE_OF_CHANNEL.get(channel ?? "") ?? DEFAULT_PHASE;
       item = { type, id: this.id, status, role: Role.Assistant, content, phase };
-      channelKept = this.channel === null || !PHASE_OF_CHANNEL.has(this.channel);
+      channelKept = channel === null || !PHASE_OF_CHANNEL.has(channel);
     } else if (kind === ItemKind.FunctionCall) {
       item = { type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
-      channelKept = this.channel !== CALL_CHANNEL;
-      contentTypeKept = this.contentType !== CALL_CONTENT_TYPE;
+      channelKept = channel !== CALL_CHANNEL;
+      contentTypeKept = contentType !== CALL_CONTENT_TYPE;
     } else {
       // A vendor-prefixed item: every key besides `type` is an extra field.
-      const header = { recipient: this.recipient, arguments: text, channel: this.channel, content_type: this.contentType };
-      return { type, id: this.id, status, ...header };
+      return { type, id: this.id, status, recipient, arguments: text, channel, content_type: contentType };
     }
-    if (channelKept) item[CHANNEL_FIELD] = this.channel;
-    if (contentTypeKept) item[CONTENT_TYPE_FIELD] = this.contentType;
-    if (this.validation !== null && status !== Status.InProgress) item[VALIDATION_FIELD] = this.validation;
+    if (channelKept) item[spec.RESPONSE_CHANNEL_FIELD] = channel;
+    if (contentTypeKept) item[spec.RESPONSE_CONTENT_TYPE_FIELD] = contentType;
+    if (this.validation !== null && status !== Status.InProgress) item[spec.RESPONSE_VALIDATION_FIELD] = this.validation;
     if (this.namespace !== null) item[spec.RESPONSE_NAMESPACE_FIELD] = this.namespace;
     return item;
   }
@@ -341,11 +326,8 @@ export class ResponseBuilder<D> {
   private readonly parser: HarmonyStreamParser;
   private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
   private readonly namespaces: ReadonlySet<string>; // the request's namespace tools' names
-  private readonly model: string;
   private readonly ids: IdFactory;
   private readonly clock: () => number;
-  private readonly onRepair: RepairHook | null;
-  private readonly inputTokens: number;
   private readonly createdAt: number;
   private out: D[] = []; // what the events of the call being answered became
   private seq = 0;
@@ -363,7 +345,7 @@ export class ResponseBuilder<D> {
     private readonly encoding: HarmonyEncoding,
     private readonly request: CreateResponseBody | null,
     private readonly writer: Writer<D>,
-    options: BuilderOptions = {},
+    private readonly options: BuilderOptions = {},
   ) {
     const declared = declaredTools(request);
     const names = options.tools ?? declared.filter((d) => d.namespace === null).map((d) => d.name);
@@ -375,11 +357,8 @@ export class ResponseBuilder<D> {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
       maxToolCalls: callsAllowed(request),
     });
-    this.model = options.model ?? "gpt-oss";
     this.ids = options.ids ?? randomId;
     this.clock = options.clock ?? ((): number => Date.now() / 1000);
-    this.onRepair = options.onRepair ?? null;
-    this.inputTokens = options.inputTokens ?? 0;
     this.responseId = options.responseId || this.ids(spec.RESPONSE_ID_PREFIX);
     this.createdAt = options.createdAt ?? Math.floor(this.clock());
   }
@@ -404,18 +383,19 @@ export class ResponseBuilder<D> {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
     const repairs = status !== Status.InProgress ? this.repairList.map(repairRecord) : null;
-    const state = { responseId: this.responseId, createdAt: this.createdAt, model: this.model, status, output, repairs };
+    const model = this.options.model ?? "gpt-oss";
+    const state = { responseId: this.responseId, createdAt: this.createdAt, model, status, output, repairs };
     return responseSnapshot(this.request, { ...state, ...extra });
   }
 
   usage(): Usage {
+    const input = this.options.inputTokens ?? 0;
     if (this.text.length > 0) {
       // the completion came as text: count its tokens now
-      const outputTokens = this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length;
-      return usage(this.inputTokens, outputTokens, this.reasoningTokens);
+      return usage(input, this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length, this.reasoningTokens);
     }
     const read = this.parser.tokensRead;
-    return usage(this.inputTokens, read, this.reasoningTokens + (this.item?.reasoning ? read - this.reasoningFrom : 0));
+    return usage(input, read, this.reasoningTokens + (this.item?.reasoning ? read - this.reasoningFrom : 0));
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -632,7 +612,7 @@ export class ResponseBuilder<D> {
 
   private noteRepair(repair: Recovered): void {
     this.repairList.push(repair);
-    this.onRepair?.(repair);
+    this.options.onRepair?.(repair);
   }
 }
 
