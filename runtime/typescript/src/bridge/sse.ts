@@ -130,19 +130,18 @@ export function* streamSse(
 /** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */
 export class SSEError extends Error {
   override readonly name = "SSEError";
-  events: StreamingEvent[];
 
   constructor(
     readonly line: number,
     message: string,
-    events: StreamingEvent[] = [],
+    public events: StreamingEvent[] = [],
   ) {
     super(`line ${line}: ${message}`);
-    this.events = events;
   }
 }
 
 const LINE_END = /\r\n|\r|\n/;
+const FIELD = /^([^:]*)(?:: ?(.*))?$/s; // a field's name, and its value after the colon and one space
 const BOM = "\ufeff";
 
 function shortRepr(text: string): string {
@@ -214,10 +213,7 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
         continue;
       }
       if (line.startsWith(":")) continue; // a comment
-      const colon = line.indexOf(":");
-      const field = colon >= 0 ? line.slice(0, colon) : line;
-      let value = colon >= 0 ? line.slice(colon + 1) : "";
-      if (colon >= 0 && value.startsWith(" ")) value = value.slice(1);
+      const [, field, value = ""] = FIELD.exec(line) ?? [];
       first = first || number;
       if (field === "data") {
         dataLine = dataLine || number;
