@@ -298,15 +298,9 @@ type SnapshotExtra = Partial<SnapshotState>;
 
 /** How many tool calls the request lets one response make (null: no limit). */
 function callsAllowed(request: CreateResponseBody | null): number | null {
-  if (request === null) return null;
-  const most = request.max_tool_calls as number | bigint | null | undefined; // a big integer stays a bigint
-  const limits = [request.parallel_tool_calls === false ? 1 : null, most === null || most === undefined ? null : Number(most)];
-  const set = limits.filter((n): n is number => !!n);
-  return set.length > 0 ? Math.min(...set) : null;
-}
-
-function repairRecord(r: Recovered): RepairRecord {
-  return { rule: r.rule, detail: r.detail, position: r.position, text: r.text };
+  const most = Number(request?.max_tool_calls ?? 0); // a big integer is a bigint until here
+  const limits = [request?.parallel_tool_calls === false ? 1 : 0, most].filter((n) => !!n);
+  return limits.length > 0 ? Math.min(...limits) : null;
 }
 
 /**
@@ -382,7 +376,8 @@ export class ResponseBuilder<D> {
   snapshot(status: Status, extra: SnapshotExtra = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
-    const repairs = status !== Status.InProgress ? this.repairList.map(repairRecord) : null;
+    const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
+    const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
     const model = this.options.model ?? "gpt-oss";
     const state = { responseId: this.responseId, createdAt: this.createdAt, model, status, output, repairs };
     return responseSnapshot(this.request, { ...state, ...extra });
