@@ -112,7 +112,7 @@ function usageOf(usage: UsageLike): JsonObject {
  */
 export class ChatChunks {
   private head: JsonObject = {};
-  private readonly calls = new Map<string, number>(); // item id → the index of a complete call among `tool_calls`
+  private calls = 0; // the complete calls sent: the next one's index among `tool_calls`
   private readonly held = new Map<string, string[]>(); // item id → the argument deltas of a call not done yet
   private shown = false; // some message item's text was sent
   private separate = false; // a message item opened after text was sent: its text starts with the separator
@@ -152,7 +152,7 @@ export class ChatChunks {
         out.push(...this.callDone(event["item"] as Item));
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;
-        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls.size > 0)));
+        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls > 0)));
         if (done.usage !== undefined && done.usage !== null) this.usage = usageOf(done.usage);
       } else if (type === spec.STREAM_CLOSING[Status.Failed]) {
         const error = (event["response"] as ResponseResource).error ?? null;
@@ -168,8 +168,7 @@ export class ChatChunks {
     const deltas = this.held.get(id) ?? [];
     this.held.delete(id);
     if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
-    const index = this.calls.size;
-    this.calls.set(id, index);
+    const index = this.calls++;
     const fn = { name: call.name ?? "", arguments: "" };
     const out = [this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] })];
     for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));
