@@ -169,12 +169,8 @@ function kindSpec(kind: ItemKind): KindSpec {
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
 const KNOWN_CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
-const KIND_OF_NAMESPACE: ReadonlyMap<string, ItemKind> = new Map(
-  ITEM_KIND_VALUES.flatMap((kind) => {
-    const namespace = spec.ITEM_KINDS[kind]?.namespace;
-    return namespace ? [[namespace, kind] as const] : [];
-  }),
-);
+// the kinds a namespace names (the kinds that none names under null, which no recipient's namespace is)
+const KIND_OF_NAMESPACE = new Map(ITEM_KIND_VALUES.map((kind) => [spec.ITEM_KINDS[kind]?.namespace ?? null, kind]));
 const PHASES = Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {});
 const PHASE_OF_CHANNEL = new Map(PHASES.map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]));
 const DEFAULT_PHASE = PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
