@@ -79,21 +79,18 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   };
   if (calls.length > 0) message["tool_calls"] = calls;
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
-  const usage = response.usage ?? null;
   return {
     id: chatId(response.id),
     object: spec.CHAT_OBJECT,
     created: response.created_at,
     model: response.model,
     choices: [{ index: 0, message, finish_reason: finish }],
-    usage: usage !== null ? usageOf(usage) : null,
+    usage: response.usage ? usageOf(response.usage) : null,
   };
 }
 
 type AnyEvent = { readonly type: string; readonly [key: string]: unknown };
-type UsageLike = NonNullable<ResponseResource["usage"]>;
-
-function usageOf(usage: UsageLike): JsonObject {
+function usageOf(usage: NonNullable<ResponseResource["usage"]>): JsonObject {
   return {
     prompt_tokens: usage.input_tokens,
     completion_tokens: usage.output_tokens,
@@ -153,7 +150,7 @@ export class ChatChunks {
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;
         out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls > 0)));
-        if (done.usage !== undefined && done.usage !== null) this.usage = usageOf(done.usage);
+        if (done.usage) this.usage = usageOf(done.usage);
       } else if (type === spec.STREAM_CLOSING[Status.Failed]) {
         const error = (event["response"] as ResponseResource).error ?? null;
         out.push({ ...this.head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) });

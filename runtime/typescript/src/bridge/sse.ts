@@ -24,14 +24,9 @@ export function eventJson(event: StreamingEvent): string {
 
 /** One event as SSE text: its `event:` line, its `data:` line and the blank line that ends it. */
 export function frame(event: StreamingEvent, reasoningNames: ReasoningNames = "spec"): string {
-  let body = eventJson(event);
-  let name: string = event.type;
-  const renamed = OPENAI_REASONING_EVENTS[name];
-  if (reasoningNames === "openai" && renamed !== undefined) {
-    body = body.replace(jsonString(name), jsonString(renamed));
-    name = renamed;
-  }
-  return `event: ${name}\ndata: ${body}\n\n`;
+  const renamed = reasoningNames === "openai" ? OPENAI_REASONING_EVENTS[event.type] : undefined;
+  if (renamed === undefined) return `event: ${event.type}\ndata: ${eventJson(event)}\n\n`;
+  return `event: ${renamed}\ndata: ${eventJson(event).replace(jsonString(event.type), jsonString(renamed))}\n\n`;
 }
 
 /** The wire form: `event: TYPE` and `data: JSON` lines, a blank line after each, then `data: [DONE]`.
