@@ -1,10 +1,6 @@
 /**
  * Arguments of a strict function tool, checked against the tool's `parameters` JSON Schema.
  *
- * The check needs the optional peer dependency `ajv` (a devDependency here, so the tests have it); it is loaded
- * the first time a strict tool's call is checked, never when the package is imported, so the core keeps
- * gpt-tokenizer as its only runtime dependency. Without it the result says so (`valid` is null).
- *
  * ajv decides what is wrong and where (the draft `$schema` names, 2020-12 when none; formats are not checked);
  * what is reported is the spec's (`ARGUMENT_ERRORS`, the mapping's `arguments` section, whose comment gives the
  * rule), as the Python package's `bridge/arguments.py` reports it: ajv's errors inside `anyOf`/`oneOf`/`not`/
@@ -12,18 +8,17 @@
  * path and message, once.
  */
 
-import { createRequire } from "node:module";
+import { Ajv } from "ajv";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 
 import { isJsonObject, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson } from "../json.js";
 import { spec } from "../tables.js";
 import { fill } from "../texts.js";
 import { compareCodePoints } from "../toolNamespace.js";
 
-/** The texts of this module that are the language's own (the Python module's `MISSING` and `BAD_SCHEMA`). */
-export const TEXTS = {
-  missing: "the ajv package is not installed (npm install ajv): not checked",
-  badSchema: "the tool's schema is invalid: ",
-} as const;
+/** The text of this module that is the language's own (the Python module's `BAD_SCHEMA`). */
+const BAD_SCHEMA = "the tool's schema is invalid: ";
 const ERRORS = spec.ARGUMENT_ERRORS;
 
 /** What the check found: `valid` true, false, or null (not checked); each error's JSON pointer and text. */
@@ -38,55 +33,31 @@ export class Validation {
   }
 }
 
-// -- ajv, loaded on first use ------------------------------------------------------------------------------------
+// -- ajv, one instance per draft ---------------------------------------------------------------------------------
 
-interface AjvError {
-  keyword: string;
-  instancePath: string;
-  schemaPath: string;
-  params: Record<string, unknown>;
-  propertyName?: string;
-  message?: string;
-}
-interface AjvValidate {
-  (data: unknown): boolean;
-  errors?: AjvError[] | null;
-}
-interface AjvInstance {
-  compile(schema: unknown): AjvValidate;
-  removeKeyword(keyword: string): AjvInstance;
-  addKeyword(definition: Record<string, unknown>): AjvInstance;
-}
-type AjvClass = new (options: Record<string, unknown>) => AjvInstance;
-
-const DRAFTS: readonly (readonly [string, string])[] = [
-  ["draft/2019-09", "ajv/dist/2019"],
-  ["draft-07", "ajv"],
-  ["draft-06", "ajv"],
-  ["draft-04", "ajv"],
+type AjvClass = typeof Ajv | typeof Ajv2019 | typeof Ajv2020;
+const DRAFTS: readonly (readonly [string, AjvClass])[] = [
+  ["draft/2019-09", Ajv2019],
+  ["draft-07", Ajv],
+  ["draft-06", Ajv],
+  ["draft-04", Ajv],
 ];
-const LATEST = "ajv/dist/2020";
 const OPTIONS = { allErrors: true, strict: false, validateFormats: false, validateSchema: false, verbose: false };
-const instances = new Map<string, AjvInstance | null>();
-const compiled = new WeakMap<object, AjvValidate | Error>();
+const instances = new Map<AjvClass, Ajv>();
+const compiled = new WeakMap<object, ValidateFunction | Error>();
 
-/** The ajv instance for the draft `schema` names (null: ajv is not installed). */
-function ajvFor(schema: unknown): AjvInstance | null {
+/** The ajv instance for the draft `schema` names (2020-12 when none). */
+function ajvFor(schema: unknown): Ajv {
   const named = isJsonObject(schema) && typeof schema["$schema"] === "string" ? schema["$schema"] : "";
-  const module = DRAFTS.find(([draft]) => named.includes(draft))?.[1] ?? LATEST;
-  if (!instances.has(module)) {
-    let instance: AjvInstance | null = null;
-    try {
-      const loaded = createRequire(import.meta.url)(module) as { default?: AjvClass } & AjvClass;
-      instance = new (loaded.default ?? loaded)(OPTIONS);
-      // ajv's own `uniqueItems` skips items of another type than `items` declares; jsonschema compares them all
-      instance.removeKeyword(UNIQUE_ITEMS).addKeyword({ keyword: UNIQUE_ITEMS, type: "array", schemaType: "boolean", validate: uniqueItems });
-    } catch (e) {
-      if (!(e instanceof Error && (e as { code?: string }).code === "MODULE_NOT_FOUND")) throw e;
-    }
-    instances.set(module, instance);
+  const draft = DRAFTS.find(([name]) => named.includes(name))?.[1] ?? Ajv2020;
+  let instance = instances.get(draft);
+  if (instance === undefined) {
+    instance = new draft(OPTIONS);
+    // ajv's own `uniqueItems` skips items of another type than `items` declares; jsonschema compares them all
+    instance.removeKeyword(UNIQUE_ITEMS).addKeyword({ keyword: UNIQUE_ITEMS, type: "array", schemaType: "boolean", validate: uniqueItems });
+    instances.set(draft, instance);
   }
-  return instances.get(module) ?? null;
+  return instance;
 }
 
 const UNIQUE_ITEMS = "uniqueItems";
@@ -125,11 +96,11 @@ function plain(value: unknown): unknown {
   return value;
 }
 
-function validatorFor(ajv: AjvInstance, schema: object): AjvValidate | Error {
+function validatorFor(schema: JsonObject): ValidateFunction | Error {
   let found = compiled.get(schema);
   if (found === undefined) {
     try {
-      found = ajv.compile(plain(schema));
+      found = ajvFor(schema).compile(plain(schema) as object);
     } catch (e) {
       if (!(e instanceof Error)) throw e;
       found = e;
@@ -147,7 +118,7 @@ const SAME: Readonly<Record<string, string>> = { dependencies: "dependentRequire
 const NAMED = new Set(["required", "dependentRequired", "additionalProperties"]); // their property as `name`
 
 /** One ajv error as the spec's text. */
-function message(error: AjvError): string {
+function message(error: ErrorObject): string {
   const keyword = SAME[error.keyword] ?? error.keyword;
   const p = error.params;
   const text = ERRORS[keyword];
@@ -170,10 +141,8 @@ export function checkArguments(argumentsText: string, schema: JsonObject): Valid
     if (!(e instanceof JsonSyntaxError)) throw e;
     return new Validation(false, [{ path: "", message: e.message }]);
   }
-  const ajv = ajvFor(schema);
-  if (ajv === null) return new Validation(null, [{ path: "", message: TEXTS.missing }]);
-  const validate = validatorFor(ajv, schema);
-  if (validate instanceof Error) return new Validation(null, [{ path: "", message: TEXTS.badSchema + validate.message }]);
+  const validate = validatorFor(schema);
+  if (validate instanceof Error) return new Validation(null, [{ path: "", message: BAD_SCHEMA + validate.message }]);
   if (validate(plain(value))) return new Validation(true);
   const errors = validate.errors ?? [];
   const folded = errors.filter((e) => FOLDING.has(e.keyword)).map((e) => e.schemaPath + "/");

@@ -36,8 +36,7 @@ function chatId(responseId: string): string {
 }
 
 function finishReason(incomplete: boolean, hasCalls: boolean): string {
-  if (incomplete) return spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
-  return (hasCalls ? spec.CHAT_FINISH_REASONS["tool_calls"] : spec.CHAT_FINISH_REASONS["stop"]) ?? "";
+  return spec.CHAT_FINISH_REASONS[incomplete ? "incomplete" : hasCalls ? "tool_calls" : "stop"] ?? "";
 }
 
 type Part = { readonly type: string; readonly text?: string };
@@ -55,47 +54,43 @@ function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
 }
 
+/** The texts of the content parts of `item` of type `type`. */
+function texts(item: Item, type: unknown): string[] {
+  return (item.content ?? []).filter((p) => p.type === type).map((p) => p.text ?? "");
+}
+
 /** The response as a Chat Completions object: `content`, `reasoning_content`, `tool_calls`, `finish_reason`. */
 export function toChatCompletion(response: ResponseResource): JsonObject {
-  const content: string[] = []; // one text per message item
+  const content: string[] = []; // the text of each message item
   const reasoning: string[] = [];
   const calls: JsonObject[] = [];
   const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
-    if (item.type === KIND.message?.type) {
-      let text = "";
-      for (const p of item.content ?? []) if (p.type === OUTPUT_TEXT) text += p.text ?? "";
-      if (text) content.push(text);
-    } else if (item.type === KIND.reasoning?.type) {
-      for (const p of item.content ?? []) if (p.type === REASONING_TEXT) reasoning.push(p.text ?? "");
-    } else if (item.type === KIND.call?.type) {
-      (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
-    }
+    if (item.type === KIND.message?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
+    else if (item.type === KIND.reasoning?.type) reasoning.push(...texts(item, REASONING_TEXT));
+    else if (item.type === KIND.call?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
-    content: content.join(SEPARATOR) || null, // empty text is no content
+    content: content.filter((text) => text !== "").join(SEPARATOR) || null, // empty text is no content
     reasoning_content: reasoning.join("") || null,
   };
   if (calls.length > 0) message["tool_calls"] = calls;
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
-  const usage = response.usage ?? null;
   return {
     id: chatId(response.id),
     object: spec.CHAT_OBJECT,
     created: response.created_at,
     model: response.model,
     choices: [{ index: 0, message, finish_reason: finish }],
-    usage: usage !== null ? usageOf(usage) : null,
+    usage: response.usage ? usageOf(response.usage) : null,
   };
 }
 
 type AnyEvent = { readonly type: string; readonly [key: string]: unknown };
-type UsageLike = NonNullable<ResponseResource["usage"]>;
-
-function usageOf(usage: UsageLike): JsonObject {
+function usageOf(usage: NonNullable<ResponseResource["usage"]>): JsonObject {
   return {
     prompt_tokens: usage.input_tokens,
     completion_tokens: usage.output_tokens,
@@ -114,7 +109,7 @@ function usageOf(usage: UsageLike): JsonObject {
  */
 export class ChatChunks {
   private head: JsonObject = {};
-  private readonly calls = new Map<string, number>(); // item id → the index of a complete call among `tool_calls`
+  private calls = 0; // the complete calls sent: the next one's index among `tool_calls`
   private readonly held = new Map<string, string[]>(); // item id → the argument deltas of a call not done yet
   private shown = false; // some message item's text was sent
   private separate = false; // a message item opened after text was sent: its text starts with the separator
@@ -154,8 +149,8 @@ export class ChatChunks {
         out.push(...this.callDone(event["item"] as Item));
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;
-        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls.size > 0)));
-        if (done.usage !== undefined && done.usage !== null) this.usage = usageOf(done.usage);
+        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls > 0)));
+        if (done.usage) this.usage = usageOf(done.usage);
       } else if (type === spec.STREAM_CLOSING[Status.Failed]) {
         const error = (event["response"] as ResponseResource).error ?? null;
         out.push({ ...this.head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) });
@@ -170,8 +165,7 @@ export class ChatChunks {
     const deltas = this.held.get(id) ?? [];
     this.held.delete(id);
     if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
-    const index = this.calls.size;
-    this.calls.set(id, index);
+    const index = this.calls++;
     const fn = { name: call.name ?? "", arguments: "" };
     const out = [this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] })];
     for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));

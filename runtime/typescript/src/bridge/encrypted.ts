@@ -18,7 +18,6 @@ export const SEAL_VERSION: string = spec.ENCRYPTED_REASONING_SEAL;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
-const B64URL = /^[A-Za-z0-9_-]+$/;
 
 /** What a blob holds: the reasoning the model wrote and its header. */
 export interface SealedReasoning {
@@ -32,11 +31,15 @@ function b64(data: Uint8Array): string {
   return Buffer.from(data).toString("base64url");
 }
 
-/** The bytes of canonical unpadded base64url only (Node's decoder skips what it cannot read: checked here). */
+/** The bytes of canonical unpadded base64url only (Node's decoder skips what it cannot read: what it read must
+ * write back as the same text). */
 function unb64(text: string): Uint8Array | null {
-  if (text.length === 0 || !B64URL.test(text) || text.length % 4 === 1) return null;
   const data = Buffer.from(text, "base64url");
   return b64(data) === text ? data : null;
+}
+
+function isTextOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
 }
 
 /** The analysis message of what a blob holds. */
@@ -93,22 +96,16 @@ export class ReasoningSeal {
     } catch {
       return null;
     }
-    let found: SealedReasoning;
+    let data: Record<string, unknown> | null;
     try {
-      const data = JSON.parse(plain) as Record<string, unknown>;
-      const text = data["text"];
-      const channel = data["channel"];
-      const contentType = data["content_type"];
-      const createdAt = data["created_at"];
-      if (typeof text !== "string" || typeof createdAt !== "number") return null;
-      if (channel !== null && typeof channel !== "string") return null;
-      if (contentType !== null && typeof contentType !== "string") return null;
-      found = { text, channel, contentType, createdAt };
+      data = JSON.parse(plain) as Record<string, unknown> | null;
     } catch {
       return null;
     }
-    if (this.maxAge !== null && this.clock() - found.createdAt > this.maxAge) return null;
-    return found;
+    const { text, channel, content_type: contentType, created_at: createdAt } = data ?? {};
+    if (typeof text !== "string" || typeof createdAt !== "number" || !isTextOrNull(channel) || !isTextOrNull(contentType)) return null;
+    if (this.maxAge !== null && this.clock() - createdAt > this.maxAge) return null;
+    return { text, channel, contentType, createdAt };
   }
 
   /** The bridge's reader of reasoning input items that carry `encrypted_content`. */

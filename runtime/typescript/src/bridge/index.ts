@@ -4,38 +4,17 @@
  * - `request`: an Open Responses request → a Harmony conversation (and the 400s it can throw);
  * - `encrypted`: reasoning items' `encrypted_content`, sealed and opened (AES-256-GCM, as the Python bridge);
  * - `items`: the completion → output items and the ordered event stream (the item/event state machine);
- * - `arguments`: a strict function tool's arguments checked against its schema (with the optional `ajv`);
+ * - `arguments`: a strict function tool's arguments checked against its schema (with ajv);
  * - `resource`: the `ResponseResource` and the request settings it echoes;
  * - `sse`: the event stream's wire form, written and read back;
  * - `chat`: the Chat Completions shapes of a response and of its event stream;
  * - `schema`: the Open Responses models (validation and JSON), read from the generated schemas.
  */
 
-export { checkArguments, Validation } from "./arguments.js";
-export { ReasoningSeal, SEAL_VERSION, type SealedReasoning, type SealOptions, sealedMessage } from "./encrypted.js";
-export { ChatChunks, chatCompletionChunks, toChatCompletion } from "./chat.js";
-export {
-  type BuilderOptions,
-  buildResponse,
-  type Completion,
-  countingIds,
-  EventSink,
-  type IdFactory,
-  KINDS,
-  type KindSpec,
-  kindOf,
-  NullSink,
-  OpenItem,
-  randomId,
-  type RepairHook,
-  ResponseBuilder,
-  ResponseStreamer,
-  type Sink,
-  Status,
-  streamResponse,
-  type StreamOptions,
-  tokensFromText,
-} from "./items.js";
+export * from "./arguments.js";
+export * from "./chat.js";
+export * from "./encrypted.js";
+export * from "./items.js";
 export {
   type Capabilities,
   checkSupported,
@@ -52,7 +31,7 @@ export {
   type ToolPolicy,
   toolPolicy,
 } from "./request.js";
-export { explain, found, type Problem } from "./validation.js";
-export { type RepairRecord, responseSnapshot, usage } from "./resource.js";
+export * from "./resource.js";
 export { compactJson, dumpAs, ModelValidationError, modelOf, validateAs } from "./schema.js";
-export { DONE, DONE_FRAME, eventJson, frame, OPENAI_REASONING_EVENTS, parseSse, type ReasoningNames, SSEError, type SSEOptions, SSESink, type StreamSSEOptions, SSEStreamer, streamSse, toSse } from "./sse.js";
+export * from "./sse.js";
+export { explain, found, type Problem } from "./validation.js";

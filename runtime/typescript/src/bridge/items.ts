@@ -14,8 +14,8 @@
  *   `container.exec`) → that vendor-prefixed extension item; any other recipient, or a message not by the
  *   assistant → the generic vendor-prefixed tool-call item. Extension items carry `id`, `type`, `status`,
  *   `recipient`, `arguments`, `channel` and `content_type`;
- * - the reasoning channel, or a channel the format does not know (hidden text is never shown) → `reasoning`; anything else → an assistant `message`, its phase by the channel's
- *   purpose.
+ * - the reasoning channel, or a channel the format does not know (hidden text is never shown) → `reasoning`;
+ *   anything else → an assistant `message`, its phase by the channel's purpose.
  *
  * An item keeps the header the model wrote where its kind alone would not render it back so, in the vendor-prefixed
  * fields the spec names (`harmony:channel`, `harmony:content_type`; null: none): a `function_call` written on another
@@ -26,8 +26,9 @@
  * Events follow the spec's order (`EVENT_ORDER`). A completion cut mid-message ends `incomplete`; in strict mode
  * a parse error ends with an `error` event and `response.failed`. Every repair lenient parsing makes is passed to
  * `onRepair` when it happens and listed on the final response in the vendor-prefixed field named by the spec
- * (`harmony:repairs`). Where events go is the sink's business: `ResponseStreamer` collects typed events
- * (`streamResponse`, `buildResponse`); `sse.SSEStreamer` writes SSE text without building an event per delta.
+ * (`harmony:repairs`). What each event becomes is the writer's business: `EVENTS` keeps it typed
+ * (`ResponseStreamer`, `streamResponse`, `buildResponse`); `sse.sseWriter` writes SSE text without building an
+ * event per delta (`SSEStreamer`).
  * Mirrors the Python package's `bridge/items.py`.
  */
 
@@ -42,22 +43,19 @@ import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, 
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { checkArguments } from "./arguments.js";
-import { type RepairRecord, responseSnapshot, usage } from "./resource.js";
+import { type RepairRecord, responseSnapshot, type SnapshotState, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
-import { declaredTools, namespaceTools, qualified } from "./tools.js";
+import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./tools.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
-const FUNCTIONS_PREFIX = spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
-const VALIDATION_FIELD = spec.RESPONSE_VALIDATION_FIELD;
-const CHANNEL_FIELD = spec.RESPONSE_CHANNEL_FIELD; // where an item keeps the header the model wrote, when it must
-const CONTENT_TYPE_FIELD = spec.RESPONSE_CONTENT_TYPE_FIELD;
-const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS; // the header a function call is rendered back with, unless it says otherwise
+// the header a function call is rendered back with, unless it says otherwise
+const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS;
 const CALL_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
 const JSON_OPENERS = "{["; // what JSON arguments begin with
-const SPELLING_OPEN = spec.SPELLING_OPEN;
+const OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
 const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
 
@@ -89,23 +87,34 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
   let pending = "";
   for (const chunk of chunks) {
     pending += chunk;
-    let cut = pending.lastIndexOf(SPELLING_OPEN);
-    if (cut === -1 && pending.endsWith(SPELLING_OPEN[0] ?? "")) cut = pending.length - 1;
-    let ready: string;
+    let cut = pending.lastIndexOf(OPEN);
+    if (cut === -1 && pending.endsWith(OPEN[0] ?? "")) cut = pending.length - 1;
     const tail = cut !== -1 ? pending.slice(cut) : "";
-    if (cut !== -1 && SPECIALS.some((s) => s.startsWith(tail)) && !SPECIALS.includes(tail)) {
-      ready = pending.slice(0, cut);
-      pending = tail;
-    } else {
-      ready = pending;
-      pending = "";
-    }
+    const held = cut !== -1 && SPECIALS.some((s) => s.startsWith(tail)) && !SPECIALS.includes(tail);
+    const ready = held ? pending.slice(0, cut) : pending;
+    pending = held ? tail : "";
     if (ready) yield* encoding.encode(ready, { allowedSpecial: "all" });
   }
   if (pending) yield* encoding.encode(pending, { allowedSpecial: "all" });
 }
 
 // -- the item kinds, from the spec's table ---------------------------------------------------------------------
+
+/** An event to send: its type and the fields it is given (its model's, in order). */
+type EventSpec = readonly [string, readonly string[]];
+const HEAD: ReadonlySet<string> = new Set(["type", "sequence_number"]);
+
+function eventSpec(type: string): EventSpec {
+  return [type, model(eventModelOf(type)).fields.map((f) => f.key).filter((k) => !HEAD.has(k))];
+}
+
+/** The event of `spec` with sequence number `sequenceNumber`, given the fields of its model that `values` hold
+ * (null: not given). */
+function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: JsonObject): StreamingEvent {
+  const given: JsonObject = { type, sequence_number: sequenceNumber };
+  for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
+  return given as unknown as StreamingEvent;
+}
 
 /** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
 export interface KindSpec {
@@ -114,15 +123,10 @@ export interface KindSpec {
   readonly idPrefix: string;
   readonly callIdPrefix: string | null;
   readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
-  readonly delta: string | null; // the event of a piece of text or of arguments
-  readonly opening: Emitted; // the events the item opens with
-  readonly closing: Emitted; // the events it ends with
+  readonly delta: EventSpec | null; // the event of a piece of text or of arguments
+  readonly opening: readonly EventSpec[]; // the events the item opens with
+  readonly closing: readonly EventSpec[]; // the events it ends with
 }
-
-/** Events to send: each one's type and the fields it is given (its model's, in order). */
-type Emitted = readonly (readonly [string, readonly string[]])[];
-const HEAD: ReadonlySet<string> = new Set(["type", "sequence_number"]);
-const emitted = (types: readonly string[]): Emitted => types.map((t) => [t, model(eventModelOf(t)).fields.map((f) => f.key).filter((k) => !HEAD.has(k))]);
 
 /** The item union the response's `output` holds. */
 const OUTPUT_UNION = "ItemField";
@@ -149,125 +153,126 @@ function kindSpec(kind: ItemKind): KindSpec {
   const order = spec.EVENT_ORDER[kind];
   if (row === undefined || order === undefined) throw new Error(`the spec has no item kind ${kind}`);
   const at = order.findIndex((name) => name.endsWith(spec.EVENT_REPEATS));
+  const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
   return {
     kind,
     type: row.type,
     idPrefix: row.id_prefix,
     callIdPrefix: row.call_id_prefix,
     part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
-    delta: at === -1 ? null : (order[at] ?? "").slice(0, -spec.EVENT_REPEATS.length),
-    opening: emitted(order.slice(0, at === -1 ? 1 : at)),
-    closing: emitted(order.slice(at === -1 ? 1 : at + 1)),
+    delta: events[at] ?? null,
+    opening: events.slice(0, at === -1 ? 1 : at),
+    closing: events.slice(at === -1 ? 1 : at + 1),
   };
 }
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
 const KNOWN_CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
-const KIND_OF_NAMESPACE: ReadonlyMap<string, ItemKind> = new Map(
-  ITEM_KIND_VALUES.flatMap((kind) => {
-    const namespace = spec.ITEM_KINDS[kind]?.namespace;
-    return namespace ? [[namespace, kind] as const] : [];
-  }),
-);
-const PHASE_OF_CHANNEL: ReadonlyMap<string, string> = new Map(
-  Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {}).map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]),
-);
+// the kinds a namespace names (the kinds that none names under null, which no recipient's namespace is)
+const KIND_OF_NAMESPACE = new Map(ITEM_KIND_VALUES.map((kind) => [spec.ITEM_KINDS[kind]?.namespace ?? null, kind]));
+const PHASES = Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {});
+const PHASE_OF_CHANNEL = new Map(PHASES.map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]));
 const DEFAULT_PHASE = PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
-const [CREATED = "", IN_PROGRESS = ""] = spec.STREAM_OPENING;
+
+/** The namespace a recipient names (all of it when it has no separator). */
+function namespaceOf(recipient: string): string {
+  const at = recipient.indexOf(SEPARATOR);
+  return at === -1 ? recipient : recipient.slice(0, at);
+}
 
 /** The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
  * request's namespace tools (`namespaces`) is a function call. */
 export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = new Set()): ItemKind {
   const recipient = start.recipient;
-  if (recipient !== null && recipient.startsWith(FUNCTIONS_PREFIX)) return ItemKind.FunctionCall;
-  if (recipient !== null && start.role === Role.Assistant && namespaces.has(recipient.split(SEPARATOR, 1)[0] ?? "")) return ItemKind.FunctionCall;
-  if (start.role !== Role.Assistant) return ItemKind.ToolCall;
-  if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) {
-    const at = recipient.indexOf(SEPARATOR);
-    return KIND_OF_NAMESPACE.get(at === -1 ? recipient : recipient.slice(0, at)) ?? ItemKind.ToolCall;
+  const assistant = start.role === Role.Assistant;
+  if (recipient !== null && (recipient.startsWith(FUNCTIONS_PREFIX) || (assistant && namespaces.has(namespaceOf(recipient))))) {
+    return ItemKind.FunctionCall;
   }
+  if (!assistant) return ItemKind.ToolCall;
+  if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) {
+    return KIND_OF_NAMESPACE.get(namespaceOf(recipient)) ?? ItemKind.ToolCall;
+  }
+  // a channel the format does not know is hidden, as reasoning is
   const channel = start.channel;
-  if (channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel))) return ItemKind.Reasoning; // a channel the format does not know is hidden, as reasoning is
-  return ItemKind.Message;
-}
-
-/** An event: its `type` and fields (the generated types name every member of the union). */
-function event(type: string, fields: JsonObject): StreamingEvent {
-  return { type, ...fields } as unknown as StreamingEvent;
+  return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 
 /** An output item being streamed. */
 export class OpenItem {
-  callId: string | null = null;
-  name: string | null = null;
-  namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
+  readonly name: string | null = null;
+  readonly namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
   validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
-  wire: unknown = null; // whatever the sink keeps for this item (the SSE sink: its delta frame's pieces)
   readonly reasoning: boolean;
   readonly streams: boolean; // its text or arguments go out as deltas
 
   constructor(
-    readonly spec: KindSpec,
+    readonly kind: KindSpec,
     readonly id: string,
     readonly outputIndex: number,
-    readonly channel: string | null,
-    readonly recipient: string | null,
-    readonly contentType: string | null = null,
+    readonly header: MessageStart, // the header the model wrote
+    readonly callId: string | null = null,
   ) {
-    this.reasoning = spec.kind === ItemKind.Reasoning;
-    this.streams = spec.delta !== null;
+    this.reasoning = kind.kind === ItemKind.Reasoning;
+    this.streams = kind.delta !== null;
+    if (kind.kind !== ItemKind.FunctionCall) return;
+    const to = header.recipient ?? "";
+    const at = to.indexOf(SEPARATOR);
+    if (to.startsWith(FUNCTIONS_PREFIX)) this.name = to.slice(FUNCTIONS_PREFIX.length);
+    else [this.namespace, this.name] = [to.slice(0, at), to.slice(at + SEPARATOR.length)];
+  }
+
+  /** The typed event of a piece of the item's text or arguments. */
+  deltaEvent(sequenceNumber: number, text: string): StreamingEvent {
+    const values = { item_id: this.id, output_index: this.outputIndex, content_index: 0, delta: text };
+    return eventOf(this.kind.delta ?? ["", []], sequenceNumber, values);
   }
 
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
   body(status: Status, text = ""): JsonObject {
-    const kind = this.spec.kind;
-    const done = status !== Status.InProgress;
-    const part = this.spec.part;
-    if (kind === ItemKind.Reasoning) {
-      const reasoning: JsonObject = { type: this.spec.type, id: this.id, summary: [], content: done && part !== null ? [part(text)] : [] };
-      if (this.contentType !== null) reasoning[CONTENT_TYPE_FIELD] = this.contentType;
-      return reasoning;
+    const { type, kind, part } = this.kind;
+    const { channel, recipient, contentType } = this.header;
+    const content = status !== Status.InProgress && part !== null ? [part(text)] : [];
+    let item: JsonObject;
+    let channelKept = false; // the header's channel is kept in the vendor field: the kind would render another
+    let contentTypeKept = contentType !== null;
+    if (kind === ItemKind.Reasoning) item = { type, id: this.id, summary: [], content };
+    else if (kind === ItemKind.Message) {
+      const phase = PHASE_OF_CHANNEL.get(channel ?? "") ?? DEFAULT_PHASE;
+      item = { type, id: this.id, status, role: Role.Assistant, content, phase };
+      channelKept = channel === null || !PHASE_OF_CHANNEL.has(channel);
+    } else if (kind === ItemKind.FunctionCall) {
+      item = { type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
+      channelKept = channel !== CALL_CHANNEL;
+      contentTypeKept = contentType !== CALL_CONTENT_TYPE;
+    } else {
+      // A vendor-prefixed item: every key besides `type` is an extra field.
+      return { type, id: this.id, status, recipient, arguments: text, channel, content_type: contentType };
     }
-    if (kind === ItemKind.Message) {
-      const phase = PHASE_OF_CHANNEL.get(this.channel ?? "") ?? DEFAULT_PHASE;
-      const message: JsonObject = { type: this.spec.type, id: this.id, status, role: Role.Assistant, content: done && part !== null ? [part(text)] : [], phase };
-      // its phase would render it on another channel (or none)
-      if (this.channel === null || !PHASE_OF_CHANNEL.has(this.channel)) message[CHANNEL_FIELD] = this.channel;
-      if (this.contentType !== null) message[CONTENT_TYPE_FIELD] = this.contentType;
-      return message;
-    }
-    if (kind === ItemKind.FunctionCall) {
-      const call: JsonObject = { type: this.spec.type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
-      if (this.channel !== CALL_CHANNEL) call[CHANNEL_FIELD] = this.channel;
-      if (this.contentType !== CALL_CONTENT_TYPE) call[CONTENT_TYPE_FIELD] = this.contentType;
-      if (this.validation !== null && done) call[VALIDATION_FIELD] = this.validation;
-      if (this.namespace !== null) call[spec.RESPONSE_NAMESPACE_FIELD] = this.namespace;
-      return call;
-    }
-    // A vendor-prefixed item: every key besides `type` is an extra field.
-    return {
-      type: this.spec.type,
-      id: this.id,
-      status,
-      recipient: this.recipient,
-      arguments: text,
-      channel: this.channel,
-      content_type: this.contentType,
-    };
+    if (channelKept) item[spec.RESPONSE_CHANNEL_FIELD] = channel;
+    if (contentTypeKept) item[spec.RESPONSE_CONTENT_TYPE_FIELD] = contentType;
+    if (this.validation !== null && status !== Status.InProgress) item[spec.RESPONSE_VALIDATION_FIELD] = this.validation;
+    if (this.namespace !== null) item[spec.RESPONSE_NAMESPACE_FIELD] = this.namespace;
+    return item;
   }
 }
 
-/** Where a builder's events go. */
-export interface Sink<D> {
-  event(event: StreamingEvent): void;
-  /** Keep a delta, after the events kept before it. */
-  delta(item: OpenItem, sequenceNumber: number, text: string): void;
-  /** Make a delta and return it instead of keeping it (nothing is kept when this is called). */
-  handDelta(item: OpenItem, sequenceNumber: number, text: string): D;
-  /** Keep a delta `handDelta` made (for a caller of `feedToken` that does not send it itself). */
-  keep(delta: D): void;
+// -- the builder -------------------------------------------------------------------------------------------------
+
+/** What a builder makes of each event: a typed event (`EVENTS`), an SSE frame (`sse.sseWriter`), ... */
+export interface Writer<D> {
+  event(event: StreamingEvent): D;
+  /** A delta of `item`'s text or arguments (made from its text, where the writer can do without the typed event). */
+  delta(item: OpenItem, sequenceNumber: number, text: string): D;
+  /** What follows the closing event of a response `finish` or `fail` ended, if anything (SSE: `data: [DONE]`). */
+  readonly last?: D;
 }
+
+/** The typed events themselves. */
+export const EVENTS: Writer<StreamingEvent> = {
+  event: (event) => event,
+  delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
+};
 
 /** Options of `ResponseBuilder` (the Python keyword arguments, camelCased). */
 export interface BuilderOptions {
@@ -284,25 +289,24 @@ export interface BuilderOptions {
   readonly onRepair?: RepairHook | null;
 }
 
+/** What a snapshot adds to the response's state (its usage, error, incomplete reason, completion time). */
+type SnapshotExtra = Partial<SnapshotState>;
+
 /** How many tool calls the request lets one response make (null: no limit). */
 function callsAllowed(request: CreateResponseBody | null): number | null {
-  if (request === null) return null;
-  const most = request.max_tool_calls as number | bigint | null | undefined; // a big integer stays a bigint
-  const limits = [request.parallel_tool_calls === false ? 1 : null, most === null || most === undefined ? null : Number(most)].filter((n): n is number => !!n);
+  const most = Number(request?.max_tool_calls ?? 0); // a big integer is a bigint until here
+  const limits = [request?.parallel_tool_calls === false ? 1 : 0, most].filter((n) => !!n);
   return limits.length > 0 ? Math.min(...limits) : null;
 }
 
-function repairRecord(r: Recovered): RepairRecord {
-  return { rule: r.rule, detail: r.detail, position: r.position, text: r.text };
-}
-
 /**
- * Completion tokens or text → the response's events, sent to `sink` in the spec's order.
+ * Completion tokens or text → the response's events in the spec's order, each made by `writer`.
  *
- * `request` is the request the completion answers (its settings are echoed; its function names feed the parser's
- * repairs, its strict tools' schemas check their calls). `inputTokens` is the prompt's length, for `usage`.
- * `role: null` reads a completion that starts with its own `<|start|>`; by default the completion is read as one
- * turn (several calls, each an item, when the engine did not stop at `<|call|>`, up to the request's
+ * `start`, `feed` (a token id), `feedText` (a chunk of text), `finish` and `fail` each return what their events
+ * became, in order. `request` is the request the completion answers (its settings are echoed; its function names
+ * feed the parser's repairs, its strict tools' schemas check their calls). `inputTokens` is the prompt's length,
+ * for `usage`. `role: null` reads a completion that starts with its own `<|start|>`; by default the completion is
+ * read as one turn (several calls, each an item, when the engine did not stop at `<|call|>`, up to the request's
  * `max_tool_calls`, and one with `parallel_tool_calls: false`; a tool result the model wrote itself cut and
  * reported; nothing after `<|return|>`), and `stopAtTurnEnd: false` reads a whole transcript. `strict: true` fails
  * the response on the first deviation from the grammar instead of repairing it.
@@ -312,12 +316,10 @@ export class ResponseBuilder<D> {
   private readonly parser: HarmonyStreamParser;
   private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
   private readonly namespaces: ReadonlySet<string>; // the request's namespace tools' names
-  private readonly model: string;
   private readonly ids: IdFactory;
   private readonly clock: () => number;
-  private readonly onRepair: RepairHook | null;
-  private readonly inputTokens: number;
   private readonly createdAt: number;
+  private out: D[] = []; // what the events of the call being answered became
   private seq = 0;
   private readonly outputItems: JsonObject[] = []; // finished items
   private item: OpenItem | null = null;
@@ -326,29 +328,27 @@ export class ResponseBuilder<D> {
   private reasoningFrom = 0; // the token that opened the reasoning item being read
   private readonly text: string[] = []; // completion text, when it came as text (for usage)
   private started = false;
-  private finishedFlag = false;
+  private ended = false;
   private finalResponse: ResponseResource | null = null;
-  private statusValue: Status = Status.InProgress;
 
   constructor(
     private readonly encoding: HarmonyEncoding,
     private readonly request: CreateResponseBody | null,
-    private readonly sink: Sink<D>,
-    options: BuilderOptions = {},
+    private readonly writer: Writer<D>,
+    private readonly options: BuilderOptions = {},
   ) {
     const declared = declaredTools(request);
     const names = options.tools ?? declared.filter((d) => d.namespace === null).map((d) => d.name);
-    this.schemas = new Map(declared.filter((d) => d.tool.strict === true).map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
+    const strict = declared.filter((d) => d.tool.strict === true);
+    this.schemas = new Map(strict.map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
     this.namespaces = new Set(namespaceTools(request).map((t) => t.name));
-    this.parser = new HarmonyStreamParser(encoding, options.role === undefined ? Role.Assistant : options.role, options.strict ? "strict" : "lenient", names, {
+    const role = options.role === undefined ? Role.Assistant : options.role;
+    this.parser = new HarmonyStreamParser(encoding, role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
       maxToolCalls: callsAllowed(request),
     });
-    this.model = options.model ?? "gpt-oss";
     this.ids = options.ids ?? randomId;
     this.clock = options.clock ?? ((): number => Date.now() / 1000);
-    this.onRepair = options.onRepair ?? null;
-    this.inputTokens = options.inputTokens ?? 0;
     this.responseId = options.responseId || this.ids(spec.RESPONSE_ID_PREFIX);
     this.createdAt = options.createdAt ?? Math.floor(this.clock());
   }
@@ -356,7 +356,7 @@ export class ResponseBuilder<D> {
   // -- state -------------------------------------------------------------------------------------------------
 
   get finished(): boolean {
-    return this.finishedFlag;
+    return this.ended;
   }
 
   /** The response its closing event carried (completed, incomplete or failed), once it ended. */
@@ -364,109 +364,56 @@ export class ResponseBuilder<D> {
     return this.finalResponse;
   }
 
-  get status(): Status {
-    return this.statusValue;
-  }
-
-  /** The item whose body is being read, if any. */
-  get currentItem(): OpenItem | null {
-    return this.item;
-  }
-
-  /** The items finished so far, in order. */
-  get output(): JsonObject[] {
-    return [...this.outputItems];
-  }
-
-  /** Tokens of the completion read so far (for text input: counted when asked). */
-  get outputTokens(): number {
-    return this.text.length > 0 ? this.usage().output_tokens : this.parser.tokensRead;
-  }
-
   get repairs(): Recovered[] {
     return [...this.repairList];
   }
 
-  nextSequenceNumber(): number {
-    return this.seq++;
-  }
-
   /** The response as it stands (an open item is included as `incomplete` unless in progress). */
-  snapshot(status: Status, extra: { usage?: Usage; error?: JsonObject; incompleteReason?: string; completedAt?: number } = {}): ResponseResource {
+  snapshot(status: Status, extra: SnapshotExtra = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
-    const repairs = status !== Status.InProgress ? this.repairList.map(repairRecord) : null;
-    return responseSnapshot(this.request, {
-      responseId: this.responseId,
-      createdAt: this.createdAt,
-      model: this.model,
-      status,
-      output,
-      repairs,
-      ...(extra.usage !== undefined ? { usage: extra.usage } : {}),
-      ...(extra.error !== undefined ? { error: extra.error } : {}),
-      ...(extra.incompleteReason !== undefined ? { incompleteReason: extra.incompleteReason } : {}),
-      ...(extra.completedAt !== undefined ? { completedAt: extra.completedAt } : {}),
-    });
+    const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
+    const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
+    const model = this.options.model ?? "gpt-oss";
+    const state = { responseId: this.responseId, createdAt: this.createdAt, model, status, output, repairs };
+    return responseSnapshot(this.request, { ...state, ...extra });
   }
 
   usage(): Usage {
-    let outputTokens = this.parser.tokensRead;
-    let reasoningTokens = this.reasoningTokens;
-    if (this.item !== null && this.item.reasoning && this.text.length === 0) reasoningTokens += outputTokens - this.reasoningFrom;
-    if (this.text.length > 0) outputTokens = this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length; // the completion came as text: count its tokens now
-    return usage(this.inputTokens, outputTokens, reasoningTokens);
+    const input = this.options.inputTokens ?? 0;
+    if (this.text.length > 0) {
+      // the completion came as text: count its tokens now
+      return usage(input, this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length, this.reasoningTokens);
+    }
+    const read = this.parser.tokensRead;
+    return usage(input, read, this.reasoningTokens + (this.item?.reasoning ? read - this.reasoningFrom : 0));
   }
 
   // -- input -------------------------------------------------------------------------------------------------
 
   /** `response.created` and `response.in_progress` (sent once, before anything else). */
-  start(): void {
-    if (this.started) return;
-    this.started = true;
-    const snap = this.snapshot(Status.InProgress) as unknown as JsonData;
-    this.sink.event(event(CREATED, { sequence_number: this.nextSequenceNumber(), response: snap }));
-    this.sink.event(event(IN_PROGRESS, { sequence_number: this.nextSequenceNumber(), response: snap }));
+  start(): D[] {
+    this.begin();
+    return this.take();
   }
 
-  /** One more completion token. When it is plain text continuing a streamed body (the fast path), its delta is
-   * made by the sink's `handDelta` and returned; otherwise the events go to the sink, and the result is null. */
-  feedToken(token: number): D | null {
+  /** One more completion token. Plain text continuing a streamed body (the fast path) makes its delta alone. */
+  feed(token: number): D[] {
     const item = this.item; // set only while an item's body is streaming
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
-      if (text !== null) {
-        // the fast path: plain text continuing the body
-        return item.streams ? this.sink.handDelta(item, this.seq++, text) : null;
-      }
-    } else if (this.finishedFlag) return null;
-    else if (!this.started) this.start();
-    let events: Event[];
-    try {
-      events = this.parser.feedTokens([token]);
-    } catch (e) {
-      if (!(e instanceof HarmonyParseError)) throw e;
-      this.failParse(e);
-      return null;
-    }
-    this.handle(events);
-    return null;
+      if (text !== null) return item.streams ? [this.writer.delta(item, this.seq++, text)] : [];
+    } else if (this.ended) return [];
+    this.read(() => this.parser.feedTokens([token]));
+    return this.take();
   }
 
   /** A chunk of completion text, control tokens spelled out (for engines that return no ids). */
-  feedText(chunk: string): void {
-    if (this.finishedFlag) return;
-    if (!this.started) this.start();
+  feedText(chunk: string): D[] {
+    if (this.ended) return [];
     this.text.push(chunk);
-    let events: Event[];
-    try {
-      events = this.parser.feedText(chunk);
-    } catch (e) {
-      if (!(e instanceof HarmonyParseError)) throw e;
-      this.failParse(e);
-      return;
-    }
-    this.handle(events);
+    this.read(() => this.parser.feedText(chunk));
+    return this.take();
   }
 
   /**
@@ -478,13 +425,14 @@ export class ResponseBuilder<D> {
    * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header or reasoning,
    * right after a header, or inside a call's JSON arguments).
    */
-  finish(stopped: boolean | null = null): void {
-    if (this.finishedFlag) return;
-    if (!this.started) this.start();
+  finish(stopped: boolean | null = null): D[] {
+    if (this.ended) return [];
+    this.begin();
     const region = this.parser.region;
     let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
     cut = cut && (this.parser.tokensRead > 0 || this.text.some((t) => t !== "")); // an empty completion is not cut
     if (stopped === null) stopped = !cut || (this.text.length > 0 && this.stopTokenMayEndIt());
+    const status = stopped ? Status.Completed : Status.Incomplete;
     let events: Event[];
     try {
       events = this.parser.close();
@@ -492,18 +440,59 @@ export class ResponseBuilder<D> {
       if (!(e instanceof HarmonyParseError)) throw e;
       events = []; // strict mode, a header cut short: that is the budget's doing, not a failure
     }
-    this.handle(events, stopped ? Status.Completed : Status.Incomplete);
-    this.finishedFlag = true;
-    if (this.item !== null) this.close(stopped ? Status.Completed : Status.Incomplete, this.parser.currentContent);
-    if (!stopped) this.closeResponse(Status.Incomplete, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
-    else this.closeResponse(Status.Completed, { completedAt: Math.floor(this.clock()) });
+    this.handle(events, status);
+    this.ended = true;
+    if (this.item !== null) this.close(status, this.parser.currentContent);
+    if (stopped) this.end(status, { completedAt: Math.floor(this.clock()) });
+    else this.end(status, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+    return this.last();
   }
 
-  private closeResponse(status: Status, extra: { error?: JsonObject; incompleteReason?: string; completedAt?: number }): void {
-    this.statusValue = status;
-    const snap = this.snapshot(status, { usage: this.usage(), ...extra });
-    this.finalResponse = snap;
-    this.sink.event(event(spec.STREAM_CLOSING[status] ?? "", { sequence_number: this.nextSequenceNumber(), response: snap as unknown as JsonData }));
+  /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
+   * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): D[] {
+    if (this.ended) return [];
+    this.failed(message, code, errorType);
+    return this.last();
+  }
+
+  private failed(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
+    if (this.ended) return;
+    this.begin();
+    this.ended = true;
+    const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
+    this.send(spec.STREAM_ERROR, { error: make("ErrorPayload", { type, code, message, param: null }) });
+    this.end(Status.Failed, { error: make("Error", { code, message }) });
+  }
+
+  private begin(): void {
+    if (this.started) return;
+    this.started = true;
+    const response = this.snapshot(Status.InProgress) as unknown as JsonData;
+    for (const type of spec.STREAM_OPENING) this.send(type, { response });
+  }
+
+  private take(): D[] {
+    const out = this.out;
+    this.out = [];
+    return out;
+  }
+
+  private send(type: string, fields: JsonObject): void {
+    this.out.push(this.writer.event({ type, sequence_number: this.seq++, ...fields } as unknown as StreamingEvent));
+  }
+
+  private end(status: Status, extra: SnapshotExtra): void {
+    const response = this.snapshot(status, { usage: this.usage(), ...extra });
+    this.finalResponse = response;
+    this.send(spec.STREAM_CLOSING[status] ?? "", { response: response as unknown as JsonData });
+  }
+
+  /** What this call wrote, and the writer's `last`: `finish` or `fail` ended the response (one the parser failed
+   * ends without it). */
+  private last(): D[] {
+    if (this.writer.last !== undefined) this.out.push(this.writer.last);
+    return this.take();
   }
 
   /** Whether text that ends inside a message may end there because the engine left out a stop token. Not inside
@@ -516,7 +505,7 @@ export class ResponseBuilder<D> {
     if (item === null) return !this.parser.seenControl; // a header, or text with no control token at all (the answer)
     const text = strip(this.parser.currentContent);
     if (!text) return false; // cut right after its header
-    if (item.spec.part !== null) return !item.reasoning;
+    if (item.kind.part !== null) return !item.reasoning;
     if (!JSON_OPENERS.includes(text[0] as string)) return true;
     try {
       readJson(text);
@@ -527,219 +516,101 @@ export class ResponseBuilder<D> {
     return true;
   }
 
-  /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
-   * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
-    if (this.finishedFlag) return;
-    if (!this.started) this.start();
-    this.finishedFlag = true;
-    const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
-    const payload = make("ErrorPayload", { type, code, message, param: null });
-    this.sink.event(event(spec.STREAM_ERROR, { sequence_number: this.nextSequenceNumber(), error: payload }));
-    this.closeResponse(Status.Failed, { error: make("Error", { code, message }) });
-  }
-
   // -- parser events → item events ---------------------------------------------------------------------------
 
-  private failParse(exc: HarmonyParseError): void {
-    const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
-    this.fail(fill(template, { detail: exc.message }));
+  /** Start when not started, and hand the parser's events to `handle`; a parse error (strict mode) fails. */
+  private read(parse: () => Event[]): void {
+    this.begin();
+    let events: Event[];
+    try {
+      events = parse();
+    } catch (e) {
+      if (!(e instanceof HarmonyParseError)) throw e;
+      const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
+      return this.failed(fill(template, { detail: e.message }));
+    }
+    this.handle(events);
   }
 
   private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {
     for (const e of events) {
       if (e instanceof ContentDelta) {
-        const item = this.item;
-        if (item !== null && item.streams) this.sink.delta(item, this.nextSequenceNumber(), e.text);
-      } else if (e instanceof MessageStart) {
-        this.open(e);
-      } else if (e instanceof MessageEnd) {
-        const endedByStream = e.terminator === spec.PARSE_EOS_TERMINATOR;
-        this.close(endedByStream ? eosStatus : Status.Completed, e.message.content);
-      } else {
-        this.repairList.push(e);
-        if (this.onRepair !== null) this.onRepair(e);
-      }
+        if (this.item?.streams) this.out.push(this.writer.delta(this.item, this.seq++, e.text));
+      } else if (e instanceof MessageStart) this.open(e);
+      else if (e instanceof MessageEnd) {
+        this.close(e.terminator === spec.PARSE_EOS_TERMINATOR ? eosStatus : Status.Completed, e.message.content);
+      } else this.noteRepair(e);
     }
   }
 
-  private open(start: MessageStart): OpenItem {
+  private open(start: MessageStart): void {
     const kind = KINDS.get(kindOf(start, this.namespaces)) as KindSpec;
-    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start.channel, start.recipient, start.contentType);
-    if (kind.kind === ItemKind.FunctionCall) {
-      item.callId = this.ids(kind.callIdPrefix ?? kind.idPrefix);
-      const to = start.recipient ?? "";
-      if (to.startsWith(FUNCTIONS_PREFIX)) item.name = to.slice(FUNCTIONS_PREFIX.length);
-      else {
-        const at = to.indexOf(SEPARATOR);
-        item.namespace = to.slice(0, at);
-        item.name = to.slice(at + SEPARATOR.length);
-      }
-    }
+    const callId = kind.kind === ItemKind.FunctionCall ? this.ids(kind.callIdPrefix ?? kind.idPrefix) : null;
+    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start, callId);
     this.item = item;
     this.reasoningFrom = this.parser.tokensRead - 1;
-    this.emit(kind.opening, item, { item: item.body(Status.InProgress), part: kind.part !== null ? kind.part("") : null });
-    return item;
+    this.emit(kind.opening, item, { item: item.body(Status.InProgress), part: kind.part?.("") ?? null });
   }
 
   private close(status: Status, text: string): void {
     const item = this.item;
     if (item === null) throw new Error("ResponseBuilder: no item is open");
-    const kind = item.spec;
-    if (kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
-    else if (kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
+    if (item.kind.kind === ItemKind.FunctionCall && status === Status.Completed) text = this.checkArguments(item, text);
+    else if (item.kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
       this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
     }
-    if (item.reasoning) {
-      if (this.text.length > 0) {
-        // text input: count the tokens it stands for: <|message|>, the text, the stop
-        this.reasoningTokens += this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length + 1 + (status === Status.Completed ? 1 : 0);
-      } else {
-        this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom; // from the token that opened the body to the one that closed it
-      }
+    if (item.reasoning && this.text.length > 0) {
+      // text input: count the tokens it stands for: <|message|>, the text, the stop
+      const read = this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length;
+      this.reasoningTokens += read + 1 + (status === Status.Completed ? 1 : 0);
+    } else if (item.reasoning) {
+      // from the token that opened the body to the one that closed it
+      this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom;
     }
     const body = item.body(status, text);
-    this.emit(kind.closing, item, { item: body, part: kind.part !== null ? kind.part(text) : null, text, arguments: text });
+    this.emit(item.kind.closing, item, { item: body, part: item.kind.part?.(text) ?? null, text, arguments: text });
     this.outputItems.push(body);
     this.item = null;
   }
 
-  /** Send `events` in order, each given the fields of its model that `values` hold (null: not given), and the
-   * item's place. */
-  private emit(events: Emitted, item: OpenItem, values: JsonObject): void {
+  /** Send `events` in order, each given the fields of its model that `values` hold, and the item's place. */
+  private emit(events: readonly EventSpec[], item: OpenItem, values: JsonObject): void {
     Object.assign(values, { item_id: item.id, output_index: item.outputIndex, content_index: 0 });
-    for (const [type, fields] of events) {
-      const given: JsonObject = { sequence_number: this.nextSequenceNumber() };
-      for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
-      this.sink.event(event(type, given));
-    }
+    for (const e of events) this.out.push(this.writer.event(eventOf(e, this.seq++, values)));
   }
 
   /** A finished call's arguments: `{}` for empty ones (one more delta), and a strict tool's check. */
   private checkArguments(item: OpenItem, text: string): string {
     const name = item.name ?? "";
     if (!strip(text)) {
-      if (item.streams) this.sink.delta(item, this.nextSequenceNumber(), EMPTY_ARGUMENTS);
+      if (item.streams) this.out.push(this.writer.delta(item, this.seq++, EMPTY_ARGUMENTS));
       text += EMPTY_ARGUMENTS;
       this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, fill(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
     }
     const schema = this.schemas.get(qualified(name, item.namespace));
-    if (schema !== undefined) {
-      const found = checkArguments(text, schema);
-      if (found.valid !== true) {
-        item.validation = found.toDict();
-        const error = found.errors[0]?.message ?? "";
-        this.repair(spec.RECOVERY_ARGUMENTS_INVALID, fill(spec.PARSE_DETAIL_ARGUMENTS_INVALID, { name, item: item.id, error }));
-      }
+    const found = schema !== undefined ? checkArguments(text, schema) : null;
+    if (found !== null && found.valid !== true) {
+      item.validation = found.toDict();
+      const error = found.errors[0]?.message ?? "";
+      this.repair(spec.RECOVERY_ARGUMENTS_INVALID, fill(spec.PARSE_DETAIL_ARGUMENTS_INVALID, { name, item: item.id, error }));
     }
     return text;
   }
 
   private repair(rule: string, detail: string): void {
-    const repair = new Recovered(rule, detail, this.parser.tokensRead);
+    this.noteRepair(new Recovered(rule, detail, this.parser.tokensRead));
+  }
+
+  private noteRepair(repair: Recovered): void {
     this.repairList.push(repair);
-    if (this.onRepair !== null) this.onRepair(repair);
+    this.options.onRepair?.(repair);
   }
 }
 
-// -- typed events ------------------------------------------------------------------------------------------------
-
-const CONTENT_INDEX = "content_index";
-
-/** A sink that keeps typed events until they are taken. */
-export class EventSink implements Sink<StreamingEvent> {
-  events: StreamingEvent[] = [];
-
-  event(e: StreamingEvent): void {
-    this.events.push(e);
-  }
-
-  /** Keep a delta `handDelta` made (a caller of `ResponseBuilder.feedToken` that wants it kept). */
-  keep(e: StreamingEvent): void {
-    this.events.push(e);
-  }
-
-  delta(item: OpenItem, sequenceNumber: number, text: string): void {
-    this.events.push(this.handDelta(item, sequenceNumber, text));
-  }
-
-  handDelta(item: OpenItem, sequenceNumber: number, text: string): StreamingEvent {
-    let base = item.wire as JsonObject | null;
-    if (base === null) {
-      // the fields every delta of `item` shares, as its event's model has them
-      const type = item.spec.delta ?? "";
-      base = { item_id: item.id, output_index: item.outputIndex };
-      if (model(eventModelOf(type)).byKey.has(CONTENT_INDEX)) base[CONTENT_INDEX] = 0;
-      item.wire = base;
-    }
-    return event(item.spec.delta ?? "", { sequence_number: sequenceNumber, ...base, delta: text });
-  }
-
-  take(): StreamingEvent[] {
-    const events = this.events;
-    this.events = [];
-    return events;
-  }
-}
-
-/** A sink that keeps nothing: for a caller that wants only the final response (`ResponseBuilder.final`). */
-export class NullSink implements Sink<null> {
-  event(): void {}
-
-  delta(): void {}
-
-  handDelta(): null {
-    return null;
-  }
-
-  keep(): void {}
-}
-
-/** Completion tokens (or text) → typed Open Responses events: `feed`, `feedText`, `finish`, `fail`. Each call
- * returns the events it caused, in order; the options are `ResponseBuilder`'s. */
-export class ResponseStreamer {
-  private readonly sink = new EventSink();
-  private readonly builder: ResponseBuilder<StreamingEvent>;
-
+/** Completion tokens (or text) → typed Open Responses events; the options are `ResponseBuilder`'s. */
+export class ResponseStreamer extends ResponseBuilder<StreamingEvent> {
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: BuilderOptions = {}) {
-    this.builder = new ResponseBuilder(encoding, request, this.sink, options);
-  }
-
-  get responseId(): string {
-    return this.builder.responseId;
-  }
-
-  get repairs(): Recovered[] {
-    return this.builder.repairs;
-  }
-
-  snapshot(status: Status): ResponseResource {
-    return this.builder.snapshot(status);
-  }
-
-  start(): StreamingEvent[] {
-    this.builder.start();
-    return this.sink.take();
-  }
-
-  feed(token: number): StreamingEvent[] {
-    const delta = this.builder.feedToken(token);
-    return delta !== null ? [delta] : this.sink.take();
-  }
-
-  feedText(chunk: string): StreamingEvent[] {
-    this.builder.feedText(chunk);
-    return this.sink.take();
-  }
-
-  finish(stopped: boolean | null = null): StreamingEvent[] {
-    this.builder.finish(stopped);
-    return this.sink.take();
-  }
-
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): StreamingEvent[] {
-    this.builder.fail(message, code, errorType);
-    return this.sink.take();
+    super(encoding, request, EVENTS, options);
   }
 }
 
@@ -757,6 +628,13 @@ export interface StreamOptions extends BuilderOptions {
   readonly stopped?: boolean | null;
 }
 
+/** Drive `builder` through a whole completion given as token ids or text chunks: what each step wrote. */
+export function* drive<D>(builder: ResponseBuilder<D>, completion: Completion, stopped: boolean | null = null): Generator<D[]> {
+  yield builder.start();
+  yield* feedAll(completion, (t) => builder.feed(t), (c) => builder.feedText(c));
+  yield builder.finish(stopped);
+}
+
 /** The typed event stream for a completion given as token ids or text chunks (`options`: `ResponseBuilder`'s, and
  * `stopped`, the engine's finish reason). */
 export function* streamResponse(
@@ -766,9 +644,7 @@ export function* streamResponse(
   options: StreamOptions = {},
 ): Generator<StreamingEvent> {
   const streamer = new ResponseStreamer(encoding, request, options);
-  yield* streamer.start();
-  for (const events of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* events;
-  yield* streamer.finish(options.stopped ?? null);
+  for (const events of drive(streamer, completion, options.stopped ?? null)) yield* events;
 }
 
 /** The final `ResponseResource` for a completion (the non-streaming case). */

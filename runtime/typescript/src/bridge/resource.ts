@@ -22,7 +22,8 @@ function toolChoice(body: CreateResponseBody): JsonData {
     return make("FunctionToolChoice", { name: choice.name });
   }
   if (typeof choice === "object" && "tools" in choice) {
-    return make("AllowedToolChoice", { tools: choice.tools.map((t) => make("FunctionToolChoice", { name: t.name })), mode: choice.mode ?? "auto" });
+    const tools = choice.tools.map((t) => make("FunctionToolChoice", { name: t.name }));
+    return make("AllowedToolChoice", { tools, mode: choice.mode ?? "auto" });
   }
   return choice as JsonData;
 }
@@ -33,11 +34,13 @@ function textField(body: CreateResponseBody): JsonObject {
   if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam") {
     // The spec's ResponseResource echoes no schema (`type: null`); a format without a name echoes `name: ""`.
     const given = fmt as JsonSchemaResponseFormatParam;
-    echoed = make("JsonSchemaResponseFormat", { name: given.name ?? "", description: given.description ?? null, schema: null, strict: Boolean(given.strict) });
+    const name = given.name ?? "";
+    const description = given.description ?? null;
+    echoed = make("JsonSchemaResponseFormat", { name, description, schema: null, strict: Boolean(given.strict) });
   }
   const verbosity = body.text?.verbosity ?? null;
-  if (verbosity !== null) return make("TextField", { format: echoed, verbosity });
-  return make("TextField", { format: echoed }); // an absent verbosity stays absent
+  // an absent verbosity stays absent
+  return make("TextField", verbosity !== null ? { format: echoed, verbosity } : { format: echoed });
 }
 
 export function usage(inputTokens: number, outputTokens: number, reasoningTokens: number, cachedTokens = 0): Usage {
@@ -71,10 +74,11 @@ export interface SnapshotState {
  */
 export function responseSnapshot(body: CreateResponseBody | null, state: SnapshotState): ResponseResource {
   const b: CreateResponseBody = body ?? {};
-  const tools = functionTools(b).map((t) =>
-    make("FunctionTool", { name: t.name, description: t.description ?? null, parameters: (t.parameters ?? null) as JsonData, strict: t.strict ?? null }),
+  const tools = functionTools(b).map(({ name, description, parameters, strict }) =>
+    make("FunctionTool", { name, description: description ?? null, parameters: (parameters ?? null) as JsonData, strict: strict ?? null }),
   );
-  const reasoning = b.reasoning !== undefined && b.reasoning !== null ? make("Reasoning", { effort: b.reasoning.effort ?? null, summary: b.reasoning.summary ?? null }) : null;
+  const asked = b.reasoning ?? null;
+  const reasoning = asked !== null ? make("Reasoning", { effort: asked.effort ?? null, summary: asked.summary ?? null }) : null;
   const out: JsonObject = {
     id: state.responseId,
     created_at: state.createdAt,

@@ -6,8 +6,8 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { isJsonObject, type JsonData } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { spec } from "../tables.js";
-import { type BuilderOptions, type Completion, feedAll, type OpenItem, ResponseBuilder, type Sink, type StreamOptions } from "./items.js";
-import { compactJson as pydanticJson, dumpAs, jsonString, ModelValidationError, validateAs } from "./schema.js";
+import { type BuilderOptions, type Completion, drive, type OpenItem, ResponseBuilder, type StreamOptions, type Writer } from "./items.js";
+import { compactJson, dumpAs, jsonString, ModelValidationError, validateAs } from "./schema.js";
 import { explain, found, problemPath } from "./validation.js";
 
 export const OPENAI_REASONING_EVENTS: Readonly<Record<string, string>> = { ...spec.OPENAI_REASONING_EVENTS };
@@ -19,19 +19,14 @@ export type ReasoningNames = "spec" | "openai";
 
 /** One event's JSON body, on one line (pydantic's `model_dump_json`). */
 export function eventJson(event: StreamingEvent): string {
-  return pydanticJson(dumpAs(EVENT_UNION, event));
+  return compactJson(dumpAs(EVENT_UNION, event));
 }
 
 /** One event as SSE text: its `event:` line, its `data:` line and the blank line that ends it. */
 export function frame(event: StreamingEvent, reasoningNames: ReasoningNames = "spec"): string {
-  let body = eventJson(event);
-  let name: string = event.type;
-  const renamed = OPENAI_REASONING_EVENTS[name];
-  if (reasoningNames === "openai" && renamed !== undefined) {
-    body = body.replace(jsonString(name), jsonString(renamed));
-    name = renamed;
-  }
-  return `event: ${name}\ndata: ${body}\n\n`;
+  const renamed = reasoningNames === "openai" ? OPENAI_REASONING_EVENTS[event.type] : undefined;
+  if (renamed === undefined) return `event: ${event.type}\ndata: ${eventJson(event)}\n\n`;
+  return `event: ${renamed}\ndata: ${eventJson(event).replace(jsonString(event.type), jsonString(renamed))}\n\n`;
 }
 
 /** The wire form: `event: TYPE` and `data: JSON` lines, a blank line after each, then `data: [DONE]`.
@@ -41,63 +36,35 @@ export function* toSse(events: Iterable<StreamingEvent>, reasoningNames: Reasoni
   yield DONE_FRAME;
 }
 
-// The delta frame's template is cut from a sample event's JSON at these two places.
+// A delta frame's template is cut from a sample frame at these two places.
 const SEQUENCE_KEY = '"sequence_number":';
 const SEQUENCE_ZERO = SEQUENCE_KEY + "0";
 const DELTA_KEY = ',"delta":';
 const DELTA_EMPTY = DELTA_KEY + '""';
 
-/** A `ResponseBuilder` sink that writes SSE text: deltas straight from their text, never as typed events. */
-export class SSESink implements Sink<string> {
-  readonly frames: string[] = [];
-  private readonly escaped = new Map<string, string>(); // a piece of text → its JSON string; tokens repeat
-
-  constructor(private readonly names: ReasoningNames) {}
-
-  event(event: StreamingEvent): void {
-    this.frames.push(frame(event, this.names));
-  }
-
-  delta(item: OpenItem, sequenceNumber: number, text: string): void {
-    this.frames.push(this.handDelta(item, sequenceNumber, text));
-  }
-
-  /** Keep a delta frame `handDelta` made (a caller of `ResponseBuilder.feedToken` that wants it kept). */
-  keep(frame: string): void {
-    this.frames.push(frame);
-  }
-
-  handDelta(item: OpenItem, sequenceNumber: number, text: string): string {
-    let parts = item.wire as readonly [string, string] | null;
-    if (parts === null) parts = (item.wire = this.deltaParts(item)) as readonly [string, string];
-    let escaped = this.escaped.get(text);
-    if (escaped === undefined) {
-      escaped = jsonString(text);
-      this.escaped.set(text, escaped);
-    }
-    return `${parts[0]}${sequenceNumber}${parts[1]}${escaped}}\n\n`;
-  }
-
-  /** The delta frame of `item` around its sequence number and its text, written as its model would be. */
-  private deltaParts(item: OpenItem): readonly [string, string] {
-    const type = item.spec.delta ?? "";
-    const sample = { type, sequence_number: 0, item_id: item.id, output_index: item.outputIndex, content_index: 0, delta: "" };
-    let name = type;
-    if (this.names === "openai") name = OPENAI_REASONING_EVENTS[name] ?? name;
-    let body = pydanticJson(dumpAs(EVENT_UNION, sample));
-    if (body.includes(jsonString(type))) body = body.replace(jsonString(type), jsonString(name));
-    const at = body.indexOf(SEQUENCE_ZERO);
-    const head = body.slice(0, at);
-    const rest = body.slice(at + SEQUENCE_ZERO.length);
-    const middle = rest.slice(0, rest.lastIndexOf(DELTA_EMPTY));
-    return [`event: ${name}\ndata: ${head}${SEQUENCE_KEY}`, middle + DELTA_KEY];
-  }
-
-  take(): string {
-    const out = this.frames.join("");
-    this.frames.length = 0;
-    return out;
-  }
+/** A `ResponseBuilder` writer of SSE text: a delta's frame is made straight from its text, never as a typed event,
+ * around the sequence number and the text in a sample frame of its item's. `data: [DONE]` ends the stream. */
+export function sseWriter(names: ReasoningNames = "spec"): Writer<string> {
+  const escaped = new Map<string, string>(); // a piece of text → its JSON string; tokens repeat
+  let open: OpenItem | null = null; // the item `head` and `middle` are cut for
+  let head = "";
+  let middle = "";
+  return {
+    event: (event) => frame(event, names),
+    delta(item, sequenceNumber, text) {
+      if (item !== open) {
+        const sample = frame(item.deltaEvent(0, ""), names);
+        const at = sample.indexOf(SEQUENCE_ZERO);
+        head = sample.slice(0, at + SEQUENCE_KEY.length);
+        middle = sample.slice(at + SEQUENCE_ZERO.length, sample.lastIndexOf(DELTA_EMPTY)) + DELTA_KEY;
+        open = item;
+      }
+      let json = escaped.get(text);
+      if (json === undefined) escaped.set(text, (json = jsonString(text)));
+      return `${head}${sequenceNumber}${middle}${json}}\n\n`;
+    },
+    last: DONE_FRAME,
+  };
 }
 
 /** Options of `SSEStreamer`: `ResponseBuilder`'s and the naming of reasoning events. */
@@ -113,42 +80,33 @@ export interface StreamSSEOptions extends SSEOptions, StreamOptions {}
  *
  * Each call returns the SSE text of the events it caused ("" when none); `finish` and `fail` end it with
  * `data: [DONE]`. The events are those `ResponseStreamer` yields, written as `toSse` writes them, but a delta's
- * frame is made from its text without building the typed event.
+ * frame is made from its text without building the typed event (`sseWriter`).
  */
 export class SSEStreamer {
-  private readonly frames: SSESink;
   readonly builder: ResponseBuilder<string>;
 
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: SSEOptions = {}) {
-    this.frames = new SSESink(options.reasoningNames ?? "spec");
-    this.builder = new ResponseBuilder(encoding, request, this.frames, options);
+    this.builder = new ResponseBuilder(encoding, request, sseWriter(options.reasoningNames), options);
   }
 
   start(): string {
-    this.builder.start();
-    return this.frames.take();
+    return this.builder.start().join("");
   }
 
   feed(token: number): string {
-    const delta = this.builder.feedToken(token);
-    return delta !== null ? delta : this.frames.take(); // a delta from the fast path: no other event came with it
+    return this.builder.feed(token).join("");
   }
 
   feedText(chunk: string): string {
-    this.builder.feedText(chunk);
-    return this.frames.take();
+    return this.builder.feedText(chunk).join("");
   }
 
   finish(stopped: boolean | null = null): string {
-    const done = !this.builder.finished;
-    this.builder.finish(stopped);
-    return this.frames.take() + (done ? DONE_FRAME : "");
+    return this.builder.finish(stopped).join("");
   }
 
   fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): string {
-    const done = !this.builder.finished;
-    this.builder.fail(message, code, errorType);
-    return this.frames.take() + (done ? DONE_FRAME : "");
+    return this.builder.fail(message, code, errorType).join("");
   }
 }
 
@@ -160,28 +118,25 @@ export function* streamSse(
   request: CreateResponseBody | null = null,
   options: StreamSSEOptions = {},
 ): Generator<string> {
-  const streamer = new SSEStreamer(encoding, request, options);
-  yield streamer.start();
-  for (const text of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) if (text) yield text;
-  yield streamer.finish(options.stopped ?? null);
+  const builder = new SSEStreamer(encoding, request, options).builder;
+  for (const frames of drive(builder, completion, options.stopped ?? null)) if (frames.length > 0) yield frames.join("");
 }
 
 /** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */
 export class SSEError extends Error {
   override readonly name = "SSEError";
-  events: StreamingEvent[];
 
   constructor(
     readonly line: number,
     message: string,
-    events: StreamingEvent[] = [],
+    public events: StreamingEvent[] = [],
   ) {
     super(`line ${line}: ${message}`);
-    this.events = events;
   }
 }
 
 const LINE_END = /\r\n|\r|\n/;
+const FIELD = /^([^:]*)(?:: ?(.*))?$/s; // a field's name, and its value after the colon and one space
 const BOM = "\ufeff";
 
 function shortRepr(text: string): string {
@@ -253,10 +208,7 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
         continue;
       }
       if (line.startsWith(":")) continue; // a comment
-      const colon = line.indexOf(":");
-      const field = colon >= 0 ? line.slice(0, colon) : line;
-      let value = colon >= 0 ? line.slice(colon + 1) : "";
-      if (colon >= 0 && value.startsWith(" ")) value = value.slice(1);
+      const [, field, value = ""] = FIELD.exec(line) ?? [];
       first = first || number;
       if (field === "data") {
         dataLine = dataLine || number;

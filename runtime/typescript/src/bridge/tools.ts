@@ -39,7 +39,8 @@ export function declaredTools(body: CreateResponseBody | null): DeclaredTool[] {
   const out: DeclaredTool[] = [];
   (body?.tools ?? []).forEach((tool, i) => {
     if (isNamespace(tool)) {
-      tool.tools.forEach((t, j) => out.push({ name: qualified(t.name, tool.name), tool: t, namespace: tool.name, where: `tools[${i}].tools[${j}]` }));
+      const namespace = tool.name;
+      tool.tools.forEach((t, j) => out.push({ name: qualified(t.name, namespace), tool: t, namespace, where: `tools[${i}].tools[${j}]` }));
     } else out.push({ name: tool.name, tool, namespace: null, where: `tools[${i}]` });
   });
   return out;
