@@ -297,13 +297,9 @@ export function main(
     return run.code;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE_ERROR; // help and version exit 0
-    if (e instanceof CommandError) {
+    if (e instanceof CommandError || e instanceof HarmonyError) {
       err(`${PROG}: ${e.message}\n`);
-      return e.status;
-    }
-    if (e instanceof HarmonyError) {
-      err(`${PROG}: ${e.message}\n`);
-      return USAGE_ERROR;
+      return e instanceof CommandError ? e.status : USAGE_ERROR;
     }
     if (e instanceof Crash) {
       err(`${PROG}: internal error: ${e.message}\n`);

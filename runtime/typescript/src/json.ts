@@ -141,19 +141,25 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
   return result;
 }
 
-/** A float by the canonical rule (Python's `repr`): shortest digits, exponent form below 1e-4 and from 1e16. */
-export function floatRepr(value: number): string {
-  if (!Number.isFinite(value)) return Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+/** A finite float in its shortest digits: decimal when its exponent is from `lowest` to 15, else `d.ddd` and
+ * `e` then `exponent(exp)`. Python's `repr` and serde_json's `ryu` differ only in those two. */
+export function floatText(value: number, lowest: number, exponent: (exp: number) => string): string {
   if (value === 0) return Object.is(value, -0) ? "-0.0" : "0.0";
   const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
   const [digits, exp, sign] = [mantissa.replace(".", ""), Number(expText), value < 0 ? "-" : ""];
-  if (exp < -4 || exp >= 16) {
+  if (exp < lowest || exp >= 16) {
     const frac = digits.length > 1 ? "." + digits.slice(1) : "";
-    return `${sign}${digits[0] ?? ""}${frac}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+    return `${sign}${digits[0] ?? ""}${frac}e${exponent(exp)}`;
   }
   if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${digits}`;
   if (digits.length <= exp + 1) return `${sign}${digits}${"0".repeat(exp + 1 - digits.length)}.0`;
   return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
+}
+
+/** A float by the canonical rule (Python's `repr`): shortest digits, exponent form below 1e-4 and from 1e16. */
+export function floatRepr(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+  return floatText(value, -4, (exp) => `${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`);
 }
 
 const ESCAPES: Readonly<Record<string, string>> = {

@@ -26,7 +26,7 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 // Rust's char::is_whitespace (Unicode White_Space).
 const UNICODE_WS =
   "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
-const UNICODE_WS_SET = new Set(UNICODE_WS);
+const CHANNEL_VALUE = new RegExp(`^[^<${UNICODE_WS}]*`);
 const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
 
@@ -77,8 +77,7 @@ export function parseHeaderText(
   const idx = header.indexOf(CHANNEL);
   if (idx >= 0) {
     const after = header.slice(idx + CHANNEL.length);
-    let end = 0;
-    while (end < after.length && after[end] !== "<" && !UNICODE_WS_SET.has(after[end] ?? "")) end++;
+    const end = CHANNEL_VALUE.exec(after)?.[0].length ?? 0;
     if (end === 0) throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
     channel = after.slice(0, end);
     header = header.slice(0, idx) + after.slice(end);
