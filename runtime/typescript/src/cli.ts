@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 
 import { CommandError, Crash, displayName, InputError, loadEncoding, type Out, readJsonFile, readText, readTokenIds } from "./cliio.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, rethrow } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
   Author,
@@ -82,14 +82,7 @@ function append(value: string, before: string[] | undefined): string[] {
 
 /** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
 function onFile<F>(command: (file: string, flags: F) => number): (file: string, flags: F) => number {
-  return (file, flags) => {
-    try {
-      return command(file, flags);
-    } catch (e) {
-      if (e instanceof HarmonyError) throw new CommandError(`${displayName(file)}: ${e.message}`);
-      throw e;
-    }
-  };
+  return (file, flags) => rethrow(HarmonyError, () => command(file, flags), (e) => new CommandError(`${displayName(file)}: ${e.message}`));
 }
 
 /** The command line; each action leaves its exit code in `run.code` (commander ignores what an action returns). */
@@ -175,12 +168,7 @@ export function loadConversation(file: string): Conversation {
       if (typeof kind !== "string" || !CONTENT_TYPE_TAGS.includes(kind)) {
         throw new InputError(file, `${cwhere}.type`, `expected ${quoted(CONTENT_TYPE_TAGS)}`);
       }
-      try {
-        return contentFromDict(item);
-      } catch (e) {
-        if (e instanceof ValidationError) throw new InputError(file, loc(cwhere, e.loc), e.msg);
-        throw e;
-      }
+      return rethrow(ValidationError, () => contentFromDict(item), (e) => new InputError(file, loc(cwhere, e.loc), e.msg));
     });
     const field = (key: string): string | null => {
       const value = raw[key] ?? null;
@@ -236,12 +224,8 @@ function tools(file: string, flags: ToolsFlags, out: Out): number {
   const [name, description, list] = loadTools(file);
   // an empty flag or name counts as not given, as in the Python CLI
   const ns = flags.namespace || name || spec.HEADER_FUNCTION_NAMESPACE;
-  try {
-    out(renderToolNamespace(ns, list, flags.description || description) + "\n");
-  } catch (e) {
-    if (e instanceof TypeError) throw new Crash(e.message);
-    throw e;
-  }
+  const render = (): string => renderToolNamespace(ns, list, flags.description || description);
+  out(rethrow(TypeError, render, (e) => new Crash(e.message)) + "\n");
   return 0;
 }
 

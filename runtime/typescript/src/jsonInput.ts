@@ -5,6 +5,7 @@
  */
 
 import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
+import { rethrow } from "./errors.js";
 import { spec } from "./tables.js";
 import { cpCount } from "./texts.js";
 
@@ -104,13 +105,7 @@ function tooDeepAt(text: string, root: string): string | null {
 export function loadJson(text: string, root = "$"): JsonData {
   const tooDeep = tooDeepAt(text, root);
   if (tooDeep !== null) throw new JSONInputError(tooDeep, TOO_DEEP);
-  let value: JsonData;
-  try {
-    value = readJson(text, { markNonFinite: true });
-  } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new JSONInputError(root, e.message);
-    throw e;
-  }
+  const value = rethrow(JsonSyntaxError, () => readJson(text, { markNonFinite: true }), (e) => new JSONInputError(root, e.message));
   checkJsonValue(value, root);
   return value;
 }

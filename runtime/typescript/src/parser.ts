@@ -6,7 +6,7 @@
  */
 
 import type { HarmonyEncoding } from "./encoding.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, recover, rethrow } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
 import { escapeText, fill } from "./texts.js";
@@ -206,13 +206,7 @@ export class StreamableParser {
   }
 
   private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
-    let text: string;
-    try {
-      text = this.encoding.decodeUtf8(tokens);
-    } catch (e) {
-      if (e instanceof HarmonyError) throw new HarmonyError(MESSAGES.undecodableHeader);
-      throw e;
-    }
+    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(MESSAGES.undecodableHeader));
     const [header, rest] = parseHeaderText(text, role, true);
     if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
     return header;
@@ -220,11 +214,8 @@ export class StreamableParser {
 
   private contentToken(token: number): void {
     this.undecodedTokens.push(token);
-    let data: Uint8Array;
-    try {
-      data = this.encoding.decodeBytes(this.undecodedTokens);
-    } catch (e) {
-      if (!(e instanceof HarmonyError)) throw e;
+    const data = recover(HarmonyError, () => this.encoding.decodeBytes(this.undecodedTokens), () => null);
+    if (data === null) {
       this.lastDelta = null;
       return;
     }
@@ -256,14 +247,8 @@ export class StreamableParser {
     const header = this.header;
     if (header === null) throw new Error("StreamableParser: in a body without a header");
     let text = this.deltas.join("");
-    if (this.undecodedTokens.length > 0) {
-      try {
-        text += this.encoding.decodeUtf8(this.undecodedTokens);
-      } catch (e) {
-        if (!(e instanceof HarmonyError)) throw e;
-        text += REPLACEMENT;
-      }
-    }
+    const undecoded = this.undecodedTokens;
+    if (undecoded.length > 0) text += recover(HarmonyError, () => this.encoding.decodeUtf8(undecoded), () => REPLACEMENT);
     text += decodeReplacing(this.undecodedBytes);
     this.done.push([header, text]);
     this.stateValue = StreamState.ExpectStart;
