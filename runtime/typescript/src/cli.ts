@@ -143,6 +143,13 @@ function program(out: Out, err: Out, run: { code: number }): Command {
   return root;
 }
 
+/** `obj[key]` when a string, null when absent or null; anything else is bad input at `where.key`. */
+function optionalText(file: string, obj: JsonObject, key: string, where: string, expected: string): string | null {
+  const value = obj[key] ?? null;
+  if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, expected);
+  return value;
+}
+
 function loc(base: string, path: readonly (string | number)[]): string {
   return base + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 }
@@ -170,11 +177,7 @@ export function loadConversation(file: string): Conversation {
       }
       return rethrow(ValidationError, () => contentFromDict(item), (e) => new InputError(file, loc(cwhere, e.loc), e.msg));
     });
-    const field = (key: string): string | null => {
-      const value = raw[key] ?? null;
-      if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string or null");
-      return value;
-    };
+    const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
     const author = new Author(parseRole(role), field("name"));
     return new Message(author, items, field("channel"), field("recipient"), field("content_type"));
   });
@@ -184,11 +187,7 @@ export function loadConversation(file: string): Conversation {
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
 export function loadTools(file: string): [string | null, string | null, JsonObject[]] {
   const data = readJsonFile(file);
-  const text = (obj: JsonObject, key: string, where: string): string | null => {
-    const value = obj[key] ?? null;
-    if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string");
-    return value;
-  };
+  const text = (obj: JsonObject, key: string, where: string): string | null => optionalText(file, obj, key, where, "expected a string");
   const whole = isJsonObject(data);
   const name = whole ? text(data, "name", "$") : null;
   const description = whole ? text(data, "description", "$") : null;

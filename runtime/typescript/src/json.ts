@@ -71,11 +71,11 @@ const ARRAY_INDEX = /^(?:0|[1-9][0-9]{0,9})$/;
 /** Parse JSON text by the canonical rules; `NaN`/`Infinity` are numbers unless `markNonFinite` (then `NonFinite`). */
 export function readJson(text: string, options: { readonly markNonFinite?: boolean } = {}): JsonData {
   let i = 0;
-  const at = (re: RegExp): string | null => {
+  const at = (re: RegExp): RegExpExecArray | null => {
     re.lastIndex = i;
     const m = re.exec(text);
     if (m !== null) i += m[0].length;
-    return m?.[0] ?? null;
+    return m;
   };
   const skip = (): void => void at(WS);
   const expect = (ch: string): boolean => text[i] === ch && ++i > 0;
@@ -90,7 +90,7 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
           skip();
           const quoted = at(STRING);
           if (quoted === null) throw new JsonSyntaxError();
-          const key = JSON.parse(quoted) as string;
+          const key = JSON.parse(quoted[0]) as string;
           skip();
           if (!expect(":")) throw new JsonSyntaxError();
           const item = value();
@@ -116,17 +116,15 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
       return out;
     }
     const quoted = at(STRING);
-    if (quoted !== null) return JSON.parse(quoted) as string;
+    if (quoted !== null) return JSON.parse(quoted[0]) as string;
     for (const [spelling, constant] of CONSTANTS) {
       if (!text.startsWith(spelling, i)) continue;
       i += spelling.length;
       if (!(constant instanceof NonFinite)) return constant;
       return options.markNonFinite === true ? (constant as unknown as JsonData) : Number(spelling);
     }
-    NUMBER.lastIndex = i;
-    const m = NUMBER.exec(text);
+    const m = at(NUMBER);
     if (m === null) throw new JsonSyntaxError();
-    i += m[0].length;
     if (m[1] !== undefined || m[2] !== undefined) {
       const f = Number(m[0]);
       return Number.isInteger(f) ? new JsonFloat(f) : f;
