@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 
 import { CommandError, Crash, displayName, InputError, loadEncoding, type Out, readJsonFile, readText, readTokenIds } from "./cliio.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, rethrow } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
   Author,
@@ -82,14 +82,7 @@ function append(value: string, before: string[] | undefined): string[] {
 
 /** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
 function onFile<F>(command: (file: string, flags: F) => number): (file: string, flags: F) => number {
-  return (file, flags) => {
-    try {
-      return command(file, flags);
-    } catch (e) {
-      if (e instanceof HarmonyError) throw new CommandError(`${displayName(file)}: ${e.message}`);
-      throw e;
-    }
-  };
+  return (file, flags) => rethrow(HarmonyError, () => command(file, flags), (e) => new CommandError(`${displayName(file)}: ${e.message}`));
 }
 
 /** The command line; each action leaves its exit code in `run.code` (commander ignores what an action returns). */
@@ -150,6 +143,13 @@ function program(out: Out, err: Out, run: { code: number }): Command {
   return root;
 }
 
+/** `obj[key]` when a string, null when absent or null; anything else is bad input at `where.key`. */
+function optionalText(file: string, obj: JsonObject, key: string, where: string, expected: string): string | null {
+  const value = obj[key] ?? null;
+  if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, expected);
+  return value;
+}
+
 function loc(base: string, path: readonly (string | number)[]): string {
   return base + path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 }
@@ -175,18 +175,9 @@ export function loadConversation(file: string): Conversation {
       if (typeof kind !== "string" || !CONTENT_TYPE_TAGS.includes(kind)) {
         throw new InputError(file, `${cwhere}.type`, `expected ${quoted(CONTENT_TYPE_TAGS)}`);
       }
-      try {
-        return contentFromDict(item);
-      } catch (e) {
-        if (e instanceof ValidationError) throw new InputError(file, loc(cwhere, e.loc), e.msg);
-        throw e;
-      }
+      return rethrow(ValidationError, () => contentFromDict(item), (e) => new InputError(file, loc(cwhere, e.loc), e.msg));
     });
-    const field = (key: string): string | null => {
-      const value = raw[key] ?? null;
-      if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string or null");
-      return value;
-    };
+    const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
     const author = new Author(parseRole(role), field("name"));
     return new Message(author, items, field("channel"), field("recipient"), field("content_type"));
   });
@@ -196,11 +187,7 @@ export function loadConversation(file: string): Conversation {
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
 export function loadTools(file: string): [string | null, string | null, JsonObject[]] {
   const data = readJsonFile(file);
-  const text = (obj: JsonObject, key: string, where: string): string | null => {
-    const value = obj[key] ?? null;
-    if (value !== null && typeof value !== "string") throw new InputError(file, `${where}.${key}`, "expected a string");
-    return value;
-  };
+  const text = (obj: JsonObject, key: string, where: string): string | null => optionalText(file, obj, key, where, "expected a string");
   const whole = isJsonObject(data);
   const name = whole ? text(data, "name", "$") : null;
   const description = whole ? text(data, "description", "$") : null;
@@ -236,12 +223,8 @@ function tools(file: string, flags: ToolsFlags, out: Out): number {
   const [name, description, list] = loadTools(file);
   // an empty flag or name counts as not given, as in the Python CLI
   const ns = flags.namespace || name || spec.HEADER_FUNCTION_NAMESPACE;
-  try {
-    out(renderToolNamespace(ns, list, flags.description || description) + "\n");
-  } catch (e) {
-    if (e instanceof TypeError) throw new Crash(e.message);
-    throw e;
-  }
+  const render = (): string => renderToolNamespace(ns, list, flags.description || description);
+  out(rethrow(TypeError, render, (e) => new Crash(e.message)) + "\n");
   return 0;
 }
 
@@ -297,13 +280,9 @@ export function main(
     return run.code;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE_ERROR; // help and version exit 0
-    if (e instanceof CommandError) {
+    if (e instanceof CommandError || e instanceof HarmonyError) {
       err(`${PROG}: ${e.message}\n`);
-      return e.status;
-    }
-    if (e instanceof HarmonyError) {
-      err(`${PROG}: ${e.message}\n`);
-      return USAGE_ERROR;
+      return e instanceof CommandError ? e.status : USAGE_ERROR;
     }
     if (e instanceof Crash) {
       err(`${PROG}: internal error: ${e.message}\n`);

@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 
 import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, rethrow } from "./errors.js";
 import { floatRepr, isJsonObject, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
 import { spec } from "./tables.js";
@@ -45,12 +45,8 @@ export class CommandError extends Error {
 
 /** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
 export function loadEncoding(): HarmonyEncoding {
-  try {
-    return loadHarmonyEncoding(spec.ENCODING_NAME);
-  } catch (e) {
-    if (e instanceof HarmonyError) throw new CommandError(`cannot load the vocabulary: ${e.message}`, 1);
-    throw e;
-  }
+  const load = (): HarmonyEncoding => loadHarmonyEncoding(spec.ENCODING_NAME);
+  return rethrow(HarmonyError, load, (e) => new CommandError(`cannot load the vocabulary: ${e.message}`, 1));
 }
 
 /** `--completion out.txt`, `<stdin>`: how errors name an input. */
@@ -91,12 +87,7 @@ export function readText(file: string, flag: string | null = null): string {
 
 /** The file's JSON value, within `jsonInput`'s limits. */
 export function readJsonFile(file: string, flag: string | null = null): JsonData {
-  try {
-    return loadJson(readText(file, flag), "$");
-  } catch (e) {
-    if (e instanceof JSONInputError) throw new InputError(file, e.path, e.reason, flag);
-    throw e;
-  }
+  return rethrow(JSONInputError, () => loadJson(readText(file, flag), "$"), (e) => new InputError(file, e.path, e.reason, flag));
 }
 
 function kind(value: unknown): string {

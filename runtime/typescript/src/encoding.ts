@@ -120,13 +120,9 @@ export class HarmonyEncoding {
   decodeUtf8(tokens: readonly number[]): string {
     const data = this.decodeBytes(tokens);
     const problem = firstUtf8Problem(data);
-    if (problem !== null) {
-      if (problem.incomplete) throw new HarmonyError(fill(spec.ERR_INVALID_UTF8_INCOMPLETE, { index: problem.start }));
-      throw new HarmonyError(
-        fill(spec.ERR_INVALID_UTF8_SEQUENCE, { length: Math.max(1, problem.length), index: problem.start }),
-      );
-    }
-    return decodeReplacing(data);
+    if (problem === null) return decodeReplacing(data);
+    const template = problem.incomplete ? spec.ERR_INVALID_UTF8_INCOMPLETE : spec.ERR_INVALID_UTF8_SEQUENCE;
+    throw new HarmonyError(fill(template, { length: problem.length, index: problem.start }));
   }
 
   /** Decode to text, replacing invalid UTF-8 (as tiktoken does). */
@@ -241,12 +237,9 @@ export class HarmonyEncoding {
     const functionTools = hasFunctionTools(messages);
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
     // Analysis before the first final is dropped when the last assistant message is a final one.
-    let last = messages.length - 1;
-    while (last >= 0 && messages[last]?.author.role !== Roles.Assistant) last--;
+    const lastAssistant = messages.filter((m) => m.author.role === Roles.Assistant).at(-1);
     const dropBefore =
-      autoDrop && last >= 0 && messages[last]?.channel === spec.CHANNEL_ANSWER
-        ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER)
-        : -1;
+      autoDrop && lastAssistant?.channel === spec.CHANNEL_ANSWER ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER) : -1;
     messages.forEach((msg, index) => {
       if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
       this.renderInto(msg, out, functionTools);

@@ -71,11 +71,11 @@ const ARRAY_INDEX = /^(?:0|[1-9][0-9]{0,9})$/;
 /** Parse JSON text by the canonical rules; `NaN`/`Infinity` are numbers unless `markNonFinite` (then `NonFinite`). */
 export function readJson(text: string, options: { readonly markNonFinite?: boolean } = {}): JsonData {
   let i = 0;
-  const at = (re: RegExp): string | null => {
+  const at = (re: RegExp): RegExpExecArray | null => {
     re.lastIndex = i;
     const m = re.exec(text);
     if (m !== null) i += m[0].length;
-    return m?.[0] ?? null;
+    return m;
   };
   const skip = (): void => void at(WS);
   const expect = (ch: string): boolean => text[i] === ch && ++i > 0;
@@ -90,7 +90,7 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
           skip();
           const quoted = at(STRING);
           if (quoted === null) throw new JsonSyntaxError();
-          const key = JSON.parse(quoted) as string;
+          const key = JSON.parse(quoted[0]) as string;
           skip();
           if (!expect(":")) throw new JsonSyntaxError();
           const item = value();
@@ -116,17 +116,15 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
       return out;
     }
     const quoted = at(STRING);
-    if (quoted !== null) return JSON.parse(quoted) as string;
+    if (quoted !== null) return JSON.parse(quoted[0]) as string;
     for (const [spelling, constant] of CONSTANTS) {
       if (!text.startsWith(spelling, i)) continue;
       i += spelling.length;
       if (!(constant instanceof NonFinite)) return constant;
       return options.markNonFinite === true ? (constant as unknown as JsonData) : Number(spelling);
     }
-    NUMBER.lastIndex = i;
-    const m = NUMBER.exec(text);
+    const m = at(NUMBER);
     if (m === null) throw new JsonSyntaxError();
-    i += m[0].length;
     if (m[1] !== undefined || m[2] !== undefined) {
       const f = Number(m[0]);
       return Number.isInteger(f) ? new JsonFloat(f) : f;
@@ -141,19 +139,25 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
   return result;
 }
 
-/** A float by the canonical rule (Python's `repr`): shortest digits, exponent form below 1e-4 and from 1e16. */
-export function floatRepr(value: number): string {
-  if (!Number.isFinite(value)) return Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+/** A finite float in its shortest digits: decimal when its exponent is from `lowest` to 15, else `d.ddd` and
+ * `e` then `exponent(exp)`. Python's `repr` and serde_json's `ryu` differ only in those two. */
+export function floatText(value: number, lowest: number, exponent: (exp: number) => string): string {
   if (value === 0) return Object.is(value, -0) ? "-0.0" : "0.0";
   const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
   const [digits, exp, sign] = [mantissa.replace(".", ""), Number(expText), value < 0 ? "-" : ""];
-  if (exp < -4 || exp >= 16) {
+  if (exp < lowest || exp >= 16) {
     const frac = digits.length > 1 ? "." + digits.slice(1) : "";
-    return `${sign}${digits[0] ?? ""}${frac}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+    return `${sign}${digits[0] ?? ""}${frac}e${exponent(exp)}`;
   }
   if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${digits}`;
   if (digits.length <= exp + 1) return `${sign}${digits}${"0".repeat(exp + 1 - digits.length)}.0`;
   return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
+}
+
+/** A float by the canonical rule (Python's `repr`): shortest digits, exponent form below 1e-4 and from 1e16. */
+export function floatRepr(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+  return floatText(value, -4, (exp) => `${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`);
 }
 
 const ESCAPES: Readonly<Record<string, string>> = {

@@ -5,6 +5,7 @@
  */
 
 import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
+import { rethrow } from "./errors.js";
 import { spec } from "./tables.js";
 import { cpCount } from "./texts.js";
 
@@ -40,44 +41,36 @@ export function formatPath(root: string, parts: readonly PathPart[]): string {
   return out;
 }
 
-/** Every problem of a decoded value, in document order: (path parts, reason). Iterative, never recursive. */
-function* walk(value: unknown): Generator<[PathPart[], string]> {
-  const stack: [PathPart[], unknown][] = [[[], value]];
-  while (stack.length > 0) {
-    const [parts, node] = stack.pop() as [PathPart[], unknown];
-    if (typeof node === "string") {
-      const bad = SURROGATE.test(node) ? LONE_SURROGATE.exec(node) : null;
-      if (bad !== null) {
-        yield [parts, `lone surrogate ${writeJson(bad[0])} at character ${cpCount(node, 0, bad.index)}: not valid Unicode`];
-      }
-    } else if (node instanceof NonFinite) {
-      yield [parts, `expected a finite number, found ${node.spelling}`];
-    } else if (Array.isArray(node) || isJsonObject(node)) {
-      if (parts.length >= MAX_JSON_DEPTH) {
-        yield [parts, `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`];
-        continue;
-      }
-      const children: [PathPart[], unknown][] = [];
-      if (Array.isArray(node)) node.forEach((child, i) => children.push([[...parts, i], child]));
-      else {
-        for (const key of keysOf(node)) {
-          if (SURROGATE.test(key) && LONE_SURROGATE.test(key)) {
-            yield [[...parts, key], "the key holds a lone surrogate: not valid Unicode"];
-            continue;
-          }
-          children.push([[...parts, key], node[key]]);
-        }
-      }
-      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as [PathPart[], unknown]);
-    } else if (typeof node === "number" && !Number.isFinite(node)) {
-      yield [parts, `expected a finite number, found ${Number.isNaN(node) ? "nan" : node > 0 ? "inf" : "-inf"}`];
-    }
+const TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`;
+
+/** The first problem of a decoded value in document order (a key's before its container's values), or null.
+ * The recursion stops at `MAX_JSON_DEPTH`, so a deep value cannot overflow the stack. */
+function firstProblem(node: unknown, parts: PathPart[]): [PathPart[], string] | null {
+  if (typeof node === "string") {
+    const bad = SURROGATE.test(node) ? LONE_SURROGATE.exec(node) : null;
+    if (bad === null) return null;
+    return [parts, `lone surrogate ${writeJson(bad[0])} at character ${cpCount(node, 0, bad.index)}: not valid Unicode`];
   }
+  if (node instanceof NonFinite) return [parts, `expected a finite number, found ${node.spelling}`];
+  if (typeof node === "number" && !Number.isFinite(node)) {
+    return [parts, `expected a finite number, found ${Number.isNaN(node) ? "nan" : node > 0 ? "inf" : "-inf"}`];
+  }
+  if (!Array.isArray(node) && !isJsonObject(node)) return null;
+  if (parts.length >= MAX_JSON_DEPTH) return [parts, TOO_DEEP];
+  const children: [PathPart, unknown][] = Array.isArray(node) ? node.map((child, i) => [i, child]) : keysOf(node).map((k) => [k, node[k]]);
+  const badKey = children.find(([key]) => typeof key === "string" && SURROGATE.test(key) && LONE_SURROGATE.test(key));
+  if (badKey !== undefined) return [[...parts, badKey[0]], "the key holds a lone surrogate: not valid Unicode"];
+  for (const [key, child] of children) {
+    const found = firstProblem(child, [...parts, key]);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /** Throw `JSONInputError` for the first problem of an already decoded value (depth, surrogates, NaN). */
 export function checkJsonValue(value: unknown, root = "$"): void {
-  for (const [parts, reason] of walk(value)) throw new JSONInputError(formatPath(root, parts), reason);
+  const problem = firstProblem(value, []);
+  if (problem !== null) throw new JSONInputError(formatPath(root, problem[0]), problem[1]);
 }
 
 const TOKEN_RE = /"(?:[^"\\]|\\.)*"?|[[\]{}:,]/gs;
@@ -111,14 +104,8 @@ function tooDeepAt(text: string, root: string): string | null {
 /** Decode JSON text within the limits; `JSONInputError` names the path of a problem (the root for a syntax error). */
 export function loadJson(text: string, root = "$"): JsonData {
   const tooDeep = tooDeepAt(text, root);
-  if (tooDeep !== null) throw new JSONInputError(tooDeep, `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
-  let value: JsonData;
-  try {
-    value = readJson(text, { markNonFinite: true });
-  } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new JSONInputError(root, e.message);
-    throw e;
-  }
+  if (tooDeep !== null) throw new JSONInputError(tooDeep, TOO_DEEP);
+  const value = rethrow(JsonSyntaxError, () => readJson(text, { markNonFinite: true }), (e) => new JSONInputError(root, e.message));
   checkJsonValue(value, root);
   return value;
 }

@@ -6,7 +6,7 @@
  */
 
 import type { HarmonyEncoding } from "./encoding.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, recover, rethrow } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
 import { escapeText, fill } from "./texts.js";
@@ -26,7 +26,7 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 // Rust's char::is_whitespace (Unicode White_Space).
 const UNICODE_WS =
   "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
-const UNICODE_WS_SET = new Set(UNICODE_WS);
+const CHANNEL_VALUE = new RegExp(`^[^<${UNICODE_WS}]*`);
 const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
 
@@ -77,8 +77,7 @@ export function parseHeaderText(
   const idx = header.indexOf(CHANNEL);
   if (idx >= 0) {
     const after = header.slice(idx + CHANNEL.length);
-    let end = 0;
-    while (end < after.length && after[end] !== "<" && !UNICODE_WS_SET.has(after[end] ?? "")) end++;
+    const end = CHANNEL_VALUE.exec(after)?.[0].length ?? 0;
     if (end === 0) throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
     channel = after.slice(0, end);
     header = header.slice(0, idx) + after.slice(end);
@@ -207,13 +206,7 @@ export class StreamableParser {
   }
 
   private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
-    let text: string;
-    try {
-      text = this.encoding.decodeUtf8(tokens);
-    } catch (e) {
-      if (e instanceof HarmonyError) throw new HarmonyError(MESSAGES.undecodableHeader);
-      throw e;
-    }
+    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(MESSAGES.undecodableHeader));
     const [header, rest] = parseHeaderText(text, role, true);
     if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
     return header;
@@ -221,11 +214,8 @@ export class StreamableParser {
 
   private contentToken(token: number): void {
     this.undecodedTokens.push(token);
-    let data: Uint8Array;
-    try {
-      data = this.encoding.decodeBytes(this.undecodedTokens);
-    } catch (e) {
-      if (!(e instanceof HarmonyError)) throw e;
+    const data = recover(HarmonyError, () => this.encoding.decodeBytes(this.undecodedTokens), () => null);
+    if (data === null) {
       this.lastDelta = null;
       return;
     }
@@ -257,14 +247,8 @@ export class StreamableParser {
     const header = this.header;
     if (header === null) throw new Error("StreamableParser: in a body without a header");
     let text = this.deltas.join("");
-    if (this.undecodedTokens.length > 0) {
-      try {
-        text += this.encoding.decodeUtf8(this.undecodedTokens);
-      } catch (e) {
-        if (!(e instanceof HarmonyError)) throw e;
-        text += REPLACEMENT;
-      }
-    }
+    const undecoded = this.undecodedTokens;
+    if (undecoded.length > 0) text += recover(HarmonyError, () => this.encoding.decodeUtf8(undecoded), () => REPLACEMENT);
     text += decodeReplacing(this.undecodedBytes);
     this.done.push([header, text]);
     this.stateValue = StreamState.ExpectStart;

@@ -20,7 +20,7 @@ import { dumpAs } from "./bridge/schema.js";
 import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
 import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, rethrow } from "./errors.js";
 import { writeJson } from "./json.js";
 import { planRequest, REQUEST_FLAG } from "./prompt.js";
 import { Role, spec } from "./tables.js";
@@ -76,12 +76,8 @@ export function respondCommand(root: Command): Command {
 function completionIds(file: string, encoding: HarmonyEncoding): number[] {
   const ids = readTokenIds(file, COMPLETION_FLAG);
   ids.forEach((token, i) => {
-    try {
-      encoding.decodeBytes([token]);
-    } catch (e) {
-      if (!(e instanceof HarmonyError)) throw e;
-      throw new InputError(file, `$[${i}]`, `token id ${String(token)} is not in the vocabulary`, COMPLETION_FLAG);
-    }
+    const unknown = (): Error => new InputError(file, `$[${i}]`, `token id ${String(token)} is not in the vocabulary`, COMPLETION_FLAG);
+    rethrow(HarmonyError, () => encoding.decodeBytes([token]), unknown);
   });
   return ids;
 }

@@ -85,13 +85,7 @@ function codeMask(text: string): Uint8Array {
 
 /** A line's header signals, found once: `[start, end)` in line coordinates, in order. */
 function lineSignals(line: string): [number, number][] {
-  const out: [number, number][] = [];
-  SIGNAL_RE.lastIndex = 0;
-  for (let m = SIGNAL_RE.exec(line); m !== null; m = SIGNAL_RE.exec(line)) {
-    out.push([m.index, m.index + m[0].length]);
-    if (m[0].length === 0) SIGNAL_RE.lastIndex++;
-  }
-  return out;
+  return Array.from(line.matchAll(SIGNAL_RE), (m): [number, number] => [m.index, m.index + m[0].length]);
 }
 
 /** Whether `left + " " + right` holds a header signal: signals inside either part, or across the join. */
@@ -117,24 +111,19 @@ export function detectLeak(text: string): Leak[] {
       if (code[m.index] !== 1) leaks.push({ kind, start: m.index, end: m.index + m[0].length, text: m[0] });
     }
   }
-  let cachedLineStart = -1;
-  let cachedLineEnd = -1;
-  let cachedLine = "";
-  let cachedSignals: [number, number][] = [];
+  let line = { start: -1, end: -1, text: "", signals: [] as [number, number][] };
   for (const m of text.matchAll(RECIPIENT_RE)) {
     const start = m.index;
     const end = start + m[0].length;
     if (code[start] === 1) continue;
-    if (start >= cachedLineEnd) {
+    if (start >= line.end) {
       // Matches come in text order: the search back stops at the previous line's end, so text is read once.
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
       const nl = text.indexOf("\n", end);
-      cachedLineEnd = nl < 0 ? text.length : nl;
-      cachedLine = text.slice(lineStart, cachedLineEnd);
-      cachedLineStart = lineStart;
-      cachedSignals = lineSignals(cachedLine);
+      const lineText = text.slice(lineStart, nl < 0 ? text.length : nl);
+      line = { start: lineStart, end: nl < 0 ? text.length : nl, text: lineText, signals: lineSignals(lineText) };
     }
-    if (signalAround(cachedLine, cachedSignals, start - cachedLineStart, end - cachedLineStart)) {
+    if (signalAround(line.text, line.signals, start - line.start, end - line.start)) {
       leaks.push({ kind: "header_fragment", start, end, text: m[0] });
     }
   }

@@ -22,15 +22,5 @@ if (FORMAT_VERSION !== RUNTIME_FORMAT_VERSION) {
 
 export { FORMAT_VERSION, grammar, spec };
 export type { JsonValue } from "#generated/spec.js";
-export {
-  HarmonyEncodingName,
-  ItemKind,
-  ITEM_KIND_VALUES,
-  ReasoningEffort,
-  REASONING_EFFORT_VALUES,
-  Role,
-  ROLE_VALUES,
-  Terminator,
-  TERMINATOR_VALUES,
-} from "#generated/enums.js";
+export * from "#generated/enums.js";
 export * as responses from "#generated/responses.js";

@@ -101,15 +101,12 @@ export function cpPrefix(text: string, count: number): string {
 
 /** Whether a surrogate pair starts at UTF-16 offset `i`. */
 function pairAt(text: string, i: number): boolean {
-  return isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1));
+  const low = text.charCodeAt(i + 1);
+  return isHighSurrogate(text.charCodeAt(i)) && low >= 0xdc00 && low <= 0xdfff;
 }
 
 export function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
-}
-
-export function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 /** Escape `text` for a regular expression with the `u` flag. */

@@ -6,7 +6,7 @@
  * the prompt's tokens. Schemas read with `readJson` keep their key order and their integral floats.
  */
 
-import { entriesOf, isJsonObject, writeJson, type JsonObject } from "./json.js";
+import { entriesOf, floatText, isJsonObject, writeJson, type JsonObject } from "./json.js";
 import { ToolDescription, ToolNamespaceConfig } from "./models.js";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
@@ -47,26 +47,15 @@ function isEnum(schema: unknown): boolean {
   return Array.isArray(values) && values.length > 0;
 }
 
-/** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation when the
- * decimal point falls within 16 places left of or 5 places right of the digits. */
-function floatText(value: number): string {
-  if (!Number.isFinite(value)) return "null";
-  const sign = value < 0 || Object.is(value, -0) ? "-" : "";
-  if (value === 0) return sign + "0.0";
-  const [mantissa = "", expText = "0"] = Math.abs(value).toExponential().split("e");
-  const digits = mantissa.replace(".", "");
-  const point = Number(expText) + 1; // value = 0.DIGITS × 10^point
-  const n = digits.length;
-  if (point - n >= 0 && point <= 16) return sign + digits + "0".repeat(point - n) + ".0";
-  if (point > 0 && point <= 16) return sign + digits.slice(0, point) + "." + digits.slice(point);
-  if (point > -5 && point <= 0) return sign + "0." + "0".repeat(-point) + digits;
-  const tail = n > 1 ? "." + digits.slice(1) : "";
-  return `${sign}${digits[0] ?? ""}${tail}e${point - 1}`;
+/** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation for exponents
+ * from -5 to 15. */
+function ryu(value: number): string {
+  return Number.isFinite(value) ? floatText(value, -5, String) : "null";
 }
 
 /** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept, `ryu` floats). */
 function jsonDisplay(value: unknown): string {
-  return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: floatText });
+  return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: ryu });
 }
 
 /** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */

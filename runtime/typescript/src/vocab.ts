@@ -26,38 +26,23 @@ const BOM = "\ufeff";
 
 /** Byte-pair merging as tiktoken does it: merge the lowest-ranked adjacent pair (leftmost on a tie). */
 function mergeBytes(piece: Uint8Array, rankOf: (bytes: Uint8Array) => number | undefined): number[] {
-  const starts: number[] = [];
-  for (let i = 0; i <= piece.length; i++) starts.push(i);
-  const pairRank = (i: number): number => {
-    const a = starts[i];
-    const b = starts[i + 2];
-    if (a === undefined || b === undefined) return Infinity;
-    return rankOf(piece.subarray(a, b)) ?? Infinity;
-  };
-  const ranks = starts.map((_, i) => pairRank(i));
-  while (starts.length > 2) {
-    let best = Infinity;
+  const starts = Array.from({ length: piece.length + 1 }, (_, i) => i);
+  // the rank of the `span` parts from part `i` on, as one token
+  const rank = (i: number, span: number): number => rankOf(piece.subarray(starts[i], starts[i + span])) ?? Infinity;
+  for (;;) {
     let at = -1;
-    for (let i = 0; i < ranks.length - 2; i++) {
-      const r = ranks[i] ?? Infinity;
-      if (r < best) {
-        best = r;
-        at = i;
-      }
+    for (let i = 0, best = Infinity; i + 2 < starts.length; i++) {
+      const r = rank(i, 2);
+      if (r < best) [best, at] = [r, i];
     }
     if (at < 0) break;
     starts.splice(at + 1, 1);
-    ranks.splice(at + 1, 1);
-    ranks[at] = pairRank(at);
-    if (at > 0) ranks[at - 1] = pairRank(at - 1);
   }
-  const out: number[] = [];
-  for (let i = 0; i + 1 < starts.length; i++) {
-    const rank = rankOf(piece.subarray(starts[i] ?? 0, starts[i + 1] ?? 0));
-    if (rank === undefined) throw new Error("o200k_base lacks a single byte: the ranks are damaged");
-    out.push(rank);
-  }
-  return out;
+  return starts.slice(1).map((_, i) => {
+    const r = rank(i, 1);
+    if (r === Infinity) throw new Error("o200k_base lacks a single byte: the ranks are damaged");
+    return r;
+  });
 }
 
 /** The loaded vocabulary: the merge engine, every token's bytes, and the special tokens. */
