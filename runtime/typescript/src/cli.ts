@@ -179,7 +179,9 @@ export function loadConversation(file: string): Conversation {
     });
     const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
     const author = new Author(parseRole(role), field("name"));
-    return new Message(author, items, field("channel"), field("recipient"), field("content_type"));
+    const header: (string | null)[] = [];
+    for (const key of ["channel", "recipient", "content_type"]) header.push(field(key));
+    return new Message(author, items, header[0] ?? null, header[1] ?? null, header[2] ?? null);
   });
   return new Conversation(messages);
 }
@@ -276,7 +278,7 @@ export function main(
 ): number {
   const run = { code: 0 };
   try {
-    program(out, err, run).parse([...argv], { from: "user" });
+    program(out, err, run).parse(["node", "harmony-responses", ...argv]);  // commander's default form: node, script, args
     return run.code;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : USAGE_ERROR; // help and version exit 0
