@@ -128,31 +128,31 @@ function valueAt(body: CreateResponseBody, field: string): unknown {
 
 const BODY = "CreateResponseBody";
 
-/** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does (the
- * spec's `HONOURED_BY_CALLER`, `EXTRA_FIELDS` and `INCLUDES`). */
+/** The 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without `capabilities`
+ * (a value outside the row's neutral ones asks for its capability), else null. */
+function refusal(field: string, value: unknown, capabilities: Capabilities): RequestError | null {
+  const row = spec.REQUEST_FIELDS[field];
+  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return null;
+  return RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
+}
+
+/** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
+ * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null && !capabilities.store) {
-    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
-  }
-  for (const [field, flag, neutral, why] of spec.HONOURED_BY_CALLER) {
-    const value = valueAt(body, field);
-    if (!neutral.some((n) => n === value) && !honoured(capabilities, flag)) {
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(why) });
-    }
+  const declared = model(BODY).byKey;
+  for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
+    const refused = refusal(field, valueAt(body, field), capabilities);
+    if (refused !== null) throw refused;
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
   });
-  const declared = model(BODY).byKey;
   const raw = body as unknown as JsonObject;
   for (const key of keysOf(raw)) {
-    if (declared.has(key) || capabilities.extraFields?.has(key) || spec.LABEL_FIELDS[key] !== undefined) continue; // a label: kept
-    const known = spec.EXTRA_FIELDS[key];
-    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
-    const [flag, why] = known;
-    if (!honoured(capabilities, flag)) {
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Verbatim(why) });
-    }
+    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+    if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
+    const refused = refusal(key, raw[key], capabilities); // a label is kept
+    if (refused !== null) throw refused;
   }
 }
 
