@@ -353,18 +353,18 @@ function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   return lines.join(spec.SYS_SECTION_SEPARATOR);
 }
 
-function systemOf(body: CreateResponseBody): SystemContent {
-  const system = SystemContent.new();
+/** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
+ * caller keeps its own). */
+function systemOf(body: CreateResponseBody, system: SystemContent | null): SystemContent {
   const effort = body.reasoning?.effort ?? null;
-  if (effort !== null) {
-    const found = EFFORTS.get(effort);
-    if (found === undefined) {
-      const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
-      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
-    }
-    system.withReasoningEffort(found);
+  if (effort === null) return system ?? SystemContent.new();
+  const found = EFFORTS.get(effort);
+  if (found === undefined) {
+    const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
   }
-  return system;
+  const base = system ?? SystemContent.new();
+  return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
 function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
@@ -476,11 +476,9 @@ export function itemsToMessages(
 ): ItemMessages {
   const instructions: string[] = [];
   const turns: Message[] = [];
-  let i = 0;
-  for (const raw of items) {
+  for (const [i, raw] of [...items].entries()) {
     const item = raw as unknown as AnyItem;
     const where = `${root}[${i}]`;
-    i++;
     const str = (key: string): string => String(item[key] ?? "");
     const content = item["content"] as string | Part[];
     switch (modelOf(item)) {
@@ -539,17 +537,9 @@ export function requestToConversation(
   sealed: ReasoningReader | null = null,
 ): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
-  let sysContent = systemOf(body);
-  if (system !== null && (body.reasoning?.effort ?? null) === null) sysContent = system;
-  else if (system !== null) {
-    // the caller's system content with the effort the request names, on a copy (the caller keeps its own)
-    const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
-    sysContent = copy.withReasoningEffort(sysContent.reasoningEffort as ReasoningEffort);
-  }
+  const sysContent = systemOf(body, system);
   const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
-  const instructions: string[] = body.instructions ? [body.instructions] : [];
-  instructions.push(...read.instructions);
-  const turns = read.messages;
+  const instructions = [...(body.instructions ? [body.instructions] : []), ...read.instructions];
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
   if (instructions.length > 0) developer.withInstructions(instructions.join(spec.SYS_SECTION_SEPARATOR));
@@ -560,8 +550,8 @@ export function requestToConversation(
   const kept = new Set(tools.map((t) => t.name));
   for (const namespace of namespaceTools(body)) {
     const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
-    if (members.length === 0) continue;
-    developer.withTools(new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe)));
+    const config = new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe));
+    if (members.length > 0) developer.withTools(config);
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
   const fmt = responseFormat(body);
@@ -572,7 +562,7 @@ export function requestToConversation(
   }
   const messages = [Message.fromRoleAndContent(Role.System, sysContent)];
   if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
-  return Conversation.fromMessages([...messages, ...turns]);
+  return Conversation.fromMessages([...messages, ...read.messages]);
 }
 
 export type { JsonData };
