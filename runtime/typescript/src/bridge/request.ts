@@ -208,19 +208,17 @@ function validated<T>(schemaName: string, value: unknown, where = ""): T {
   }
 }
 
-function checkSchema(schema: JsonObject, where: string): void {
+/** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
+function checkSchema(schema: unknown, where: string): void {
+  if (schema === undefined || schema === null) return;
   checkLimits(schema, where);
   const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
   if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
 }
 
 function checkSchemas(body: CreateResponseBody): void {
-  for (const d of declaredTools(body)) {
-    const parameters = d.tool.parameters ?? null;
-    if (parameters !== null) checkSchema(parameters as JsonObject, `${d.where}.parameters`);
-  }
-  const fmt = responseFormat(body);
-  if (fmt?.schema !== undefined && fmt.schema !== null) checkSchema(fmt.schema as JsonObject, "text.format.schema");
+  for (const d of declaredTools(body)) checkSchema(d.tool.parameters, `${d.where}.parameters`);
+  checkSchema(responseFormat(body)?.schema, "text.format.schema");
 }
 
 /**
@@ -294,9 +292,8 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 }
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
-  }
+  const refused = refusal("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
+  if (refused !== null) throw refused;
   const input = body.input;
   if (input === undefined || input === null) return [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
@@ -503,9 +500,7 @@ export function itemsToMessages(
         break;
       case "FunctionCallOutputItemParam": {
         const known = calls.functions.get(str("call_id"));
-        if (known === undefined) {
-          throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
-        }
+        if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
         turns.push(toolMessage(known, item, where));
         break;
       }
