@@ -8,7 +8,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,8 +129,8 @@ def test_a_server_error_borrowing_an_unknown_request_error_is_refused(project: P
 @pytest.mark.parametrize(
     ("path", "value", "why"),
     [
-        (("honoured_by_caller", 0, "capability"), "telepathy", r"\['honoured_by_caller'\]\[0\]\['capability'\] names"),
-        (("extra_fields", "seed", "capability"), "telepathy", r"\['extra_fields'\]\['seed'\]\['capability'\] names"),
+        (("fields", "store", "capability"), "telepathy", r"\['fields'\]\['store'\]\['capability'\] names"),
+        (("fields", "seed", "capability"), "telepathy", r"\['fields'\]\['seed'\]\['capability'\] names"),
         (
             ("includes", "message.output_text.logprobs"),
             "telepathy",
@@ -147,6 +149,36 @@ def test_a_capability_or_hosted_tool_reason_the_runtimes_lack_is_refused(
     for key in path[:-1]:
         node = node[key]
     node[path[-1]] = value
+    spec.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(SpecError, match=rf"spec/mapping/requests.json: .*{why}"):
+        load_project(load_config(project))
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda f: f["store"].update(rule="ignored"), r"\['fields'\]\['store'\]\['rule'\] should be one of"),
+        (lambda f: f["store"].pop("neutral"), r"\['fields'\]\['store'\]\['neutral'\] is missing"),
+        (lambda f: f["seed"].update(neutral=[0]), r"\['fields'\]\['seed'\]\['neutral'\] should be empty"),
+        (lambda f: f["store"].update(error="no_such_error"), r"\['fields'\]\['store'\]\['error'\] names"),
+        (lambda f: f["model"].update(capability="store"), r"\['fields'\]\['model'\] is 'honoured': only a refused"),
+        (lambda f: f["store"].update(feeds="the_moon"), r"\['fields'\]\['store'\]\['feeds'\] names 'the_moon'"),
+        (lambda f: f.update({"text.colour": f.pop("text.verbosity")}), r"names 'text.colour', which is not a field"),
+        (
+            lambda f: f.update(seed={"rule": "honoured", "why": "-", "feeds": "engine"}),
+            r"\['seed'\]\['rule'\] is 'honoured', but",
+        ),
+        (lambda f: f.pop("tool_choice"), r"\['fields'\] has no row for the request field 'tool_choice'"),
+        (lambda f: f.pop("reasoning.effort"), r"has no row for the request field 'reasoning' \(nor for each"),
+        (lambda f: f.update(reasoning=dict(f["model"])), r"\['fields'\]\['reasoning'\] has a row, and so do"),
+    ],
+)
+def test_the_request_field_table_is_checked(project: Path, edit: Callable[[dict[str, Any]], object], why: str) -> None:
+    """Every request field has one row (an object field's fields by their paths), with a known rule, plan part,
+    capability and error; a field outside the spec is refused for any value, or is a label."""
+    spec = project / "spec/mapping/requests.json"
+    data = json.loads(spec.read_text(encoding="utf-8"))
+    edit(data["fields"])
     spec.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(SpecError, match=rf"spec/mapping/requests.json: .*{why}"):
         load_project(load_config(project))

@@ -238,6 +238,17 @@ def _mapping_facts(ir: ProjectIR) -> list[Fact]:
 
 def _request_facts(ir: ProjectIR) -> list[Fact]:
     r = ir.requests
+    field_row = (
+        "record",
+        (
+            ("rule", "str"),
+            ("capability", ("opt", "str")),
+            ("neutral", ("seq", "scalar")),
+            ("error", ("opt", "str")),
+            ("why", "str"),
+            ("feeds", "str"),
+        ),
+    )
     out = [
         Fact("MAX_JSON_DEPTH", r.max_json_depth, "Arrays and objects of untrusted JSON nest at most this deep."),
         Fact("MAX_SCHEMA_CHARS", r.max_schema_chars, "A schema shown to the model: at most this many characters."),
@@ -260,20 +271,26 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
     )
     out += [
         Fact(
-            "HONOURED_BY_CALLER",
-            tuple((f.field, f.capability, f.neutral, f.why) for f in r.honoured_by_caller),
-            "Request fields the bridge honours only with its caller: (field path, capability, neutral values, why).",
-            ("seq", ("pair", "str", ("opt", "str"), ("seq", "scalar"), "str")),
-        ),
-        Fact(
-            "EXTRA_FIELDS",
-            {f.field: (f.capability, f.why) for f in r.extra_fields},
-            "Fields outside the spec that clients send → (the capability that honours it, why not here).",
-            ("map", "str", ("pair", ("opt", "str"), "str")),
+            "REQUEST_FIELDS",
+            {
+                f.field: {
+                    "rule": f.rule,
+                    "capability": f.capability,
+                    "neutral": f.neutral,
+                    "error": f.error,
+                    "why": f.why,
+                    "feeds": f.feeds,
+                }
+                for f in r.fields
+            },
+            "Request field path → its rule (honoured, refused, label), and for a refused one the capability that "
+            "honours it, the values that ask for nothing and the error told (with `why`); the plan part it feeds. "
+            "The refused fields of the spec are checked in this order.",
+            ("map", "str", field_row),
         ),
         Fact(
             "LABEL_FIELDS",
-            r.labels,
+            {f.field: f.why for f in r.fields if f.rule == "label"},
             "Request fields that only label a request → what they label: accepted with any value, kept.",
             ("map", "str", "str"),
         ),

@@ -244,14 +244,21 @@ class RequestErrorIR:
     message: str  # `{fields}` filled with values shown as JSON
 
 
+REQUEST_FIELD_RULES = ("honoured", "refused", "label")
+
+
 @dataclass(frozen=True)
-class CallerFieldIR:
-    """A request field the bridge honours only with a capability of its caller."""
+class RequestFieldIR:
+    """A request field (or one outside the spec that clients send): honoured, refused or a label."""
 
     field: str  # a path into the request (`reasoning.summary`)
-    capability: str | None  # the caller's capability that honours it; None: nothing here does
-    neutral: tuple[Any, ...]  # values that ask for nothing
-    why: str  # said when it is refused
+    rule: str  # one of REQUEST_FIELD_RULES
+    capability: str | None  # refused: the caller's capability that honours it; None: nothing here does
+    neutral: tuple[Any, ...]  # refused: the values that ask for nothing (empty: every value asks)
+    error: str | None  # refused: the request error told without the capability; None for the other rules
+    why: str  # what the field does, or why it is refused (the error's `why`)
+    feeds: str  # the part of the request's plan it feeds (one of `plan_parts`)
+    in_spec: bool  # a field of an Open Responses request (else one outside the spec)
 
 
 @dataclass(frozen=True)
@@ -263,9 +270,8 @@ class RequestsIR:
     error_type: str
     errors: tuple[RequestErrorIR, ...]
     validation: dict[str, str]  # a schema error's kind → its text (what was expected, how a value found is shown)
-    honoured_by_caller: tuple[CallerFieldIR, ...]
-    extra_fields: tuple[CallerFieldIR, ...]  # outside the spec; `neutral` is empty: any value asks
-    labels: dict[str, str]  # a request field that only labels the request → what it labels
+    fields: tuple[RequestFieldIR, ...]  # in check order: the refused fields of the spec are checked in this order
+    plan_parts: dict[str, str]  # a part of a request's plan → what it is
     includes: dict[str, str | None]  # an `include` value → the capability that honours it
     capabilities: dict[str, str]  # what a caller of the bridge may add → what it does
     hosted_tools: dict[str, str]  # why a declared hosted tool is left out (`omitted`) or refused (`refused`)

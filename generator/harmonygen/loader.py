@@ -14,8 +14,8 @@ from .errors import SpecError
 from .ir import (
     EVENT_REPEATS,
     FORMAT_VERSION,
+    REQUEST_FIELD_RULES,
     BrowserDisplayIR,
-    CallerFieldIR,
     EffortIR,
     EncodingIR,
     ErrorIR,
@@ -30,6 +30,7 @@ from .ir import (
     ProjectIR,
     RepairIR,
     RequestErrorIR,
+    RequestFieldIR,
     RequestsIR,
     RoleIR,
     ServerErrorIR,
@@ -659,61 +660,22 @@ def _check_header_fields(mp: _Doc, response: dict[str, str], responses: Any) -> 
                 )
 
 
+_NO_CAPABILITY = "which is none of `capabilities`"
+
+
 def _requests(rq: _Doc, responses: Any) -> RequestsIR:
-    from .responses_ir import schema
-
-    def check_path(path: tuple[str | int, ...], field: str) -> None:
-        """`field` must name a property of the request (nested through object schemas and `$ref`s)."""
-        node: Any = schema(responses, "CreateResponseBody")
-        for part in field.split("."):
-            props: dict[str, Any] = {}
-            for branch in [node, *node.get("anyOf", []), *node.get("oneOf", [])]:
-                if "$ref" in branch:
-                    branch = schema(responses, branch["$ref"].removesuffix(".json"))
-                props.update(branch.get("properties", {}))
-            if part not in props:
-                raise rq.fail(path, f"names {field!r}, which is not a field of an Open Responses request")
-            node = props[part]
-
     errors = tuple(
         RequestErrorIR(
             handle, rq.get("errors", handle, "code", kind=str), rq.get("errors", handle, "message", kind=str)
         )
         for handle in rq.table("errors")
     )
-    honoured = []
-    for i in range(len(rq.get("honoured_by_caller", kind=list))):
-        field = rq.get("honoured_by_caller", i, "field", kind=str)
-        check_path(("honoured_by_caller", i, "field"), field)
-        honoured.append(
-            CallerFieldIR(
-                field=field,
-                capability=rq.opt("honoured_by_caller", i, "capability", kind=(str, type(None))),
-                neutral=tuple(rq.get("honoured_by_caller", i, "neutral", kind=list)),
-                why=rq.get("honoured_by_caller", i, "why", kind=str),
-            )
-        )
-    extras = tuple(
-        CallerFieldIR(
-            field=name,
-            capability=rq.opt("extra_fields", name, "capability", kind=(str, type(None))),
-            neutral=(),
-            why=rq.get("extra_fields", name, "why", kind=str),
-        )
-        for name in rq.table("extra_fields")
-    )
-    labels = {name: rq.get("labels", name, kind=str) for name in rq.table("labels")}
-    for name in labels:
-        if name in rq.table("extra_fields") or any(f.field == name for f in honoured):
-            raise rq.fail(("labels", name), f"{name!r} is a label and also a field that asks for something")
     capabilities = rq.strings("capabilities")
-    named: list[tuple[tuple[str | int, ...], str | None]]
-    named = [(("honoured_by_caller", i, "capability"), f.capability) for i, f in enumerate(honoured)]
-    named += [(("extra_fields", f.field, "capability"), f.capability) for f in extras]
-    named += [(("includes", include), capability) for include, capability in rq.table("includes").items()]
-    for path, capability in named:
+    plan_parts = rq.strings("plan_parts")
+    fields = _request_fields(rq, responses, {e.handle for e in errors}, capabilities, plan_parts)
+    for include, capability in rq.table("includes").items():
         if capability is not None and capability not in capabilities:
-            raise rq.fail(path, f"names the capability {capability!r}, which is none of `capabilities`")
+            raise rq.fail(("includes", include), f"names the capability {capability!r}, {_NO_CAPABILITY}")
     hosted_tools = rq.strings("hosted_tools")
     if set(hosted_tools) != {"omitted", "refused"}:
         raise rq.fail(
@@ -725,13 +687,75 @@ def _requests(rq: _Doc, responses: Any) -> RequestsIR:
         error_type=rq.get("error_type", kind=str),
         errors=errors,
         validation=rq.strings("validation"),
-        honoured_by_caller=tuple(honoured),
-        extra_fields=extras,
-        labels=labels,
+        fields=fields,
+        plan_parts=plan_parts,
         includes=dict(rq.table("includes")),
         capabilities=capabilities,
         hosted_tools=hosted_tools,
     )
+
+
+def _request_fields(
+    rq: _Doc, responses: Any, errors: set[str], capabilities: dict[str, str], plan_parts: dict[str, str]
+) -> tuple[RequestFieldIR, ...]:
+    """The `fields` table: one row per field of the request (an object field's fields by their paths), each with a
+    known rule, plan part, capability and error; a field outside the spec is a top-level one, and any value of it
+    asks for what it needs."""
+    from .responses_ir import schema
+
+    def props_of(node: Any) -> dict[str, Any]:
+        """The properties an object schema node offers (through nullable unions and `$ref`s)."""
+        props: dict[str, Any] = {}
+        for branch in [node, *node.get("anyOf", []), *node.get("oneOf", [])]:
+            if "$ref" in branch:
+                branch = schema(responses, branch["$ref"].removesuffix(".json"))
+            props.update(branch.get("properties", {}))
+        return props
+
+    body = props_of(schema(responses, "CreateResponseBody"))
+    out: list[RequestFieldIR] = []
+    for field in rq.table("fields"):
+        path = ("fields", field)
+        rule = rq.get(*path, "rule", kind=str)
+        if rule not in REQUEST_FIELD_RULES:
+            raise rq.fail((*path, "rule"), f"should be one of {list(REQUEST_FIELD_RULES)}, found {rule!r}")
+        refused = rule == "refused"
+        head, *rest = field.split(".")
+        node = body.get(head)
+        for part in rest:
+            node = props_of(node).get(part) if node is not None else None
+        if node is None and (rest or head in body):
+            raise rq.fail(path, f"names {field!r}, which is not a field of an Open Responses request")
+        capability = rq.opt(*path, "capability", kind=(str, type(None)))
+        neutral = rq.opt(*path, "neutral", kind=list)
+        error = rq.opt(*path, "error", kind=str)
+        if not refused and (capability is not None or neutral is not None or error is not None):
+            raise rq.fail(path, f"is {rule!r}: only a refused field has a capability, neutral values or an error")
+        if refused and neutral is None:
+            raise rq.fail((*path, "neutral"), "is missing: a refused field lists the values that ask for nothing")
+        if node is None and refused and neutral:
+            raise rq.fail((*path, "neutral"), "should be empty: any value of a field outside the spec asks")
+        if capability is not None and capability not in capabilities:
+            raise rq.fail((*path, "capability"), f"names the capability {capability!r}, {_NO_CAPABILITY}")
+        if node is None and rule == "honoured":
+            raise rq.fail((*path, "rule"), "is 'honoured', but the bridge reads no field outside the spec")
+        if refused:
+            error = error or "not_honoured"
+            if error not in errors:
+                raise rq.fail((*path, "error"), f"names {error!r}, which is none of `errors`")
+        feeds = rq.get(*path, "feeds", kind=str)
+        if feeds not in plan_parts:
+            raise rq.fail((*path, "feeds"), f"names {feeds!r}, which is none of `plan_parts`")
+        why = rq.get(*path, "why", kind=str)
+        out.append(RequestFieldIR(field, rule, capability, tuple(neutral or ()), error, why, feeds, node is not None))
+    listed = {f.field for f in out}
+    for name, prop in body.items():
+        inner = [f"{name}.{sub}" for sub in props_of(prop)]
+        if name not in listed and not (inner and all(sub in listed for sub in inner)):
+            raise rq.fail(("fields",), f"has no row for the request field {name!r} (nor for each of its fields)")
+        if name in listed and any(sub in listed for sub in inner):
+            raise rq.fail(("fields", name), "has a row, and so do fields of it: one row per field")
+    return tuple(out)
 
 
 def _check_browser_description(

@@ -247,30 +247,38 @@ def _shown(value: object) -> str:
     return json.dumps(value, ensure_ascii=True, default=str)
 
 
+def _refusal(field: str, value: Any, capabilities: Capabilities) -> RequestError | None:
+    """The 400 for `value` of `field` when its row of `REQUEST_FIELDS` refuses it without `capabilities` (a value
+    outside the row's neutral ones asks for its capability), else None."""
+    row = _spec.REQUEST_FIELDS.get(field)
+    if row is None or row["rule"] != "refused" or value in row["neutral"] or _honoured(capabilities, row["capability"]):
+        return None  # each field has one type once validated
+    error = row["error"] or _spec.REQUEST_ERROR_NOT_HONOURED
+    return RequestError.of(error, field, value=value, why=Verbatim(row["why"]))
+
+
 def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE) -> None:
     """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does.
 
-    What asks for what is the spec's (`spec/mapping/requests.json`): `HONOURED_BY_CALLER`, `EXTRA_FIELDS`
-    and `INCLUDES`.
+    What asks for what is the spec's (`spec/mapping/requests.json`): the fields of the spec in `REQUEST_FIELDS`
+    order, then `include` (`INCLUDES`), then the fields outside the spec (a label is kept).
     """
-    if body.previous_response_id is not None and not capabilities.store:
-        raise RequestError.of(_spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id")
-    for field, flag, neutral, why in _spec.HONOURED_BY_CALLER:
-        value = _value_at(body, field)
-        if value not in neutral and not _honoured(capabilities, flag):  # each field has one type once validated
-            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, field, value=value, why=Verbatim(why))
+    for field in _spec.REQUEST_FIELDS:
+        if field.split(".")[0] in CreateResponseBody.model_fields:
+            refused = _refusal(field, _value_at(body, field), capabilities)
+            if refused is not None:
+                raise refused
     for i, include in enumerate(body.include or []):
         if not _honoured(capabilities, _spec.INCLUDES.get(include)):
             raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
     for key, value in (body.model_extra or {}).items():
-        if key in capabilities.extra_fields or key in _spec.LABEL_FIELDS:  # a label changes nothing: kept, echoed
+        if key in capabilities.extra_fields:
             continue
-        known = _spec.EXTRA_FIELDS.get(key)
-        if known is None:
+        if key not in _spec.REQUEST_FIELDS:
             raise RequestError.of(_spec.REQUEST_ERROR_UNKNOWN_FIELD, key)
-        flag, why = known
-        if not _honoured(capabilities, flag):
-            raise RequestError.of(_spec.REQUEST_ERROR_NOT_HONOURED, key, value=value, why=Verbatim(why))
+        refused = _refusal(key, value, capabilities)
+        if refused is not None:
+            raise refused
 
 
 # -- validation errors, in the request's own words -----------------------------------------------------

@@ -128,31 +128,31 @@ function valueAt(body: CreateResponseBody, field: string): unknown {
 
 const BODY = "CreateResponseBody";
 
-/** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does (the
- * spec's `HONOURED_BY_CALLER`, `EXTRA_FIELDS` and `INCLUDES`). */
+/** The 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without `capabilities`
+ * (a value outside the row's neutral ones asks for its capability), else null. */
+function refusal(field: string, value: unknown, capabilities: Capabilities): RequestError | null {
+  const row = spec.REQUEST_FIELDS[field];
+  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return null;
+  return RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
+}
+
+/** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
+ * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null && !capabilities.store) {
-    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
-  }
-  for (const [field, flag, neutral, why] of spec.HONOURED_BY_CALLER) {
-    const value = valueAt(body, field);
-    if (!neutral.some((n) => n === value) && !honoured(capabilities, flag)) {
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(why) });
-    }
+  const declared = model(BODY).byKey;
+  for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
+    const refused = refusal(field, valueAt(body, field), capabilities);
+    if (refused !== null) throw refused;
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
   });
-  const declared = model(BODY).byKey;
   const raw = body as unknown as JsonObject;
   for (const key of keysOf(raw)) {
-    if (declared.has(key) || capabilities.extraFields?.has(key) || spec.LABEL_FIELDS[key] !== undefined) continue; // a label: kept
-    const known = spec.EXTRA_FIELDS[key];
-    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
-    const [flag, why] = known;
-    if (!honoured(capabilities, flag)) {
-      throw RequestError.of(spec.REQUEST_ERROR_NOT_HONOURED, key, { value: raw[key], why: new Verbatim(why) });
-    }
+    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+    if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
+    const refused = refusal(key, raw[key], capabilities); // a label is kept
+    if (refused !== null) throw refused;
   }
 }
 
@@ -208,19 +208,17 @@ function validated<T>(schemaName: string, value: unknown, where = ""): T {
   }
 }
 
-function checkSchema(schema: JsonObject, where: string): void {
+/** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
+function checkSchema(schema: unknown, where: string): void {
+  if (schema === undefined || schema === null) return;
   checkLimits(schema, where);
   const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
   if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
 }
 
 function checkSchemas(body: CreateResponseBody): void {
-  for (const d of declaredTools(body)) {
-    const parameters = d.tool.parameters ?? null;
-    if (parameters !== null) checkSchema(parameters as JsonObject, `${d.where}.parameters`);
-  }
-  const fmt = responseFormat(body);
-  if (fmt?.schema !== undefined && fmt.schema !== null) checkSchema(fmt.schema as JsonObject, "text.format.schema");
+  for (const d of declaredTools(body)) checkSchema(d.tool.parameters, `${d.where}.parameters`);
+  checkSchema(responseFormat(body)?.schema, "text.format.schema");
 }
 
 /**
@@ -294,9 +292,8 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 }
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    throw RequestError.of(spec.REQUEST_ERROR_PREVIOUS_RESPONSE_NOT_FOUND, "previous_response_id");
-  }
+  const refused = refusal("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
+  if (refused !== null) throw refused;
   const input = body.input;
   if (input === undefined || input === null) return [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
@@ -353,18 +350,18 @@ function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   return lines.join(spec.SYS_SECTION_SEPARATOR);
 }
 
-function systemOf(body: CreateResponseBody): SystemContent {
-  const system = SystemContent.new();
+/** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
+ * caller keeps its own). */
+function systemOf(body: CreateResponseBody, system: SystemContent | null): SystemContent {
   const effort = body.reasoning?.effort ?? null;
-  if (effort !== null) {
-    const found = EFFORTS.get(effort);
-    if (found === undefined) {
-      const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
-      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
-    }
-    system.withReasoningEffort(found);
+  if (effort === null) return system ?? SystemContent.new();
+  const found = EFFORTS.get(effort);
+  if (found === undefined) {
+    const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
   }
-  return system;
+  const base = system ?? SystemContent.new();
+  return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
 function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
@@ -476,11 +473,9 @@ export function itemsToMessages(
 ): ItemMessages {
   const instructions: string[] = [];
   const turns: Message[] = [];
-  let i = 0;
-  for (const raw of items) {
+  for (const [i, raw] of [...items].entries()) {
     const item = raw as unknown as AnyItem;
     const where = `${root}[${i}]`;
-    i++;
     const str = (key: string): string => String(item[key] ?? "");
     const content = item["content"] as string | Part[];
     switch (modelOf(item)) {
@@ -505,9 +500,7 @@ export function itemsToMessages(
         break;
       case "FunctionCallOutputItemParam": {
         const known = calls.functions.get(str("call_id"));
-        if (known === undefined) {
-          throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
-        }
+        if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
         turns.push(toolMessage(known, item, where));
         break;
       }
@@ -539,17 +532,9 @@ export function requestToConversation(
   sealed: ReasoningReader | null = null,
 ): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
-  let sysContent = systemOf(body);
-  if (system !== null && (body.reasoning?.effort ?? null) === null) sysContent = system;
-  else if (system !== null) {
-    // the caller's system content with the effort the request names, on a copy (the caller keeps its own)
-    const copy = Object.assign(Object.create(Object.getPrototypeOf(system) as object) as SystemContent, system);
-    sysContent = copy.withReasoningEffort(sysContent.reasoningEffort as ReasoningEffort);
-  }
+  const sysContent = systemOf(body, system);
   const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
-  const instructions: string[] = body.instructions ? [body.instructions] : [];
-  instructions.push(...read.instructions);
-  const turns = read.messages;
+  const instructions = [...(body.instructions ? [body.instructions] : []), ...read.instructions];
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
   if (instructions.length > 0) developer.withInstructions(instructions.join(spec.SYS_SECTION_SEPARATOR));
@@ -560,8 +545,8 @@ export function requestToConversation(
   const kept = new Set(tools.map((t) => t.name));
   for (const namespace of namespaceTools(body)) {
     const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
-    if (members.length === 0) continue;
-    developer.withTools(new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe)));
+    const config = new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe));
+    if (members.length > 0) developer.withTools(config);
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
   const fmt = responseFormat(body);
@@ -572,7 +557,7 @@ export function requestToConversation(
   }
   const messages = [Message.fromRoleAndContent(Role.System, sysContent)];
   if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
-  return Conversation.fromMessages([...messages, ...turns]);
+  return Conversation.fromMessages([...messages, ...read.messages]);
 }
 
 export type { JsonData };
