@@ -8,6 +8,8 @@
  * path and message, once.
  */
 
+import { isDeepStrictEqual } from "node:util";
+
 import { Ajv } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -62,30 +64,16 @@ function ajvFor(schema: unknown): Ajv {
 
 const UNIQUE_ITEMS = "uniqueItems";
 
-/** jsonschema's equality: deep, with booleans apart from numbers. */
-function equal(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => equal(x, b[i]));
-  }
-  if (typeof a === "object" && a !== null && typeof b === "object" && b !== null) {
-    const keys = Object.keys(a);
-    const other = b as Record<string, unknown>;
-    return keys.length === Object.keys(other).length && keys.every((k) => k in other && equal((a as Record<string, unknown>)[k], other[k]));
-  }
-  return false;
-}
-
-/** `uniqueItems` as jsonschema checks it (the ajv keyword's validate function). */
+/** `uniqueItems` as jsonschema checks it (the ajv keyword's validate function): Node's deep strict equality keeps
+ * booleans apart from numbers, as jsonschema does, and `plain` has made every -0 a 0. */
 function uniqueItems(flag: boolean, data: unknown[]): boolean {
-  if (!flag) return true;
-  for (let i = 0; i < data.length; i++) for (let j = i + 1; j < data.length; j++) if (equal(data[i], data[j])) return false;
-  return true;
+  return !flag || data.every((x, i) => !data.slice(i + 1).some((y) => isDeepStrictEqual(x, y)));
 }
 
 /** JSON data as plain JavaScript values for ajv (floats and big integers as numbers). */
 function plain(value: unknown): unknown {
-  if (value instanceof JsonFloat) return value.value;
+  if (value instanceof JsonFloat) return plain(value.value);
+  if (typeof value === "number") return value + 0; // -0 + 0 is 0: JSON Schema has no negative zero
   if (typeof value === "bigint") return Number(value);
   if (Array.isArray(value)) return value.map(plain);
   if (isJsonObject(value)) {

@@ -119,9 +119,7 @@ function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: Json
 /** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
 export interface KindSpec {
   readonly kind: ItemKind;
-  readonly type: string;
-  readonly idPrefix: string;
-  readonly callIdPrefix: string | null;
+  readonly row: NonNullable<(typeof spec.ITEM_KINDS)[string]>; // its wire type and id prefixes
   readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
   readonly delta: EventSpec | null; // the event of a piece of text or of arguments
   readonly opening: readonly EventSpec[]; // the events the item opens with
@@ -136,9 +134,7 @@ const CONTENT_KEY = "content"; // the field of an output item that holds its con
  * the item's `content` takes for that tag, and its other required lists start empty. */
 function partMaker(itemType: string, partType: string): (text: string) => JsonObject {
   const name = fieldMember(itemModelOf(OUTPUT_UNION, itemType) ?? "", CONTENT_KEY, partType);
-  const lists = model(name)
-    .fields.filter((f) => f.required && f.type.kind === "list")
-    .map((f) => f.key);
+  const lists = model(name).fields.filter((f) => f.required && f.type.kind === "list").map((f) => f.key);
   return (text) => {
     const part: JsonObject = { type: partType, text };
     for (const key of lists) part[key] = [];
@@ -156,9 +152,7 @@ function kindSpec(kind: ItemKind): KindSpec {
   const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
   return {
     kind,
-    type: row.type,
-    idPrefix: row.id_prefix,
-    callIdPrefix: row.call_id_prefix,
+    row,
     part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
     delta: events[at] ?? null,
     opening: events.slice(0, at === -1 ? 1 : at),
@@ -230,7 +224,7 @@ export class OpenItem {
 
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
   body(status: Status, text = ""): JsonObject {
-    const { type, kind, part } = this.kind;
+    const { kind, part, row: { type } } = this.kind;
     const { channel, recipient, contentType } = this.header;
     const content = status !== Status.InProgress && part !== null ? [part(text)] : [];
     let item: JsonObject;
@@ -545,8 +539,8 @@ export class ResponseBuilder<D> {
 
   private open(start: MessageStart): void {
     const kind = KINDS.get(kindOf(start, this.namespaces)) as KindSpec;
-    const callId = kind.kind === ItemKind.FunctionCall ? this.ids(kind.callIdPrefix ?? kind.idPrefix) : null;
-    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start, callId);
+    const callId = kind.row.call_id_prefix !== null ? this.ids(kind.row.call_id_prefix) : null;
+    const item = new OpenItem(kind, this.ids(kind.row.id_prefix), this.outputItems.length, start, callId);
     this.item = item;
     this.reasoningFrom = this.parser.tokensRead - 1;
     this.emit(kind.opening, item, { item: item.body(Status.InProgress), part: kind.part?.("") ?? null });
