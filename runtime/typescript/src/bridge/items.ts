@@ -253,19 +253,22 @@ export class OpenItem {
 
 // -- the builder -------------------------------------------------------------------------------------------------
 
-/** What a builder makes of each event: a typed event (`EVENTS`), an SSE frame (`sse.sseWriter`), ... */
-export interface Writer<D> {
+/** What a builder makes of each event (`D`: a typed event, `EVENTS`; an SSE frame, `sse.sseWriter`), and what a
+ * step returns of those it made (`R`: the list; SSE text). */
+export interface Writer<D, R> {
   event(event: StreamingEvent): D;
   /** A delta of `item`'s text or arguments (made from its text, where the writer can do without the typed event). */
   delta(item: OpenItem, sequenceNumber: number, text: string): D;
+  step(written: D[]): R;
   /** What follows the closing event of a response `finish` or `fail` ended, if anything (SSE: `data: [DONE]`). */
   readonly last?: D;
 }
 
 /** The typed events themselves. */
-export const EVENTS: Writer<StreamingEvent> = {
+export const EVENTS: Writer<StreamingEvent, StreamingEvent[]> = {
   event: (event) => event,
   delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
+  step: (events) => events,
 };
 
 /** Options of `ResponseBuilder` (the Python keyword arguments, camelCased). */
@@ -305,7 +308,7 @@ function callsAllowed(request: CreateResponseBody | null): number | null {
  * reported; nothing after `<|return|>`), and `stopAtTurnEnd: false` reads a whole transcript. `strict: true` fails
  * the response on the first deviation from the grammar instead of repairing it.
  */
-export class ResponseBuilder<D> {
+export class ResponseBuilder<D, R> {
   readonly responseId: string;
   private readonly parser: HarmonyStreamParser;
   private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
@@ -328,7 +331,7 @@ export class ResponseBuilder<D> {
   constructor(
     private readonly encoding: HarmonyEncoding,
     private readonly request: CreateResponseBody | null,
-    private readonly writer: Writer<D>,
+    private readonly writer: Writer<D, R>,
     private readonly options: BuilderOptions = {},
   ) {
     const declared = declaredTools(request);
@@ -386,25 +389,25 @@ export class ResponseBuilder<D> {
   // -- input -------------------------------------------------------------------------------------------------
 
   /** `response.created` and `response.in_progress` (sent once, before anything else). */
-  start(): D[] {
+  start(): R {
     this.begin();
     return this.take();
   }
 
   /** One more completion token. Plain text continuing a streamed body (the fast path) makes its delta alone. */
-  feed(token: number): D[] {
+  feed(token: number): R {
     const item = this.item; // set only while an item's body is streaming
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
-      if (text !== null) return item.streams ? [this.writer.delta(item, this.seq++, text)] : [];
-    } else if (this.ended) return [];
+      if (text !== null) return this.writer.step(item.streams ? [this.writer.delta(item, this.seq++, text)] : []);
+    } else if (this.ended) return this.take();
     this.read(() => this.parser.feedTokens([token]));
     return this.take();
   }
 
   /** A chunk of completion text, control tokens spelled out (for engines that return no ids). */
-  feedText(chunk: string): D[] {
-    if (this.ended) return [];
+  feedText(chunk: string): R {
+    if (this.ended) return this.take();
     this.text.push(chunk);
     this.read(() => this.parser.feedText(chunk));
     return this.take();
@@ -419,8 +422,8 @@ export class ResponseBuilder<D> {
    * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header or reasoning,
    * right after a header, or inside a call's JSON arguments).
    */
-  finish(stopped: boolean | null = null): D[] {
-    if (this.ended) return [];
+  finish(stopped: boolean | null = null): R {
+    if (this.ended) return this.take();
     this.begin();
     const region = this.parser.region;
     let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
@@ -444,8 +447,8 @@ export class ResponseBuilder<D> {
 
   /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
    * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): D[] {
-    if (this.ended) return [];
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): R {
+    if (this.ended) return this.take();
     this.failed(message, code, errorType);
     return this.last();
   }
@@ -466,10 +469,10 @@ export class ResponseBuilder<D> {
     for (const type of spec.STREAM_OPENING) this.send(type, { response });
   }
 
-  private take(): D[] {
+  private take(): R {
     const out = this.out;
     this.out = [];
-    return out;
+    return this.writer.step(out);
   }
 
   private send(type: string, fields: JsonObject): void {
@@ -484,7 +487,7 @@ export class ResponseBuilder<D> {
 
   /** What this call wrote, and the writer's `last`: `finish` or `fail` ended the response (one the parser failed
    * ends without it). */
-  private last(): D[] {
+  private last(): R {
     if (this.writer.last !== undefined) this.out.push(this.writer.last);
     return this.take();
   }
@@ -602,7 +605,7 @@ export class ResponseBuilder<D> {
 }
 
 /** Completion tokens (or text) → typed Open Responses events; the options are `ResponseBuilder`'s. */
-export class ResponseStreamer extends ResponseBuilder<StreamingEvent> {
+export class ResponseStreamer extends ResponseBuilder<StreamingEvent, StreamingEvent[]> {
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: BuilderOptions = {}) {
     super(encoding, request, EVENTS, options);
   }
@@ -623,7 +626,7 @@ export interface StreamOptions extends BuilderOptions {
 }
 
 /** Drive `builder` through a whole completion given as token ids or text chunks: what each step wrote. */
-export function* drive<D>(builder: ResponseBuilder<D>, completion: Completion, stopped: boolean | null = null): Generator<D[]> {
+export function* drive<D, R>(builder: ResponseBuilder<D, R>, completion: Completion, stopped: boolean | null = null): Generator<R> {
   yield builder.start();
   yield* feedAll(completion, (t) => builder.feed(t), (c) => builder.feedText(c));
   yield builder.finish(stopped);

@@ -44,7 +44,7 @@ const DELTA_EMPTY = DELTA_KEY + '""';
 
 /** A `ResponseBuilder` writer of SSE text: a delta's frame is made straight from its text, never as a typed event,
  * around the sequence number and the text in a sample frame of its item's. `data: [DONE]` ends the stream. */
-export function sseWriter(names: ReasoningNames = "spec"): Writer<string> {
+export function sseWriter(names: ReasoningNames = "spec"): Writer<string, string> {
   const escaped = new Map<string, string>(); // a piece of text → its JSON string; tokens repeat
   let open: OpenItem | null = null; // the item `head` and `middle` are cut for
   let head = "";
@@ -63,6 +63,7 @@ export function sseWriter(names: ReasoningNames = "spec"): Writer<string> {
       if (json === undefined) escaped.set(text, (json = jsonString(text)));
       return `${head}${sequenceNumber}${middle}${json}}\n\n`;
     },
+    step: (frames) => frames.join(""),
     last: DONE_FRAME,
   };
 }
@@ -82,31 +83,9 @@ export interface StreamSSEOptions extends SSEOptions, StreamOptions {}
  * `data: [DONE]`. The events are those `ResponseStreamer` yields, written as `toSse` writes them, but a delta's
  * frame is made from its text without building the typed event (`sseWriter`).
  */
-export class SSEStreamer {
-  readonly builder: ResponseBuilder<string>;
-
+export class SSEStreamer extends ResponseBuilder<string, string> {
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: SSEOptions = {}) {
-    this.builder = new ResponseBuilder(encoding, request, sseWriter(options.reasoningNames), options);
-  }
-
-  start(): string {
-    return this.builder.start().join("");
-  }
-
-  feed(token: number): string {
-    return this.builder.feed(token).join("");
-  }
-
-  feedText(chunk: string): string {
-    return this.builder.feedText(chunk).join("");
-  }
-
-  finish(stopped: boolean | null = null): string {
-    return this.builder.finish(stopped).join("");
-  }
-
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): string {
-    return this.builder.fail(message, code, errorType).join("");
+    super(encoding, request, sseWriter(options.reasoningNames), options);
   }
 }
 
@@ -118,8 +97,7 @@ export function* streamSse(
   request: CreateResponseBody | null = null,
   options: StreamSSEOptions = {},
 ): Generator<string> {
-  const builder = new SSEStreamer(encoding, request, options).builder;
-  for (const frames of drive(builder, completion, options.stopped ?? null)) if (frames.length > 0) yield frames.join("");
+  for (const text of drive(new SSEStreamer(encoding, request, options), completion, options.stopped ?? null)) if (text) yield text;
 }
 
 /** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */
