@@ -100,16 +100,15 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
 
 // -- the item kinds, from the spec's table ---------------------------------------------------------------------
 
-/** An event to send: its type and the fields it is given (its model's, in order). */
+/** An event to send: its type and its model's fields, in order. */
 type EventSpec = readonly [string, readonly string[]];
-const HEAD: ReadonlySet<string> = new Set(["type", "sequence_number"]);
 
 function eventSpec(type: string): EventSpec {
-  return [type, model(eventModelOf(type)).fields.map((f) => f.key).filter((k) => !HEAD.has(k))];
+  return [type, model(eventModelOf(type)).fields.map((f) => f.key)];
 }
 
 /** The event of `spec` with sequence number `sequenceNumber`, given the fields of its model that `values` hold
- * (null: not given). */
+ * (null: not given; none holds `type` or `sequence_number`, which come first). */
 function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: JsonObject): StreamingEvent {
   const given: JsonObject = { type, sequence_number: sequenceNumber };
   for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
@@ -286,9 +285,6 @@ export interface BuilderOptions {
   readonly onRepair?: RepairHook | null;
 }
 
-/** What a snapshot adds to the response's state (its usage, error, incomplete reason, completion time). */
-type SnapshotExtra = Partial<SnapshotState>;
-
 /** How many tool calls the request lets one response make (null: no limit). */
 function callsAllowed(request: CreateResponseBody | null): number | null {
   const most = Number(request?.max_tool_calls ?? 0); // a big integer is a bigint until here
@@ -366,7 +362,7 @@ export class ResponseBuilder<D, R> {
   }
 
   /** The response as it stands (an open item is included as `incomplete` unless in progress). */
-  snapshot(status: Status, extra: SnapshotExtra = {}): ResponseResource {
+  snapshot(status: Status, extra: Partial<SnapshotState> = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
     const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
@@ -479,7 +475,7 @@ export class ResponseBuilder<D, R> {
     this.out.push(this.writer.event({ type, sequence_number: this.seq++, ...fields } as unknown as StreamingEvent));
   }
 
-  private end(status: Status, extra: SnapshotExtra): void {
+  private end(status: Status, extra: Partial<SnapshotState>): void {
     const response = this.snapshot(status, { usage: this.usage(), ...extra });
     this.finalResponse = response;
     this.send(spec.STREAM_CLOSING[status] ?? "", { response: response as unknown as JsonData });
