@@ -321,8 +321,7 @@ export class ResponseBuilder<D, R> {
   private reasoningFrom = 0; // the token that opened the reasoning item being read
   private readonly text: string[] = []; // completion text, when it came as text (for usage)
   private started = false;
-  private ended = false;
-  private finalResponse: ResponseResource | null = null;
+  private finalResponse: ResponseResource | null = null; // set as the response ends
 
   constructor(
     private readonly encoding: HarmonyEncoding,
@@ -349,7 +348,7 @@ export class ResponseBuilder<D, R> {
   // -- state -------------------------------------------------------------------------------------------------
 
   get finished(): boolean {
-    return this.ended;
+    return this.finalResponse !== null;
   }
 
   /** The response its closing event carried (completed, incomplete or failed), once it ended. */
@@ -396,14 +395,14 @@ export class ResponseBuilder<D, R> {
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
       if (text !== null) return this.writer.step(item.streams ? [this.writer.delta(item, this.seq++, text)] : []);
-    } else if (this.ended) return this.take();
+    } else if (this.finished) return this.take();
     this.read(() => this.parser.feedTokens([token]));
     return this.take();
   }
 
   /** A chunk of completion text, control tokens spelled out (for engines that return no ids). */
   feedText(chunk: string): R {
-    if (this.ended) return this.take();
+    if (this.finished) return this.take();
     this.text.push(chunk);
     this.read(() => this.parser.feedText(chunk));
     return this.take();
@@ -419,7 +418,7 @@ export class ResponseBuilder<D, R> {
    * right after a header, or inside a call's JSON arguments).
    */
   finish(stopped: boolean | null = null): R {
-    if (this.ended) return this.take();
+    if (this.finished) return this.take();
     this.begin();
     const region = this.parser.region;
     let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
@@ -434,7 +433,6 @@ export class ResponseBuilder<D, R> {
       events = []; // strict mode, a header cut short: that is the budget's doing, not a failure
     }
     this.handle(events, status);
-    this.ended = true;
     if (this.item !== null) this.close(status, this.parser.currentContent);
     if (stopped) this.end(status, { completedAt: Math.floor(this.clock()) });
     else this.end(status, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
@@ -444,15 +442,14 @@ export class ResponseBuilder<D, R> {
   /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
    * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
   fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): R {
-    if (this.ended) return this.take();
+    if (this.finished) return this.take();
     this.failed(message, code, errorType);
     return this.last();
   }
 
   private failed(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
-    if (this.ended) return;
+    if (this.finished) return;
     this.begin();
-    this.ended = true;
     const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
     this.send(spec.STREAM_ERROR, { error: make("ErrorPayload", { type, code, message, param: null }) });
     this.end(Status.Failed, { error: make("Error", { code, message }) });
