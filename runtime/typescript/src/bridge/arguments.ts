@@ -38,20 +38,15 @@ export class Validation {
 // -- ajv, one instance per draft ---------------------------------------------------------------------------------
 
 type AjvClass = typeof Ajv | typeof Ajv2019 | typeof Ajv2020;
-const DRAFTS: readonly (readonly [string, AjvClass])[] = [
-  ["draft/2019-09", Ajv2019],
-  ["draft-07", Ajv],
-  ["draft-06", Ajv],
-  ["draft-04", Ajv],
-];
 const OPTIONS = { allErrors: true, strict: false, validateFormats: false, validateSchema: false, verbose: false };
 const instances = new Map<AjvClass, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction | Error>();
 
-/** The ajv instance for the draft `schema` names (2020-12 when none). */
+/** The ajv instance for the draft `schema` names: 2019-09, draft 4, 6 or 7 (ajv's draft-07 class reads the three),
+ * or 2020-12 (when it names none of those). */
 function ajvFor(schema: unknown): Ajv {
   const named = isJsonObject(schema) && typeof schema["$schema"] === "string" ? schema["$schema"] : "";
-  const draft = DRAFTS.find(([name]) => named.includes(name))?.[1] ?? Ajv2020;
+  const draft = named.includes("draft/2019-09") ? Ajv2019 : /draft-0[467]/.test(named) ? Ajv : Ajv2020;
   let instance = instances.get(draft);
   if (instance === undefined) {
     instance = new draft(OPTIONS);

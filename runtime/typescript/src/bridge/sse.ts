@@ -166,10 +166,9 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   let first = 0; // the line of the pending event's first field
   let dataLine = 0; // the line of its first `data` field
   let done = 0; // the line of `data: [DONE]` once dispatched
-  let number = 0;
   try {
     for (const [i, line] of parts.entries()) {
-      number = i + 1;
+      const number = i + 1;
       if (line === "") {
         if (data.length > 0) {
           const payload = data.join("\n");
@@ -202,7 +201,7 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
       }
     }
     if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched");
-    if (!done) throw new SSEError(number, `the stream ends before data: ${DONE}: it was cut`);
+    if (!done) throw new SSEError(parts.length, `the stream ends before data: ${DONE}: it was cut`);
   } catch (e) {
     if (e instanceof SSEError) e.events = events;
     throw e;
