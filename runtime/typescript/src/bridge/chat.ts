@@ -166,8 +166,7 @@ export class ChatChunks {
     this.held.delete(id);
     if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
     const index = this.calls++;
-    const fn = { name: call.name ?? "", arguments: "" };
-    const out = [this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] })];
+    const out = [this.chunk({ tool_calls: [{ index, ...callOf({ ...call, arguments: "" }) }] })];
     for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));
     return out;
   }

@@ -177,7 +177,7 @@ function namespaceOf(recipient: string): string {
 /** The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
  * request's namespace tools (`namespaces`) is a function call. */
 export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = new Set()): ItemKind {
-  const recipient = start.recipient;
+  const { recipient, channel } = start;
   const assistant = start.role === Role.Assistant;
   if (recipient !== null && (recipient.startsWith(FUNCTIONS_PREFIX) || (assistant && namespaces.has(namespaceOf(recipient))))) {
     return ItemKind.FunctionCall;
@@ -187,7 +187,6 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
     return KIND_OF_NAMESPACE.get(namespaceOf(recipient)) ?? ItemKind.ToolCall;
   }
   // a channel the format does not know is hidden, as reasoning is
-  const channel = start.channel;
   return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 

@@ -33,10 +33,8 @@ function textField(body: CreateResponseBody): JsonObject {
   let echoed: JsonObject = make("TextResponseFormat", {});
   if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam") {
     // The spec's ResponseResource echoes no schema (`type: null`); a format without a name echoes `name: ""`.
-    const given = fmt as JsonSchemaResponseFormatParam;
-    const name = given.name ?? "";
-    const description = given.description ?? null;
-    echoed = make("JsonSchemaResponseFormat", { name, description, schema: null, strict: Boolean(given.strict) });
+    const { name, description, strict } = fmt as JsonSchemaResponseFormatParam;
+    echoed = make("JsonSchemaResponseFormat", { name: name ?? "", description: description ?? null, schema: null, strict: !!strict });
   }
   const verbosity = body.text?.verbosity ?? null;
   // an absent verbosity stays absent
