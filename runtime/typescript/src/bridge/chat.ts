@@ -15,16 +15,12 @@ import { ItemKind, Role, spec } from "../tables.js";
 import { Status } from "./items.js";
 import { dumpAs } from "./schema.js";
 
-const KIND = {
-  message: spec.ITEM_KINDS[ItemKind.Message],
-  reasoning: spec.ITEM_KINDS[ItemKind.Reasoning],
-  call: spec.ITEM_KINDS[ItemKind.FunctionCall],
-};
-const OUTPUT_TEXT = KIND.message?.text?.["part"];
-const REASONING_TEXT = KIND.reasoning?.text?.["part"];
-const TEXT_DELTA = KIND.message?.text?.["delta"];
-const REASONING_DELTA = KIND.reasoning?.text?.["delta"];
-const ARGUMENTS_DELTA = KIND.call?.arguments?.["delta"];
+const [MESSAGE, REASONING, CALL] = [ItemKind.Message, ItemKind.Reasoning, ItemKind.FunctionCall].map((k) => spec.ITEM_KINDS[k]);
+const OUTPUT_TEXT = MESSAGE?.text?.["part"];
+const REASONING_TEXT = REASONING?.text?.["part"];
+const TEXT_DELTA = MESSAGE?.text?.["delta"];
+const REASONING_DELTA = REASONING?.text?.["delta"];
+const ARGUMENTS_DELTA = CALL?.arguments?.["delta"];
 const [CREATED] = spec.STREAM_OPENING;
 const INCOMPLETE: string = Status.Incomplete;
 const SEPARATOR = spec.CHAT_VISIBLE_SEPARATOR; // between the visible parts of a turn in `content`
@@ -67,9 +63,9 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
-    if (item.type === KIND.message?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
-    else if (item.type === KIND.reasoning?.type) reasoning.push(...texts(item, REASONING_TEXT));
-    else if (item.type === KIND.call?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
+    if (item.type === MESSAGE?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
+    else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING_TEXT));
+    else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
@@ -143,9 +139,9 @@ export class ChatChunks {
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
       } else if (type === spec.STREAM_ITEM_ADDED) {
         const item = event["item"] as Item | null;
-        if (item?.type === KIND.call?.type) this.held.set(item?.id ?? "", []);
-        else if (item?.type === KIND.message?.type && this.shown) this.separate = true;
-      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === KIND.call?.type) {
+        if (item?.type === CALL?.type) this.held.set(item?.id ?? "", []);
+        else if (item?.type === MESSAGE?.type && this.shown) this.separate = true;
+      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === CALL?.type) {
         out.push(...this.callDone(event["item"] as Item));
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;

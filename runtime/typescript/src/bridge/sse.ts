@@ -162,34 +162,31 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = [];
   let name: string | null = null;
-  let data: string[] = [];
-  let first = 0; // the line of the pending event's first field
-  let dataLine = 0; // the line of its first `data` field
+  let data: (readonly [number, string])[] = []; // the pending event's `data` fields: each one's line and value
+  let first = 0; // the line of its first field
   let done = 0; // the line of `data: [DONE]` once dispatched
   try {
     for (const [i, line] of parts.entries()) {
       const number = i + 1;
       if (line === "") {
         if (data.length > 0) {
-          const payload = data.join("\n");
+          const payload = data.map(([, value]) => value).join("\n");
           if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`);
           if (payload === DONE) done = first;
-          else events.push(readEvent(dataLine, name, payload));
+          else events.push(readEvent(data[0]?.[0] ?? first, name, payload));
         } else if (name !== null) {
           throw new SSEError(first, `event ${JSON.stringify(name)} has no data`);
         }
         name = null;
         data = [];
         first = 0;
-        dataLine = 0;
         continue;
       }
       if (line.startsWith(":")) continue; // a comment
       const [, field, value = ""] = FIELD.exec(line) ?? [];
       first = first || number;
       if (field === "data") {
-        dataLine = dataLine || number;
-        data.push(value);
+        data.push([number, value]);
       } else if (field === "event") {
         name = value || null;
       } else if (field === "id") {
