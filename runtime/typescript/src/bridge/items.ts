@@ -125,14 +125,11 @@ export interface KindSpec {
   readonly closing: readonly EventSpec[]; // the events it ends with
 }
 
-/** The item union the response's `output` holds. */
-const OUTPUT_UNION = "ItemField";
-const CONTENT_KEY = "content"; // the field of an output item that holds its content parts
-
-/** A maker of the content part `partType` of an output item of wire type `itemType`: the part's model is the one
- * the item's `content` takes for that tag, and its other required lists start empty. */
+/** A maker of the content part `partType` of an output item of wire type `itemType` (in `ItemField`, the union the
+ * response's `output` holds): the part's model is the one the item's `content` takes for that tag, and its other
+ * required lists start empty. */
 function partMaker(itemType: string, partType: string): (text: string) => JsonObject {
-  const name = fieldMember(itemModelOf(OUTPUT_UNION, itemType) ?? "", CONTENT_KEY, partType);
+  const name = fieldMember(itemModelOf("ItemField", itemType) ?? "", "content", partType);
   const lists = model(name).fields.filter((f) => f.required && f.type.kind === "list").map((f) => f.key);
   return (text) => {
     const part: JsonObject = { type: partType, text };
