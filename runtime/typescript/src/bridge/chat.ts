@@ -8,7 +8,7 @@
  * until its item is done and then sent in the order they came. Mirrors the Python package's `bridge/chat.py`.
  */
 
-import type { ResponseResource, StreamingEvent } from "#types";
+import type { FunctionCall, ResponseResource, StreamingEvent } from "#types";
 
 import type { JsonData, JsonObject } from "../json.js";
 import { ItemKind, Role, spec } from "../tables.js";
@@ -36,15 +36,8 @@ function finishReason(incomplete: boolean, hasCalls: boolean): string {
 }
 
 type Part = { readonly type: string; readonly text?: string };
-type Item = {
-  readonly type: string;
-  readonly id?: string;
-  readonly status?: string;
-  readonly content?: readonly Part[] | null;
-  readonly call_id?: string;
-  readonly name?: string;
-  readonly arguments?: string;
-};
+/** What the projection reads of an output item: a function call's fields, or another item's content parts. */
+type Item = Partial<Omit<FunctionCall, "type">> & { readonly type: string; readonly content?: readonly Part[] | null };
 
 function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
