@@ -26,9 +26,12 @@ const INCOMPLETE: string = Status.Incomplete;
 const SEPARATOR = spec.CHAT_VISIBLE_SEPARATOR; // between the visible parts of a turn in `content`
 const PARTIAL_CALLS = spec.CHAT_PARTIAL_CALLS_FIELD; // calls the budget cut: not to be run
 
-function chatId(responseId: string): string {
+/** The fields a Chat Completions object (`object`: a completion or a chunk) for `response` begins with; its id is the
+ * response's under the chat prefix. */
+function headOf(response: ResponseResource, object: string): JsonObject {
   const prefix = spec.RESPONSE_ID_PREFIX + "_";
-  return spec.CHAT_ID_PREFIX + "_" + (responseId.startsWith(prefix) ? responseId.slice(prefix.length) : responseId);
+  const id = response.id.startsWith(prefix) ? response.id.slice(prefix.length) : response.id;
+  return { id: spec.CHAT_ID_PREFIX + "_" + id, object, created: response.created_at, model: response.model };
 }
 
 function finishReason(incomplete: boolean, hasCalls: boolean): string {
@@ -69,10 +72,7 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   if (calls.length > 0) message["tool_calls"] = calls;
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
   return {
-    id: chatId(response.id),
-    object: spec.CHAT_OBJECT,
-    created: response.created_at,
-    model: response.model,
+    ...headOf(response, spec.CHAT_OBJECT),
     choices: [{ index: 0, message, finish_reason: finish }],
     usage: response.usage ? usageOf(response.usage) : null,
   };
@@ -127,8 +127,7 @@ export class ChatChunks {
       else if (type === ARGUMENTS_DELTA) {
         this.held.get(event["item_id"] as string)?.push(event["delta"] as string);
       } else if (type === CREATED) {
-        const r = event["response"] as ResponseResource;
-        this.head = { id: chatId(r.id), object: spec.CHAT_CHUNK_OBJECT, created: r.created_at, model: r.model };
+        this.head = headOf(event["response"] as ResponseResource, spec.CHAT_CHUNK_OBJECT);
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
       } else if (type === spec.STREAM_ITEM_ADDED) {
         const item = event["item"] as Item | null;
