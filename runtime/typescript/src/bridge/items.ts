@@ -250,7 +250,7 @@ export class OpenItem {
 
 /** What a builder makes of each event (`D`: a typed event, `EVENTS`; an SSE frame, `sse.sseWriter`), and what a
  * step returns of those it made (`R`: the list; SSE text). */
-export interface Writer<D, R> {
+export interface Writer<D, R = D[]> {
   event(event: StreamingEvent): D;
   /** A delta of `item`'s text or arguments (made from its text, where the writer can do without the typed event). */
   delta(item: OpenItem, sequenceNumber: number, text: string): D;
@@ -260,7 +260,7 @@ export interface Writer<D, R> {
 }
 
 /** The typed events themselves. */
-export const EVENTS: Writer<StreamingEvent, StreamingEvent[]> = {
+export const EVENTS: Writer<StreamingEvent> = {
   event: (event) => event,
   delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
   step: (events) => events,
@@ -300,7 +300,7 @@ function callsAllowed(request: CreateResponseBody | null): number | null {
  * reported; nothing after `<|return|>`), and `stopAtTurnEnd: false` reads a whole transcript. `strict: true` fails
  * the response on the first deviation from the grammar instead of repairing it.
  */
-export class ResponseBuilder<D, R> {
+export class ResponseBuilder<D, R = D[]> {
   readonly responseId: string;
   private readonly parser: HarmonyStreamParser;
   private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
@@ -594,7 +594,7 @@ export class ResponseBuilder<D, R> {
 }
 
 /** Completion tokens (or text) → typed Open Responses events; the options are `ResponseBuilder`'s. */
-export class ResponseStreamer extends ResponseBuilder<StreamingEvent, StreamingEvent[]> {
+export class ResponseStreamer extends ResponseBuilder<StreamingEvent> {
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: BuilderOptions = {}) {
     super(encoding, request, EVENTS, options);
   }
