@@ -362,9 +362,8 @@ export class ResponseBuilder<D, R = D[]> {
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
     const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
     const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
-    const model = this.options.model ?? "gpt-oss";
-    const state = { responseId: this.responseId, createdAt: this.createdAt, model, status, output, repairs };
-    return responseSnapshot(this.request, { ...state, ...extra });
+    const state = { responseId: this.responseId, createdAt: this.createdAt, model: this.options.model ?? "gpt-oss", status, output };
+    return responseSnapshot(this.request, { ...state, repairs, ...extra });
   }
 
   usage(): Usage {
@@ -430,8 +429,7 @@ export class ResponseBuilder<D, R = D[]> {
     }
     this.handle(events, status);
     if (this.item !== null) this.close(status, this.parser.currentContent);
-    if (stopped) this.end(status, { completedAt: Math.floor(this.clock()) });
-    else this.end(status, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+    this.end(status, stopped ? { completedAt: Math.floor(this.clock()) } : { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
     return this.last();
   }
 
@@ -469,9 +467,8 @@ export class ResponseBuilder<D, R = D[]> {
   }
 
   private end(status: Status, extra: Partial<SnapshotState>): void {
-    const response = this.snapshot(status, { usage: this.usage(), ...extra });
-    this.finalResponse = response;
-    this.send(spec.STREAM_CLOSING[status] ?? "", { response: response as unknown as JsonData });
+    this.finalResponse = this.snapshot(status, { usage: this.usage(), ...extra });
+    this.send(spec.STREAM_CLOSING[status] ?? "", { response: this.finalResponse as unknown as JsonData });
   }
 
   /** What this call wrote, and the writer's `last`: `finish` or `fail` ended the response (one the parser failed
