@@ -8,6 +8,8 @@
  * path and message, once.
  */
 
+import { isDeepStrictEqual } from "node:util";
+
 import { Ajv } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -36,20 +38,15 @@ export class Validation {
 // -- ajv, one instance per draft ---------------------------------------------------------------------------------
 
 type AjvClass = typeof Ajv | typeof Ajv2019 | typeof Ajv2020;
-const DRAFTS: readonly (readonly [string, AjvClass])[] = [
-  ["draft/2019-09", Ajv2019],
-  ["draft-07", Ajv],
-  ["draft-06", Ajv],
-  ["draft-04", Ajv],
-];
 const OPTIONS = { allErrors: true, strict: false, validateFormats: false, validateSchema: false, verbose: false };
 const instances = new Map<AjvClass, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction | Error>();
 
-/** The ajv instance for the draft `schema` names (2020-12 when none). */
+/** The ajv instance for the draft `schema` names: 2019-09, draft 4, 6 or 7 (ajv's draft-07 class reads the three),
+ * or 2020-12 (when it names none of those). */
 function ajvFor(schema: unknown): Ajv {
   const named = isJsonObject(schema) && typeof schema["$schema"] === "string" ? schema["$schema"] : "";
-  const draft = DRAFTS.find(([name]) => named.includes(name))?.[1] ?? Ajv2020;
+  const draft = named.includes("draft/2019-09") ? Ajv2019 : /draft-0[467]/.test(named) ? Ajv : Ajv2020;
   let instance = instances.get(draft);
   if (instance === undefined) {
     instance = new draft(OPTIONS);
@@ -62,30 +59,16 @@ function ajvFor(schema: unknown): Ajv {
 
 const UNIQUE_ITEMS = "uniqueItems";
 
-/** jsonschema's equality: deep, with booleans apart from numbers. */
-function equal(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => equal(x, b[i]));
-  }
-  if (typeof a === "object" && a !== null && typeof b === "object" && b !== null) {
-    const keys = Object.keys(a);
-    const other = b as Record<string, unknown>;
-    return keys.length === Object.keys(other).length && keys.every((k) => k in other && equal((a as Record<string, unknown>)[k], other[k]));
-  }
-  return false;
-}
-
-/** `uniqueItems` as jsonschema checks it (the ajv keyword's validate function). */
+/** `uniqueItems` as jsonschema checks it (the ajv keyword's validate function): Node's deep strict equality keeps
+ * booleans apart from numbers, as jsonschema does, and `plain` has made every -0 a 0. */
 function uniqueItems(flag: boolean, data: unknown[]): boolean {
-  if (!flag) return true;
-  for (let i = 0; i < data.length; i++) for (let j = i + 1; j < data.length; j++) if (equal(data[i], data[j])) return false;
-  return true;
+  return !flag || data.every((x, i) => !data.slice(i + 1).some((y) => isDeepStrictEqual(x, y)));
 }
 
 /** JSON data as plain JavaScript values for ajv (floats and big integers as numbers). */
 function plain(value: unknown): unknown {
-  if (value instanceof JsonFloat) return value.value;
+  if (value instanceof JsonFloat) return plain(value.value);
+  if (typeof value === "number") return value + 0; // -0 + 0 is 0: JSON Schema has no negative zero
   if (typeof value === "bigint") return Number(value);
   if (Array.isArray(value)) return value.map(plain);
   if (isJsonObject(value)) {

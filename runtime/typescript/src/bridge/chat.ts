@@ -8,31 +8,30 @@
  * until its item is done and then sent in the order they came. Mirrors the Python package's `bridge/chat.py`.
  */
 
-import type { ResponseResource, StreamingEvent } from "#types";
+import type { FunctionCall, ResponseResource, StreamingEvent } from "#types";
 
 import type { JsonData, JsonObject } from "../json.js";
 import { ItemKind, Role, spec } from "../tables.js";
 import { Status } from "./items.js";
 import { dumpAs } from "./schema.js";
 
-const KIND = {
-  message: spec.ITEM_KINDS[ItemKind.Message],
-  reasoning: spec.ITEM_KINDS[ItemKind.Reasoning],
-  call: spec.ITEM_KINDS[ItemKind.FunctionCall],
-};
-const OUTPUT_TEXT = KIND.message?.text?.["part"];
-const REASONING_TEXT = KIND.reasoning?.text?.["part"];
-const TEXT_DELTA = KIND.message?.text?.["delta"];
-const REASONING_DELTA = KIND.reasoning?.text?.["delta"];
-const ARGUMENTS_DELTA = KIND.call?.arguments?.["delta"];
+const [MESSAGE, REASONING, CALL] = [ItemKind.Message, ItemKind.Reasoning, ItemKind.FunctionCall].map((k) => spec.ITEM_KINDS[k]);
+const OUTPUT_TEXT = MESSAGE?.text?.["part"];
+const REASONING_TEXT = REASONING?.text?.["part"];
+const TEXT_DELTA = MESSAGE?.text?.["delta"];
+const REASONING_DELTA = REASONING?.text?.["delta"];
+const ARGUMENTS_DELTA = CALL?.arguments?.["delta"];
 const [CREATED] = spec.STREAM_OPENING;
 const INCOMPLETE: string = Status.Incomplete;
 const SEPARATOR = spec.CHAT_VISIBLE_SEPARATOR; // between the visible parts of a turn in `content`
 const PARTIAL_CALLS = spec.CHAT_PARTIAL_CALLS_FIELD; // calls the budget cut: not to be run
 
-function chatId(responseId: string): string {
+/** The fields a Chat Completions object (`object`: a completion or a chunk) for `response` begins with; its id is the
+ * response's under the chat prefix. */
+function headOf(response: ResponseResource, object: string): JsonObject {
   const prefix = spec.RESPONSE_ID_PREFIX + "_";
-  return spec.CHAT_ID_PREFIX + "_" + (responseId.startsWith(prefix) ? responseId.slice(prefix.length) : responseId);
+  const id = response.id.startsWith(prefix) ? response.id.slice(prefix.length) : response.id;
+  return { id: spec.CHAT_ID_PREFIX + "_" + id, object, created: response.created_at, model: response.model };
 }
 
 function finishReason(incomplete: boolean, hasCalls: boolean): string {
@@ -40,15 +39,8 @@ function finishReason(incomplete: boolean, hasCalls: boolean): string {
 }
 
 type Part = { readonly type: string; readonly text?: string };
-type Item = {
-  readonly type: string;
-  readonly id?: string;
-  readonly status?: string;
-  readonly content?: readonly Part[] | null;
-  readonly call_id?: string;
-  readonly name?: string;
-  readonly arguments?: string;
-};
+/** What the projection reads of an output item: a function call's fields, or another item's content parts. */
+type Item = Partial<Omit<FunctionCall, "type">> & { readonly type: string; readonly content?: readonly Part[] | null };
 
 function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
@@ -67,9 +59,9 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
-    if (item.type === KIND.message?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
-    else if (item.type === KIND.reasoning?.type) reasoning.push(...texts(item, REASONING_TEXT));
-    else if (item.type === KIND.call?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
+    if (item.type === MESSAGE?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
+    else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING_TEXT));
+    else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
   const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
@@ -80,10 +72,7 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   if (calls.length > 0) message["tool_calls"] = calls;
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
   return {
-    id: chatId(response.id),
-    object: spec.CHAT_OBJECT,
-    created: response.created_at,
-    model: response.model,
+    ...headOf(response, spec.CHAT_OBJECT),
     choices: [{ index: 0, message, finish_reason: finish }],
     usage: response.usage ? usageOf(response.usage) : null,
   };
@@ -138,14 +127,13 @@ export class ChatChunks {
       else if (type === ARGUMENTS_DELTA) {
         this.held.get(event["item_id"] as string)?.push(event["delta"] as string);
       } else if (type === CREATED) {
-        const r = event["response"] as ResponseResource;
-        this.head = { id: chatId(r.id), object: spec.CHAT_CHUNK_OBJECT, created: r.created_at, model: r.model };
+        this.head = headOf(event["response"] as ResponseResource, spec.CHAT_CHUNK_OBJECT);
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
       } else if (type === spec.STREAM_ITEM_ADDED) {
         const item = event["item"] as Item | null;
-        if (item?.type === KIND.call?.type) this.held.set(item?.id ?? "", []);
-        else if (item?.type === KIND.message?.type && this.shown) this.separate = true;
-      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === KIND.call?.type) {
+        if (item?.type === CALL?.type) this.held.set(item?.id ?? "", []);
+        else if (item?.type === MESSAGE?.type && this.shown) this.separate = true;
+      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === CALL?.type) {
         out.push(...this.callDone(event["item"] as Item));
       } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
         const done = event["response"] as ResponseResource;
@@ -166,8 +154,7 @@ export class ChatChunks {
     this.held.delete(id);
     if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
     const index = this.calls++;
-    const fn = { name: call.name ?? "", arguments: "" };
-    const out = [this.chunk({ tool_calls: [{ index, id: call.call_id ?? "", type: "function", function: fn }] })];
+    const out = [this.chunk({ tool_calls: [{ index, ...callOf({ ...call, arguments: "" }) }] })];
     for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));
     return out;
   }

@@ -18,6 +18,7 @@ export const SEAL_VERSION: string = spec.ENCRYPTED_REASONING_SEAL;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
+const AAD = Buffer.from(SEAL_VERSION, "ascii"); // the version, authenticated with the ciphertext
 
 /** What a blob holds: the reasoning the model wrote and its header. */
 export interface SealedReasoning {
@@ -75,30 +76,24 @@ export class ReasoningSeal {
   seal(text: string, channel: string | null, contentType: string | null, nonce: Uint8Array = randomBytes(NONCE_BYTES)): string {
     const payload = JSON.stringify({ text, channel, content_type: contentType, created_at: Math.floor(this.clock()) });
     const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
-    cipher.setAAD(Buffer.from(SEAL_VERSION, "ascii"));
+    cipher.setAAD(AAD);
     const sealed = Buffer.concat([cipher.update(payload, "utf8"), cipher.final(), cipher.getAuthTag()]);
     return `${SEAL_VERSION}.${b64(Buffer.concat([nonce, sealed]))}`;
   }
 
   /** What `blob` holds, or null when this seal did not make it, it was changed, or it has expired. */
   open(blob: string): SealedReasoning | null {
-    const dot = blob.indexOf(".");
-    if (dot < 0 || blob.slice(0, dot) !== SEAL_VERSION) return null;
-    const raw = unb64(blob.slice(dot + 1));
+    if (!blob.startsWith(`${SEAL_VERSION}.`)) return null;
+    const raw = unb64(blob.slice(SEAL_VERSION.length + 1));
     if (raw === null || raw.length < NONCE_BYTES + TAG_BYTES) return null;
-    let plain: string;
-    try {
-      const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, NONCE_BYTES));
-      decipher.setAAD(Buffer.from(SEAL_VERSION, "ascii"));
-      decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
-      const bytes = Buffer.concat([decipher.update(raw.subarray(NONCE_BYTES, raw.length - TAG_BYTES)), decipher.final()]);
-      plain = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    } catch {
-      return null;
-    }
     let data: Record<string, unknown> | null;
     try {
-      data = JSON.parse(plain) as Record<string, unknown> | null;
+      // a wrong key or a changed byte fails the tag; bytes that are not UTF-8 JSON fail to read
+      const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, NONCE_BYTES));
+      decipher.setAAD(AAD);
+      decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+      const bytes = Buffer.concat([decipher.update(raw.subarray(NONCE_BYTES, raw.length - TAG_BYTES)), decipher.final()]);
+      data = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) as Record<string, unknown> | null;
     } catch {
       return null;
     }

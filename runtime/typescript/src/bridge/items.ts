@@ -100,16 +100,15 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
 
 // -- the item kinds, from the spec's table ---------------------------------------------------------------------
 
-/** An event to send: its type and the fields it is given (its model's, in order). */
+/** An event to send: its type and its model's fields, in order. */
 type EventSpec = readonly [string, readonly string[]];
-const HEAD: ReadonlySet<string> = new Set(["type", "sequence_number"]);
 
 function eventSpec(type: string): EventSpec {
-  return [type, model(eventModelOf(type)).fields.map((f) => f.key).filter((k) => !HEAD.has(k))];
+  return [type, model(eventModelOf(type)).fields.map((f) => f.key)];
 }
 
 /** The event of `spec` with sequence number `sequenceNumber`, given the fields of its model that `values` hold
- * (null: not given). */
+ * (null: not given; none holds `type` or `sequence_number`, which come first). */
 function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: JsonObject): StreamingEvent {
   const given: JsonObject = { type, sequence_number: sequenceNumber };
   for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
@@ -119,26 +118,19 @@ function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: Json
 /** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
 export interface KindSpec {
   readonly kind: ItemKind;
-  readonly type: string;
-  readonly idPrefix: string;
-  readonly callIdPrefix: string | null;
+  readonly row: NonNullable<(typeof spec.ITEM_KINDS)[string]>; // its wire type and id prefixes
   readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
   readonly delta: EventSpec | null; // the event of a piece of text or of arguments
   readonly opening: readonly EventSpec[]; // the events the item opens with
   readonly closing: readonly EventSpec[]; // the events it ends with
 }
 
-/** The item union the response's `output` holds. */
-const OUTPUT_UNION = "ItemField";
-const CONTENT_KEY = "content"; // the field of an output item that holds its content parts
-
-/** A maker of the content part `partType` of an output item of wire type `itemType`: the part's model is the one
- * the item's `content` takes for that tag, and its other required lists start empty. */
+/** A maker of the content part `partType` of an output item of wire type `itemType` (in `ItemField`, the union the
+ * response's `output` holds): the part's model is the one the item's `content` takes for that tag, and its other
+ * required lists start empty. */
 function partMaker(itemType: string, partType: string): (text: string) => JsonObject {
-  const name = fieldMember(itemModelOf(OUTPUT_UNION, itemType) ?? "", CONTENT_KEY, partType);
-  const lists = model(name)
-    .fields.filter((f) => f.required && f.type.kind === "list")
-    .map((f) => f.key);
+  const name = fieldMember(itemModelOf("ItemField", itemType) ?? "", "content", partType);
+  const lists = model(name).fields.filter((f) => f.required && f.type.kind === "list").map((f) => f.key);
   return (text) => {
     const part: JsonObject = { type: partType, text };
     for (const key of lists) part[key] = [];
@@ -156,9 +148,7 @@ function kindSpec(kind: ItemKind): KindSpec {
   const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
   return {
     kind,
-    type: row.type,
-    idPrefix: row.id_prefix,
-    callIdPrefix: row.call_id_prefix,
+    row,
     part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
     delta: events[at] ?? null,
     opening: events.slice(0, at === -1 ? 1 : at),
@@ -184,7 +174,7 @@ function namespaceOf(recipient: string): string {
 /** The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
  * request's namespace tools (`namespaces`) is a function call. */
 export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = new Set()): ItemKind {
-  const recipient = start.recipient;
+  const { recipient, channel } = start;
   const assistant = start.role === Role.Assistant;
   if (recipient !== null && (recipient.startsWith(FUNCTIONS_PREFIX) || (assistant && namespaces.has(namespaceOf(recipient))))) {
     return ItemKind.FunctionCall;
@@ -194,7 +184,6 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
     return KIND_OF_NAMESPACE.get(namespaceOf(recipient)) ?? ItemKind.ToolCall;
   }
   // a channel the format does not know is hidden, as reasoning is
-  const channel = start.channel;
   return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 
@@ -230,7 +219,7 @@ export class OpenItem {
 
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
   body(status: Status, text = ""): JsonObject {
-    const { type, kind, part } = this.kind;
+    const { kind, part, row: { type } } = this.kind;
     const { channel, recipient, contentType } = this.header;
     const content = status !== Status.InProgress && part !== null ? [part(text)] : [];
     let item: JsonObject;
@@ -259,11 +248,13 @@ export class OpenItem {
 
 // -- the builder -------------------------------------------------------------------------------------------------
 
-/** What a builder makes of each event: a typed event (`EVENTS`), an SSE frame (`sse.sseWriter`), ... */
-export interface Writer<D> {
+/** What a builder makes of each event (`D`: a typed event, `EVENTS`; an SSE frame, `sse.sseWriter`), and what a
+ * step returns of those it made (`R`: the list; SSE text). */
+export interface Writer<D, R = D[]> {
   event(event: StreamingEvent): D;
   /** A delta of `item`'s text or arguments (made from its text, where the writer can do without the typed event). */
   delta(item: OpenItem, sequenceNumber: number, text: string): D;
+  step(written: D[]): R;
   /** What follows the closing event of a response `finish` or `fail` ended, if anything (SSE: `data: [DONE]`). */
   readonly last?: D;
 }
@@ -272,6 +263,7 @@ export interface Writer<D> {
 export const EVENTS: Writer<StreamingEvent> = {
   event: (event) => event,
   delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
+  step: (events) => events,
 };
 
 /** Options of `ResponseBuilder` (the Python keyword arguments, camelCased). */
@@ -288,9 +280,6 @@ export interface BuilderOptions {
   readonly tools?: Iterable<string> | null;
   readonly onRepair?: RepairHook | null;
 }
-
-/** What a snapshot adds to the response's state (its usage, error, incomplete reason, completion time). */
-type SnapshotExtra = Partial<SnapshotState>;
 
 /** How many tool calls the request lets one response make (null: no limit). */
 function callsAllowed(request: CreateResponseBody | null): number | null {
@@ -311,7 +300,7 @@ function callsAllowed(request: CreateResponseBody | null): number | null {
  * reported; nothing after `<|return|>`), and `stopAtTurnEnd: false` reads a whole transcript. `strict: true` fails
  * the response on the first deviation from the grammar instead of repairing it.
  */
-export class ResponseBuilder<D> {
+export class ResponseBuilder<D, R = D[]> {
   readonly responseId: string;
   private readonly parser: HarmonyStreamParser;
   private readonly schemas: ReadonlyMap<string, JsonObject>; // strict tools' `parameters`, by qualified name
@@ -328,13 +317,12 @@ export class ResponseBuilder<D> {
   private reasoningFrom = 0; // the token that opened the reasoning item being read
   private readonly text: string[] = []; // completion text, when it came as text (for usage)
   private started = false;
-  private ended = false;
-  private finalResponse: ResponseResource | null = null;
+  private finalResponse: ResponseResource | null = null; // set as the response ends
 
   constructor(
     private readonly encoding: HarmonyEncoding,
     private readonly request: CreateResponseBody | null,
-    private readonly writer: Writer<D>,
+    private readonly writer: Writer<D, R>,
     private readonly options: BuilderOptions = {},
   ) {
     const declared = declaredTools(request);
@@ -356,7 +344,7 @@ export class ResponseBuilder<D> {
   // -- state -------------------------------------------------------------------------------------------------
 
   get finished(): boolean {
-    return this.ended;
+    return this.finalResponse !== null;
   }
 
   /** The response its closing event carried (completed, incomplete or failed), once it ended. */
@@ -369,14 +357,13 @@ export class ResponseBuilder<D> {
   }
 
   /** The response as it stands (an open item is included as `incomplete` unless in progress). */
-  snapshot(status: Status, extra: SnapshotExtra = {}): ResponseResource {
+  snapshot(status: Status, extra: Partial<SnapshotState> = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
     const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
     const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
-    const model = this.options.model ?? "gpt-oss";
-    const state = { responseId: this.responseId, createdAt: this.createdAt, model, status, output, repairs };
-    return responseSnapshot(this.request, { ...state, ...extra });
+    const state = { responseId: this.responseId, createdAt: this.createdAt, model: this.options.model ?? "gpt-oss", status, output };
+    return responseSnapshot(this.request, { ...state, repairs, ...extra });
   }
 
   usage(): Usage {
@@ -392,25 +379,25 @@ export class ResponseBuilder<D> {
   // -- input -------------------------------------------------------------------------------------------------
 
   /** `response.created` and `response.in_progress` (sent once, before anything else). */
-  start(): D[] {
+  start(): R {
     this.begin();
     return this.take();
   }
 
   /** One more completion token. Plain text continuing a streamed body (the fast path) makes its delta alone. */
-  feed(token: number): D[] {
+  feed(token: number): R {
     const item = this.item; // set only while an item's body is streaming
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
-      if (text !== null) return item.streams ? [this.writer.delta(item, this.seq++, text)] : [];
-    } else if (this.ended) return [];
+      if (text !== null) return this.writer.step(item.streams ? [this.writer.delta(item, this.seq++, text)] : []);
+    } else if (this.finished) return this.take();
     this.read(() => this.parser.feedTokens([token]));
     return this.take();
   }
 
   /** A chunk of completion text, control tokens spelled out (for engines that return no ids). */
-  feedText(chunk: string): D[] {
-    if (this.ended) return [];
+  feedText(chunk: string): R {
+    if (this.finished) return this.take();
     this.text.push(chunk);
     this.read(() => this.parser.feedText(chunk));
     return this.take();
@@ -425,8 +412,8 @@ export class ResponseBuilder<D> {
    * itself: it is taken as stopped, unless it ends where no stop token can end it (inside a header or reasoning,
    * right after a header, or inside a call's JSON arguments).
    */
-  finish(stopped: boolean | null = null): D[] {
-    if (this.ended) return [];
+  finish(stopped: boolean | null = null): R {
+    if (this.finished) return this.take();
     this.begin();
     const region = this.parser.region;
     let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
@@ -441,25 +428,22 @@ export class ResponseBuilder<D> {
       events = []; // strict mode, a header cut short: that is the budget's doing, not a failure
     }
     this.handle(events, status);
-    this.ended = true;
     if (this.item !== null) this.close(status, this.parser.currentContent);
-    if (stopped) this.end(status, { completedAt: Math.floor(this.clock()) });
-    else this.end(status, { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
+    this.end(status, stopped ? { completedAt: Math.floor(this.clock()) } : { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
     return this.last();
   }
 
   /** End with `error` and `response.failed` (the engine went away, or the output is not Harmony). `code` and
    * `errorType` are the error's on the wire; `errorType` defaults to the spec's for `code`. */
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): D[] {
-    if (this.ended) return [];
+  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): R {
+    if (this.finished) return this.take();
     this.failed(message, code, errorType);
     return this.last();
   }
 
   private failed(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
-    if (this.ended) return;
+    if (this.finished) return;
     this.begin();
-    this.ended = true;
     const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
     this.send(spec.STREAM_ERROR, { error: make("ErrorPayload", { type, code, message, param: null }) });
     this.end(Status.Failed, { error: make("Error", { code, message }) });
@@ -472,25 +456,24 @@ export class ResponseBuilder<D> {
     for (const type of spec.STREAM_OPENING) this.send(type, { response });
   }
 
-  private take(): D[] {
+  private take(): R {
     const out = this.out;
     this.out = [];
-    return out;
+    return this.writer.step(out);
   }
 
   private send(type: string, fields: JsonObject): void {
     this.out.push(this.writer.event({ type, sequence_number: this.seq++, ...fields } as unknown as StreamingEvent));
   }
 
-  private end(status: Status, extra: SnapshotExtra): void {
-    const response = this.snapshot(status, { usage: this.usage(), ...extra });
-    this.finalResponse = response;
-    this.send(spec.STREAM_CLOSING[status] ?? "", { response: response as unknown as JsonData });
+  private end(status: Status, extra: Partial<SnapshotState>): void {
+    this.finalResponse = this.snapshot(status, { usage: this.usage(), ...extra });
+    this.send(spec.STREAM_CLOSING[status] ?? "", { response: this.finalResponse as unknown as JsonData });
   }
 
   /** What this call wrote, and the writer's `last`: `finish` or `fail` ended the response (one the parser failed
    * ends without it). */
-  private last(): D[] {
+  private last(): R {
     if (this.writer.last !== undefined) this.out.push(this.writer.last);
     return this.take();
   }
@@ -545,8 +528,8 @@ export class ResponseBuilder<D> {
 
   private open(start: MessageStart): void {
     const kind = KINDS.get(kindOf(start, this.namespaces)) as KindSpec;
-    const callId = kind.kind === ItemKind.FunctionCall ? this.ids(kind.callIdPrefix ?? kind.idPrefix) : null;
-    const item = new OpenItem(kind, this.ids(kind.idPrefix), this.outputItems.length, start, callId);
+    const callId = kind.row.call_id_prefix !== null ? this.ids(kind.row.call_id_prefix) : null;
+    const item = new OpenItem(kind, this.ids(kind.row.id_prefix), this.outputItems.length, start, callId);
     this.item = item;
     this.reasoningFrom = this.parser.tokensRead - 1;
     this.emit(kind.opening, item, { item: item.body(Status.InProgress), part: kind.part?.("") ?? null });
@@ -629,7 +612,7 @@ export interface StreamOptions extends BuilderOptions {
 }
 
 /** Drive `builder` through a whole completion given as token ids or text chunks: what each step wrote. */
-export function* drive<D>(builder: ResponseBuilder<D>, completion: Completion, stopped: boolean | null = null): Generator<D[]> {
+export function* drive<D, R>(builder: ResponseBuilder<D, R>, completion: Completion, stopped: boolean | null = null): Generator<R> {
   yield builder.start();
   yield* feedAll(completion, (t) => builder.feed(t), (c) => builder.feedText(c));
   yield builder.finish(stopped);

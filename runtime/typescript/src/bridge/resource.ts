@@ -33,10 +33,8 @@ function textField(body: CreateResponseBody): JsonObject {
   let echoed: JsonObject = make("TextResponseFormat", {});
   if (fmt !== null && modelOf(fmt) === "JsonSchemaResponseFormatParam") {
     // The spec's ResponseResource echoes no schema (`type: null`); a format without a name echoes `name: ""`.
-    const given = fmt as JsonSchemaResponseFormatParam;
-    const name = given.name ?? "";
-    const description = given.description ?? null;
-    echoed = make("JsonSchemaResponseFormat", { name, description, schema: null, strict: Boolean(given.strict) });
+    const { name, description, strict } = fmt as JsonSchemaResponseFormatParam;
+    echoed = make("JsonSchemaResponseFormat", { name: name ?? "", description: description ?? null, schema: null, strict: !!strict });
   }
   const verbosity = body.text?.verbosity ?? null;
   // an absent verbosity stays absent
@@ -113,9 +111,8 @@ export function responseSnapshot(body: CreateResponseBody | null, state: Snapsho
   };
   if (state.repairs && state.repairs.length > 0) out[spec.RESPONSE_REPAIRS_FIELD] = state.repairs.map((r) => ({ ...r }));
   const given = b as unknown as JsonObject;
-  const labels: JsonObject = {};
-  for (const key of Object.keys(spec.LABEL_FIELDS)) if (given[key] !== undefined && !(key in out)) labels[key] = given[key] as JsonData;
-  if (Object.keys(labels).length > 0) out[spec.RESPONSE_LABELS_FIELD] = labels;
+  const labels = Object.keys(spec.LABEL_FIELDS).filter((key) => given[key] !== undefined && !(key in out));
+  if (labels.length > 0) out[spec.RESPONSE_LABELS_FIELD] = Object.fromEntries(labels.map((key) => [key, given[key] as JsonData]));
   const unavailable = given[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD];
   if (Array.isArray(unavailable) && unavailable.length > 0) out[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
   return make("ResponseResource", out) as unknown as ResponseResource;

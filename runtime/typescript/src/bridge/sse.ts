@@ -44,7 +44,7 @@ const DELTA_EMPTY = DELTA_KEY + '""';
 
 /** A `ResponseBuilder` writer of SSE text: a delta's frame is made straight from its text, never as a typed event,
  * around the sequence number and the text in a sample frame of its item's. `data: [DONE]` ends the stream. */
-export function sseWriter(names: ReasoningNames = "spec"): Writer<string> {
+export function sseWriter(names: ReasoningNames = "spec"): Writer<string, string> {
   const escaped = new Map<string, string>(); // a piece of text → its JSON string; tokens repeat
   let open: OpenItem | null = null; // the item `head` and `middle` are cut for
   let head = "";
@@ -63,6 +63,7 @@ export function sseWriter(names: ReasoningNames = "spec"): Writer<string> {
       if (json === undefined) escaped.set(text, (json = jsonString(text)));
       return `${head}${sequenceNumber}${middle}${json}}\n\n`;
     },
+    step: (frames) => frames.join(""),
     last: DONE_FRAME,
   };
 }
@@ -82,31 +83,9 @@ export interface StreamSSEOptions extends SSEOptions, StreamOptions {}
  * `data: [DONE]`. The events are those `ResponseStreamer` yields, written as `toSse` writes them, but a delta's
  * frame is made from its text without building the typed event (`sseWriter`).
  */
-export class SSEStreamer {
-  readonly builder: ResponseBuilder<string>;
-
+export class SSEStreamer extends ResponseBuilder<string, string> {
   constructor(encoding: HarmonyEncoding, request: CreateResponseBody | null = null, options: SSEOptions = {}) {
-    this.builder = new ResponseBuilder(encoding, request, sseWriter(options.reasoningNames), options);
-  }
-
-  start(): string {
-    return this.builder.start().join("");
-  }
-
-  feed(token: number): string {
-    return this.builder.feed(token).join("");
-  }
-
-  feedText(chunk: string): string {
-    return this.builder.feedText(chunk).join("");
-  }
-
-  finish(stopped: boolean | null = null): string {
-    return this.builder.finish(stopped).join("");
-  }
-
-  fail(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): string {
-    return this.builder.fail(message, code, errorType).join("");
+    super(encoding, request, sseWriter(options.reasoningNames), options);
   }
 }
 
@@ -118,8 +97,7 @@ export function* streamSse(
   request: CreateResponseBody | null = null,
   options: StreamSSEOptions = {},
 ): Generator<string> {
-  const builder = new SSEStreamer(encoding, request, options).builder;
-  for (const frames of drive(builder, completion, options.stopped ?? null)) if (frames.length > 0) yield frames.join("");
+  for (const text of drive(new SSEStreamer(encoding, request, options), completion, options.stopped ?? null)) if (text) yield text;
 }
 
 /** Malformed or cut SSE text: `line` is the 1-based line, `events` what was read before the problem. */
@@ -184,35 +162,31 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = [];
   let name: string | null = null;
-  let data: string[] = [];
-  let first = 0; // the line of the pending event's first field
-  let dataLine = 0; // the line of its first `data` field
+  let data: (readonly [number, string])[] = []; // the pending event's `data` fields: each one's line and value
+  let first = 0; // the line of its first field
   let done = 0; // the line of `data: [DONE]` once dispatched
-  let number = 0;
   try {
     for (const [i, line] of parts.entries()) {
-      number = i + 1;
+      const number = i + 1;
       if (line === "") {
         if (data.length > 0) {
-          const payload = data.join("\n");
+          const payload = data.map(([, value]) => value).join("\n");
           if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`);
           if (payload === DONE) done = first;
-          else events.push(readEvent(dataLine, name, payload));
+          else events.push(readEvent(data[0]?.[0] ?? first, name, payload));
         } else if (name !== null) {
           throw new SSEError(first, `event ${JSON.stringify(name)} has no data`);
         }
         name = null;
         data = [];
         first = 0;
-        dataLine = 0;
         continue;
       }
       if (line.startsWith(":")) continue; // a comment
       const [, field, value = ""] = FIELD.exec(line) ?? [];
       first = first || number;
       if (field === "data") {
-        dataLine = dataLine || number;
-        data.push(value);
+        data.push([number, value]);
       } else if (field === "event") {
         name = value || null;
       } else if (field === "id") {
@@ -224,7 +198,7 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
       }
     }
     if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched");
-    if (!done) throw new SSEError(number, `the stream ends before data: ${DONE}: it was cut`);
+    if (!done) throw new SSEError(parts.length, `the stream ends before data: ${DONE}: it was cut`);
   } catch (e) {
     if (e instanceof SSEError) e.events = events;
     throw e;

@@ -36,14 +36,11 @@ export function recipient(name: string): string {
 
 /** Every function the request declares, in order: top-level functions and each namespace tool's functions. */
 export function declaredTools(body: CreateResponseBody | null): DeclaredTool[] {
-  const out: DeclaredTool[] = [];
-  (body?.tools ?? []).forEach((tool, i) => {
-    if (isNamespace(tool)) {
-      const namespace = tool.name;
-      tool.tools.forEach((t, j) => out.push({ name: qualified(t.name, namespace), tool: t, namespace, where: `tools[${i}].tools[${j}]` }));
-    } else out.push({ name: tool.name, tool, namespace: null, where: `tools[${i}]` });
-  });
-  return out;
+  return (body?.tools ?? []).flatMap((tool, i): DeclaredTool[] =>
+    isNamespace(tool)
+      ? tool.tools.map((t, j) => ({ name: qualified(t.name, tool.name), tool: t, namespace: tool.name, where: `tools[${i}].tools[${j}]` }))
+      : [{ name: tool.name, tool, namespace: null, where: `tools[${i}]` }],
+  );
 }
 
 /** The request's namespace tools, in order. */
