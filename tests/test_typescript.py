@@ -755,6 +755,12 @@ OTHER_TOOLS = st.sampled_from(
 )
 
 
+def _tool_list(raw: dict[str, Any]) -> list[Any]:
+    """The request's tools so far: an earlier "field" step may have set `tools` to a value that is not a list."""
+    tools = raw.get("tools")
+    return tools if isinstance(tools, list) else []
+
+
 @st.composite
 def request_text(draw: st.DrawFn) -> str:
     """A bundled request with a few fields changed: valid, coerced or wrong."""
@@ -766,7 +772,7 @@ def request_text(draw: st.DrawFn) -> str:
         elif what == "input":
             raw["input"] = draw(st.lists(ITEMS, min_size=1, max_size=3))
         elif what == "other tool":
-            raw["tools"] = [*raw.get("tools", []), draw(OTHER_TOOLS)]
+            raw["tools"] = [*_tool_list(raw), draw(OTHER_TOOLS)]
         else:
             name = draw(st.sampled_from(["get_weather", "get_time", "", "a b", "x" * 65]))
             tool: dict[str, object] = {"type": "function", "name": name}
@@ -775,7 +781,7 @@ def request_text(draw: st.DrawFn) -> str:
                     st.fixed_dictionaries({}, optional={"description": VALUES, "parameters": VALUES, "strict": VALUES})
                 )
             )
-            raw["tools"] = [*raw.get("tools", []), tool] if draw(st.booleans()) else [tool]
+            raw["tools"] = [*_tool_list(raw), tool] if draw(st.booleans()) else [tool]
     return json.dumps(raw)
 
 
