@@ -164,7 +164,7 @@ function bisectRight(sorted: readonly number[], value: number): number {
 
 /** Header text not yet split into words, and where each piece of it began in the input (its character, or the
  * token it came in). */
-class Stretch {
+export class Stretch {
   text = "";
   private readonly offsets: number[] = []; // where each piece begins in `text`
   private readonly starts: number[] = []; // and in the input
@@ -227,12 +227,12 @@ export class HeaderReader {
   private readonly tools: ReadonlySet<string>;
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
-  private stretch = new Stretch(); // header text not yet split into words
-  private raw = ""; // the header as the input gave it: its text and its control tokens' spellings
+  stretch = new Stretch(); // header text not yet split into words
+  raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
-  private said: string[] = []; // every word the input gave for this header, placed or set aside
+  said: string[] = []; // every word the input gave for this header, placed or set aside (not the prompt's role)
   private terms: string[] = []; // and their terminals (control terminals too)
-  private virtualStart = false; // the header's <|start|>ROLE came from the prompt, not the input
+  virtual = false; // the header's <|start|>ROLE came from the prompt, not the input (no control token read for it)
   private pending: Pending[] = []; // repairs reported when the header is settled
   private fedRecipient: string | null = null; // the recipient the grammar took
   private fedChannel: string | null = null; // the channel the grammar took
@@ -261,28 +261,9 @@ export class HeaderReader {
 
   // -- state -------------------------------------------------------------------------------------------------
 
-  /** Whether this header's `<|start|>ROLE` was the prompt's (no control token read for it). */
-  get virtual(): boolean {
-    return this.virtualStart;
-  }
-
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
-    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
-  }
-
-  /** The header's words as the input gave them (not the role a completion starts in). */
-  spokenWords(): string {
-    return this.said.join(" ");
-  }
-
-  pendingText(): string {
-    return this.stretch.text;
-  }
-
-  /** The header as the input gave it so far: its text, with its control tokens spelled out. */
-  rawText(): string {
-    return this.raw;
+    return this.virtual && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -294,7 +275,7 @@ export class HeaderReader {
     this.clear();
     this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
     this.replacingChannel = this.lateChannel = this.setAside = false;
-    this.virtualStart = role !== null;
+    this.virtual = role !== null;
     if (role === null) this.raw = spellingOf(T_START);
     else this.feed(T_ROLE, role);
   }
@@ -424,7 +405,7 @@ export class HeaderReader {
     let recipient = this.recipient || this.fedRecipient;
     if (recipient === Roles.Assistant) recipient = null;
     if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtualStart && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
+    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
   }
 

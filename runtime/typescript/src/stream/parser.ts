@@ -27,7 +27,7 @@
 import type { HarmonyEncoding } from "../encoding.js";
 import { IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
-import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
+import { cpCount, cpLength, cpPrefix, fill, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
 import {
   ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
@@ -62,9 +62,8 @@ const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
 const LEADING_SPACE = new RegExp(`^[${WHITESPACE}]+`, "u");
 const WORDS = new RegExp(`[^${WHITESPACE}]+`, "gu");
-const JSON_OPENERS = "{["; // what JSON arguments begin with
-const QUOTE = 0x22; // `"`, as a UTF-16 unit (it and the backslash are never part of a surrogate pair)
-const BACKSLASH = 0x5c;
+const JSON_START = /^[{[]/; // what JSON arguments begin with
+const JSON_STRINGS = /"(?:[^"\\]|\\[^])*"/g; // a string's escaped quote never ends it, nor starts another
 
 /** `text.lstrip()`. */
 function lstrip(text: string): string {
@@ -248,7 +247,7 @@ export class HarmonyStreamParser {
       return out;
     }
     const header = this.header; // text and no control token after the prompt's role: a message's body
-    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.pendingText())) {
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.stretch.text)) {
       this.unstructuredText();
       return out;
     }
@@ -257,7 +256,7 @@ export class HarmonyStreamParser {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.header.flushWords(this.byCharacter);
       // an empty completion is not a header cut short; the header's words are set aside
-      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.spokenWords() || this.header.rawText(), end);
+      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.said.join(" ") || this.header.raw, end);
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
@@ -477,7 +476,7 @@ export class HarmonyStreamParser {
       this.endMessage(terminator);
       return;
     }
-    const text = header.rawText();
+    const text = header.raw;
     header.abandon(); // the repairs found in it are not reported one by one
     this.regionValue = Region.Outside;
     this.lastStop = terminator;
@@ -528,7 +527,7 @@ export class HarmonyStreamParser {
       this.repair(rule, values);
       return false;
     }
-    this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
+    this.junk = [this.header.raw, spellingOf(T_MESSAGE)];
     this.header.abandon();
     this.stop(rule, values);
     this.junkPos = this.headerPos;
@@ -587,25 +586,12 @@ export class HarmonyStreamParser {
   }
 
   /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
-   * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
+   * token's spelling inside a string is indistinguishable from the token): a quote is left once the whole strings
+   * are taken out. */
   private insideJsonString(): boolean {
-    if ((this.current?.recipient ?? null) === null) return false;
-    let started = false; // past the white space before the JSON
-    let inside = false;
-    let escaped = false;
-    for (const piece of this.body) {
-      for (let i = 0; i < piece.length; i++) {
-        const unit = piece.charCodeAt(i);
-        if (!started) {
-          if (isSpaceUnit(unit)) continue;
-          if (!JSON_OPENERS.includes(piece[i] as string)) return false;
-          started = true;
-        } else if (escaped) escaped = false;
-        else if (unit === BACKSLASH) escaped = inside;
-        else if (unit === QUOTE) inside = !inside;
-      }
-    }
-    return inside;
+    const json = lstrip(this.body.join(""));
+    if ((this.current?.recipient ?? null) === null || !JSON_START.test(json)) return false;
+    return json.replace(JSON_STRINGS, "").includes('"');
   }
 
   // -- text without control tokens ---------------------------------------------------------------------------
@@ -613,7 +599,7 @@ export class HarmonyStreamParser {
   /** Decide, as early as the text allows, whether a completion without control tokens is stripped text; if it is,
    * read it as such from here on. */
   private tryStripped(final: boolean): boolean {
-    const text = this.junk.join("") + this.header.pendingText();
+    const text = this.junk.join("") + this.header.stretch.text;
     const body = lstrip(text);
     const decision = body || final ? strippedStart(body, final) : null;
     if (decision === null) return false;
@@ -662,7 +648,7 @@ export class HarmonyStreamParser {
 
   /** No control token and no channel words: the whole text is the body of the expected message. */
   private unstructuredText(): void {
-    const text = this.header.pendingText();
+    const text = this.header.stretch.text;
     this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
     this.emitWhole(null, text, EOS);
