@@ -28,7 +28,7 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
 import { cpCount, cpLength, cpPrefix, fill, strip, WHITESPACE } from "../texts.js";
-import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
+import { grammar, type Role, Role as Roles, spec, Terminator } from "../tables.js";
 import {
   ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
   type RepairValues,
@@ -42,21 +42,11 @@ import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./s
 
 const TEXT = grammar.LEXER_TERMINAL_TEXT;
 
-function terminator(value: string): Terminator {
-  const found = TERMINATOR_VALUES.find((t) => t === value);
-  if (found === undefined) throw new Error(`the spec names no terminator ${value}`);
-  return found;
-}
-
+/** A stop token's terminal → the terminator of the message it ends. */
 const TERMINATOR_OF: ReadonlyMap<string, Terminator> = new Map(
-  [...CONTROL_TERMINALS]
-    .filter(([id]) => spec.TERMINATORS[id] !== undefined)
-    .map(([id, t]) => [t, terminator(spec.TERMINATORS[id] as string)]),
+  Object.entries(spec.TERMINATORS).map(([id, value]) => [CONTROL_TERMINALS.get(Number(id)) ?? "", value as Terminator]),
 );
-const EOS = terminator(spec.PARSE_EOS_TERMINATOR);
-const END = terminator(spec.TERMINATORS[spec.TOKEN_END] as string);
-const CALL = terminator(spec.TERMINATORS[spec.TOKEN_CALL] as string);
-const TURN_END = terminator(spec.TERMINATORS[spec.TOKEN_END_DONE_SAMPLING] as string); // ends the model's turn
+const { Eos: EOS, End: END, Call: CALL, EndDoneSampling: TURN_END } = Terminator; // TURN_END: ends the model's turn
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
@@ -290,8 +280,7 @@ export class HarmonyStreamParser {
         this.lalr.feedToken(TEXT);
         this.bodyRun = true;
       }
-      this.body.push(text);
-      this.out.push(new ContentDelta(this.index, text));
+      this.bodyText(text);
     } else if (region === Region.Header) {
       this.header.addText(text, position);
       if (this.lenient && text.includes(GT)) this.nearMiss();
@@ -539,15 +528,19 @@ export class HarmonyStreamParser {
   private startBody(header: Header): void {
     if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
     this.regionValue = Region.Body;
-    if (header.isRole) this.openMessage(header, ROLES.get(header.author ?? "") as Role, null);
-    else this.openMessage(header, Roles.Tool, header.author);
+    this.openMessage(header);
   }
 
-  private openMessage(header: Header, role: Role, name: string | null): void {
-    this.current = new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType);
-    this.body = [];
-    this.bodyRun = false;
+  /** A message begins, a role's or a tool's (whose name is the header's author); its body is empty. */
+  private openMessage({ author, isRole, channel, recipient, contentType }: Header): void {
+    const role = isRole ? (ROLES.get(author ?? "") as Role) : Roles.Tool;
+    this.current = new MessageStart(this.index, role, isRole ? null : author, channel, recipient, contentType);
     this.out.push(this.current);
+  }
+
+  private bodyText(text: string): void {
+    this.body.push(text);
+    this.out.push(new ContentDelta(this.index, text));
   }
 
   private endMessage(how: Terminator): void {
@@ -571,12 +564,9 @@ export class HarmonyStreamParser {
 
   /** Start, content and end events of a message of the expected role found whole (by a fallback). */
   private emitWhole(channel: string | null, content: string, how: Terminator): void {
-    const m = new ParsedMessage(this.expectedRole, null, channel, null, null, content, how);
-    this.out.push(new MessageStart(this.index, m.role, null, channel, null, null));
-    if (content) this.out.push(new ContentDelta(this.index, content));
-    this.out.push(new MessageEnd(this.index, m, how));
-    this.index += 1;
-    this.last = m;
+    this.openMessage(new Header(this.expectedRole, true, null, channel));
+    if (content) this.bodyText(content);
+    this.endMessage(how);
   }
 
   private stop(rule: string, values: RepairValues = {}): void {
@@ -621,8 +611,7 @@ export class HarmonyStreamParser {
   private strippedPieces(pieces: readonly Piece[]): void {
     for (const piece of pieces) {
       if (!(piece instanceof StrippedHeader)) {
-        this.body.push(piece);
-        this.out.push(new ContentDelta(this.index, piece));
+        this.bodyText(piece);
         continue;
       }
       if (this.current !== null) {
@@ -631,10 +620,9 @@ export class HarmonyStreamParser {
       }
       const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const role = piece.role ?? this.expectedRole;
-      const header = new Header(role, true, piece.recipient, piece.channel, piece.contentType);
+      const header = new Header(piece.role ?? this.expectedRole, true, piece.recipient, piece.channel, piece.contentType);
       applyDeclaredTools(header, this.tools, this.report, at);
-      this.openMessage(header, role, null);
+      this.openMessage(header);
     }
   }
 
@@ -652,7 +640,6 @@ export class HarmonyStreamParser {
     this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
     this.header.abandon();
     this.emitWhole(null, text, EOS);
-    this.regionValue = Region.Outside;
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
