@@ -529,9 +529,7 @@ export class HeaderReader {
       r.addMissingRole(at);
       r.setRecipient(word, at);
     },
-    tool_author: (r, word) => {
-      r.feed(T_WORD, word);
-    },
+    tool_author: (r, word) => !r.feed(T_WORD, word), // the grammar's author is a role or a word: it always takes it
     expected_role: (r, word, at, repair) => {
       r.fix(repair, at, { word, role: r.role });
       r.feed(T_ROLE, r.role);

@@ -145,8 +145,7 @@ export class HarmonyStreamParser {
     if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
-    const fail = (message: string, position: number): never => this.fail(message, position);
-    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, fail, this.tools);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, (m, at) => this.fail(m, at), this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
     this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
