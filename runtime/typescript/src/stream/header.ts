@@ -192,10 +192,7 @@ export class Stretch {
     const rest = this.text.slice(at);
     const position = this.positionOf(at, byCharacter);
     this.text = this.text.slice(0, at);
-    while ((this.offsets[this.offsets.length - 1] ?? -1) >= at) {
-      this.offsets.pop();
-      this.starts.pop();
-    }
+    this.offsets.length = this.starts.length = bisectRight(this.offsets, at - 1); // the pieces that begin before `at`
     return [rest, position];
   }
 }

@@ -297,10 +297,8 @@ export class HarmonyStreamParser {
 
   onControl(terminal: string, position: number): void {
     this.pos = position;
-    if (!this.controlSeen) {
-      this.controlSeen = true;
-      this.fresh = this.strippedPossible = false;
-    }
+    this.controlSeen = true;
+    this.fresh = this.strippedPossible = false;
     this.act(this.regionValue, terminal, position);
   }
 
