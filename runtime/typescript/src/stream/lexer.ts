@@ -128,13 +128,14 @@ export class TextLexer {
 
   constructor(private readonly sink: Sink) {}
 
-  feed(text: string): void {
+  /** `final`: no more text comes, so nothing is held (a held tail is text after all). */
+  feed(text: string, final = false): void {
     const sink = this.sink;
     let buf = this.held ? this.held + text : text;
     const start = this.base;
     this.held = "";
     let dangling = "";
-    if (buf.length > 0 && isHighSurrogate(buf.charCodeAt(buf.length - 1))) {
+    if (!final && buf.length > 0 && isHighSurrogate(buf.charCodeAt(buf.length - 1))) {
       dangling = buf.slice(-1);
       buf = buf.slice(0, -1);
     }
@@ -155,7 +156,7 @@ export class TextLexer {
     }
     const tail = buf.slice(index);
     // hold a tail that may be the start of a spelling (OPEN is only ever a spelling's first character)
-    let cut = Math.max(0, tail.length - MAX_PREFIX);
+    let cut = final ? tail.length : Math.max(0, tail.length - MAX_PREFIX);
     while (cut < tail.length && (tail[cut] !== OPEN || !PREFIXES.has(tail.slice(cut)))) cut++;
     const heldPrefix = tail.slice(cut);
     if (cut > 0) sink.onText(tail.slice(0, cut), at);
@@ -180,14 +181,6 @@ export class TextLexer {
 
   /** End of input: bytes of an unfinished character become U+FFFD; a held tail is text after all. */
   finish(): void {
-    const tail = this.bytes.decode(new Uint8Array(0), true);
-    if (tail) this.feed(tail);
-    if (this.held) {
-      const held = this.held;
-      this.held = "";
-      this.sink.onText(held, this.base);
-      this.base += cpLength(held);
-      this.position = this.base;
-    }
+    this.feed(this.bytes.decode(new Uint8Array(0), true), true);
   }
 }
