@@ -151,6 +151,17 @@ export function roleOf(word: string): [Role, string | null, string | null] | nul
   return [ROLES.get(match[1] ?? "") as Role, match[2] ?? null, match[3] ?? null];
 }
 
+/** A header's words, where a recipient naming a declared function with spaces in it (`spaced`: such names, their
+ * words joined by one space) is one: `to=functions.Web Search`. Not when its first word is a declared name itself. */
+function spacedNamesRe(tools: ReadonlySet<string>, spaced: string[]): RegExp {
+  const names = spaced.sort(byLengthDown).map((name) => name.split(" ").map(escapeRegExp).join(`[${WHITESPACE}]+`));
+  const words = [...tools].filter((tool) => (tool.match(WORD_RE) ?? [])[0] === tool);
+  const whole = `(?![^${WHITESPACE}])`; // the word ends there
+  const own = words.length > 0 ? `(?!(?:${alt(words)})${whole})` : "";
+  const recipient = `${escapeRegExp(TO)}(?:${escapeRegExp(FUNCTIONS_PREFIX)})?${own}(${names.join("|")})${whole}`;
+  return new RegExp(`${recipient}|[^${WHITESPACE}]+`, "gu");
+}
+
 function bisectRight(sorted: readonly number[], value: number): number {
   let lo = 0;
   let hi = sorted.length;
@@ -223,6 +234,7 @@ type Row = readonly [readonly Condition[], Action, string | null];
 export class HeaderReader {
   private readonly tools: ReadonlySet<string>;
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
+  private readonly wordRe: RegExp = WORD_RE; // the words of a header's text (`spacedNamesRe` in lenient mode)
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
   stretch = new Stretch(); // header text not yet split into words
   raw = ""; // the header as the input gave it: its text and its control tokens' spellings
@@ -253,6 +265,7 @@ export class HeaderReader {
       const words = tool.match(WORD_RE) ?? [];
       if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
     }
+    if (lenient && this.spacedTools.size > 0) this.wordRe = spacedNamesRe(this.tools, [...this.spacedTools.keys()]);
     this.snapshot = lalr.copy();
   }
 
@@ -333,8 +346,12 @@ export class HeaderReader {
     if (!joined) return;
     this.stretch = new Stretch();
     const position = (at: number): number => stretch.positionOf(at, byCharacter);
-    let spans = [...joined.matchAll(WORD_RE)].map((m): [number, number] => [m.index, m.index + m[0].length]);
-    if (this.lenient && this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
+    const spans = [...joined.matchAll(this.wordRe)].map((m): [number, number] => {
+      const tool = m[1] === undefined ? undefined : this.spacedTools.get((m[1].match(WORD_RE) ?? []).join(" "));
+      // the position is where the recipient starts in the header's text, in characters (as Python reports it)
+      if (tool !== undefined) this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, m.index)), { name: tool });
+      return [m.index, m.index + m[0].length];
+    });
     this.before = before;
     let aside: [number, number] | null = null; // lenient: a run of words set aside, reported as the text it spans
     for (const [start, end] of spans) {
@@ -587,28 +604,6 @@ export class HeaderReader {
     if (earlier !== null) this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
     else this.fix(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, { word });
     this.recipient = word.slice(TO.length);
-  }
-
-  /** `to=functions.Web Search`, where `Web Search` is a declared function: one word. */
-  private joinSpacedNames(joined: string, spans: [number, number][]): [number, number][] {
-    const out: [number, number][] = [];
-    for (let i = 0; i < spans.length; i++) {
-      const [start, end] = spans[i] as [number, number];
-      const word = joined.slice(start, end);
-      const bare = word.slice(TO.length);
-      const name = bare.startsWith(FUNCTIONS_PREFIX) ? bare.slice(FUNCTIONS_PREFIX.length) : bare;
-      let last = i;
-      for (let j = spans.length - 1; j > i && last === i && word.startsWith(TO) && !this.tools.has(name); j--) {
-        const tool = this.spacedTools.get([name, ...spans.slice(i + 1, j + 1).map(([s, e]) => joined.slice(s, e))].join(" "));
-        if (tool === undefined) continue;
-        // the position is where the name starts in the header's text, in characters (as Python reports it)
-        this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, start)), { name: tool });
-        last = j;
-      }
-      out.push([start, last === i ? end : (spans[last] as [number, number])[1]]);
-      i = last;
-    }
-    return out;
   }
 
   // -- repairs -----------------------------------------------------------------------------------------------
