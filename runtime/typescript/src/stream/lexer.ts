@@ -12,11 +12,12 @@
  * half held until the next chunk, so positions and pieces do not depend on where JavaScript strings are cut.
  */
 
+import { isUtf8 } from "node:buffer";
 import { cpLength, escapeRegExp, isHighSurrogate } from "../texts.js";
 import type { HarmonyEncoding } from "../encoding.js";
 import { HarmonyError } from "../errors.js";
 import { grammar, spec } from "../tables.js";
-import { Utf8Stream } from "../utf8.js";
+import { decodeReplacing, Utf8Stream } from "../utf8.js";
 
 /** Token id → the grammar's terminal, for the control tokens the grammar names. */
 export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
@@ -96,7 +97,8 @@ export class TokenLexer {
     let text = this.texts.get(token);
     if (text === undefined) {
       try {
-        text = strictUtf8(this.encoding.decodeBytes([token]));
+        const bytes = this.encoding.decodeBytes([token]);
+        text = isUtf8(bytes) ? decodeReplacing(bytes) : null; // null: not whole UTF-8 on its own
       } catch (e) {
         if (!(e instanceof HarmonyError)) throw e;
         this.sink.onInvalidToken(token, this.position);
@@ -105,17 +107,6 @@ export class TokenLexer {
       this.texts.set(token, text);
     }
     return text !== null && !this.decoder.pending ? text : this.decoder.decode(this.encoding.decodeBytes([token]));
-  }
-}
-
-const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** The text of `data` if it is whole UTF-8, else null. */
-function strictUtf8(data: Uint8Array): string | null {
-  try {
-    return strictDecoder.decode(data);
-  } catch {
-    return null;
   }
 }
 
