@@ -106,10 +106,6 @@ const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Heade
   [grammar.RULE_CONTENT_TYPE]: ([, word], size) => ({ contentType: (size === 2 ? CONSTRAIN : "") + word }), // 2: <|constrain|> WORD
 };
 
-function isWord(value: unknown): value is Word {
-  return Array.isArray(value) && value.length === 2;
-}
-
 /** The LALR parser's reduce callback: what each header rule contributes (other rules carry nothing). */
 export function reduceHeader(origin: string, children: unknown[]): unknown {
   if (origin === grammar.RULE_HEADER) {
@@ -118,7 +114,8 @@ export function reduceHeader(origin: string, children: unknown[]): unknown {
     return header;
   }
   const part = PARTS[origin];
-  return part === undefined ? null : part(children.find(isWord) ?? ["", ""], children.length);
+  const word = children.find((child): child is Word => Array.isArray(child) && child.length === 2) ?? ["", ""];
+  return part === undefined ? null : part(word, children.length);
 }
 
 const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
