@@ -266,8 +266,6 @@ export class HeaderReader {
     this.snapshot = lalr.copy();
   }
 
-  // -- state -------------------------------------------------------------------------------------------------
-
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
     return this.virtual && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
@@ -671,20 +669,15 @@ export function applyDeclaredTools(header: Header, tools: ReadonlySet<string>, r
     return fix(spec.RECOVERY_RECIPIENT_PUNCTUATION, { name: core }, core, name.slice(0, at) + name.slice(at + core.length));
   }
   const parts = name.split(SEPARATOR);
-  const head = parts[0] as string;
-  for (let i = 1; i < parts.length && !BUILTIN_NAMESPACES.has(head); i++) {
+  for (let i = 1; i < parts.length && !BUILTIN_NAMESPACES.has(parts[0] as string); i++) {
     // `to=function.get_weather`, `to=functions.functions.get_weather`
     const rest = parts.slice(i).join(SEPARATOR);
     if (tools.has(rest)) return fix(spec.RECOVERY_WRONG_NAMESPACE, { name: rest }, rest, parts.slice(0, i).join(SEPARATOR));
   }
   if (name === recipient && name.includes(SEPARATOR)) return;
-  for (const tool of [...tools].sort(byLengthDown)) {
-    const rest = name.slice(tool.length);
-    const contentType = CONTENT_TYPES.get(rest.toLowerCase());
-    if (name.startsWith(tool) && contentType !== undefined) {
-      fix(spec.RECOVERY_GLUED_CONTENT_TYPE, {}, tool, rest);
-      header.contentType ??= contentType;
-      return;
-    }
-  }
+  const tool = [...tools].sort(byLengthDown).find((t) => name.startsWith(t) && CONTENT_TYPES.has(name.slice(t.length).toLowerCase()));
+  if (tool === undefined) return;
+  const rest = name.slice(tool.length);
+  fix(spec.RECOVERY_GLUED_CONTENT_TYPE, {}, tool, rest);
+  header.contentType ??= CONTENT_TYPES.get(rest.toLowerCase()) ?? null;
 }
