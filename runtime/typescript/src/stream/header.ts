@@ -60,7 +60,7 @@ const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set([
   ...Object.keys(spec.BUILTIN_NAMESPACES),
   ...Object.values(spec.ITEM_KINDS).flatMap((row) => (row.namespace ? [row.namespace] : [])),
 ]);
-const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
+export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const GLUED_ROLE_RE = new RegExp(
@@ -349,6 +349,10 @@ export class HeaderReader {
     });
     this.before = before;
     let aside: [number, number] | null = null; // lenient: a run of words set aside, reported as the text it spans
+    const setAside = ([from, to]: [number, number]): void => {
+      this.setAside = true;
+      this.fix(spec.RECOVERY_STRAY_HEADER_WORD, position(from), { word: joined.slice(from, to) });
+    };
     for (const [start, end] of spans) {
       const word = joined.slice(start, end);
       this.said.push(word);
@@ -357,11 +361,11 @@ export class HeaderReader {
       } else if (this.apply("word", word, position(start))) {
         aside = [aside !== null ? aside[0] : start, end];
       } else if (aside !== null) {
-        this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
+        setAside(aside);
         aside = null;
       }
     }
-    if (aside !== null) this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
+    if (aside !== null) setAside(aside);
   }
 
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
@@ -612,11 +616,6 @@ export class HeaderReader {
   /** A repair reported at once, as the spec's table describes it. */
   private fixNow(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
     if (rule !== null) this.report(rule, ...described(rule, values, text), position);
-  }
-
-  private setTextAside(text: string, position: number): void {
-    this.setAside = true;
-    this.fix(spec.RECOVERY_STRAY_HEADER_WORD, position, { word: text });
   }
 
   /** Lenient: apply what the grammar could not hold, then report the header's repairs. */

@@ -87,9 +87,7 @@ export class TokenLexer {
 
   /** End of input: a character left unfinished becomes U+FFFD. */
   finish(): void {
-    if (!this.decoder.pending) return;
-    const text = this.decoder.decode(new Uint8Array(0), true);
-    this.decoder.reset();
+    const text = this.decoder.decode(new Uint8Array(0), true); // holds nothing after a final decode
     if (text) this.sink.onText(text, this.position);
   }
 

@@ -35,7 +35,7 @@ import {
 } from "./events.js";
 import {
   applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
-  ROLES, T_CHANNEL, T_MESSAGE, T_START,
+  ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
@@ -51,7 +51,6 @@ const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
 const LEADING_SPACE = new RegExp(`^[${WHITESPACE}]+`, "u");
-const WORDS = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const JSON_START = /^[{[]/; // what JSON arguments begin with
 const JSON_STRINGS = /"(?:[^"\\]|\\[^])*"/g; // a string's escaped quote never ends it, nor starts another
 
@@ -434,7 +433,7 @@ export class HarmonyStreamParser {
     const at = this.header.bodyStart();
     if (at === null) return false;
     const [body, bodyAt] = this.header.splitPending(at, this.byCharacter);
-    const word = body.match(WORDS)?.[0] ?? "";
+    const word = body.match(WORD_RE)?.[0] ?? "";
     this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);
@@ -483,7 +482,7 @@ export class HarmonyStreamParser {
    * the words begin with a channel word) were lost. Whether the text was such words. */
   private headerWithoutStart(terminal: string, position: number): boolean {
     const text = this.junk.join("");
-    const words = text.match(WORDS) ?? [];
+    const words = text.match(WORD_RE) ?? [];
     const channelFirst = words.length > 0 && CHANNELS.has(channelOf(words[0] as string)[0]);
     if (!channelFirst && !words.some((w) => w.startsWith(TO))) return false;
     const at = this.junkPos;
