@@ -103,7 +103,7 @@ export class HarmonyStreamParser {
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
-  private readonly textLexer: TextLexer;
+  private readonly textLexer = new TextLexer(this);
   private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
   private unit = spec.PARSE_UNIT_TOKENS;
@@ -146,13 +146,9 @@ export class HarmonyStreamParser {
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
     this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, (m, at) => this.fail(m, at), this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
-    this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
     this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
-    if (first !== null) {
-      this.header.open(first);
-      this.regionValue = Region.Header;
-    }
+    if (first !== null) this.openHeader(first, 0);
   }
 
   // -- input -------------------------------------------------------------------------------------------------

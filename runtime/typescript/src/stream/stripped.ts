@@ -29,9 +29,8 @@ const MARKERS = CHANNELS.map((c) => ROLE + c);
 const MARKER_RE = new RegExp(alt(MARKERS), "u");
 const STARTS = [...MARKERS, ...CHANNELS]; // what the first header may begin with
 const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
-const HOLD = Math.max(...MARKERS.map((m) => m.length)) - 1;
-/** A tail of the buffer that may begin the next header: the longest is found first, as it starts leftmost. */
-const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(0, HOLD).map((_, i) => m.slice(0, i + 1))))})$`, "u");
+/** A tail of the buffer that may begin the next header (a marker's proper prefix): the longest starts leftmost. */
+const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(1).map((_, i) => m.slice(0, i + 1))))})$`, "u");
 
 /** A header read from stripped text; `text` is the header as written (`assistantcommentary to=f json`). */
 export class StrippedHeader {
