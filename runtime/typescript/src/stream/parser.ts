@@ -663,12 +663,9 @@ export class HarmonyStreamParser {
     } else if (atEnd && this.lastStop === END && body) {
       this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
       this.emitWhole(null, body, EOS);
-    } else if (atEnd && this.lastStop === CALL) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
-    } else if (this.last === null && this.lastStop === null) {
-      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, at);
     } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
+      const between = this.last === null && this.lastStop === null ? spec.RECOVERY_TEXT_BEFORE_START : spec.RECOVERY_JUNK_BETWEEN_MESSAGES;
+      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, at);
     }
   }
 }
