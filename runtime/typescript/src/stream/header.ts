@@ -392,7 +392,7 @@ export class HeaderReader {
       if (expected.size === 1 && expected.has(T_WORD)) {
         // a channel or a content type without its word
         const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
-        if (this.lastTerm === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
+        if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
         else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
@@ -458,18 +458,14 @@ export class HeaderReader {
     return true; // not reached: the generator makes each list end with a row without conditions
   }
 
-  private get lastTerm(): string | undefined {
-    return this.terms[this.terms.length - 1];
-  }
-
   /** The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far. */
   private static readonly IF: Readonly<Record<string, Condition>> = {
     author_expected: (r) => r.lalr.expected().has(T_ROLE),
     recipient: (_, word) => word.startsWith(TO),
     after_second_channel: (r) => r.replacingChannel,
     after_late_channel: (r) => r.lateChannel,
-    after_channel_marker: (r) => r.lastTerm === T_CHANNEL,
-    after_constrain: (r) => r.lastTerm === T_CONSTRAIN,
+    after_channel_marker: (r) => r.terms.at(-1) === T_CHANNEL,
+    after_constrain: (r) => r.terms.at(-1) === T_CONSTRAIN,
     repeats_role: (r, word) => r.words.length === 1 && word === r.words[0] && r.terms.length === 1 && r.terms[0] === T_ROLE,
     not_before_channel: (r) => r.before !== T_CHANNEL,
     no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.channel === null,
@@ -489,7 +485,7 @@ export class HeaderReader {
   private static readonly DO: Readonly<Record<string, Action>> = {
     author: (r, word, at) => r.apply("author_word", word, at),
     recipient: (r, word, at) => {
-      if (r.lastTerm === T_CHANNEL) {
+      if (r.terms.at(-1) === T_CHANNEL) {
         r.fix(spec.RECOVERY_EMPTY_CHANNEL, at); // `<|channel|> to=…`: no channel word
         r.feed(T_WORD, "");
       }

@@ -244,12 +244,10 @@ export class HarmonyStreamParser {
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
-    if (this.regionValue === Region.Body) {
-      this.lalr.feedEof();
-      this.endMessage(EOS);
-    } else if (this.regionValue === Region.Outside) {
+    if (this.regionValue === Region.Body || this.regionValue === Region.Outside) {
       const error = refusal(() => this.lalr.feedEof());
-      if (error !== null) this.fail(error.message, end); // only reachable in strict mode
+      if (error !== null) this.fail(error.message, end); // only reachable in strict mode, outside a message
+      if (this.regionValue === Region.Body) this.endMessage(EOS);
     }
     return out;
   }
