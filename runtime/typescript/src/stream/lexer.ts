@@ -123,11 +123,8 @@ export class TextLexer {
     let buf = this.held ? this.held + text : text;
     const start = this.base;
     this.held = "";
-    let dangling = "";
-    if (!final && buf.length > 0 && isHighSurrogate(buf.charCodeAt(buf.length - 1))) {
-      dangling = buf.slice(-1);
-      buf = buf.slice(0, -1);
-    }
+    const dangling = !final && isHighSurrogate(buf.charCodeAt(buf.length - 1)) ? buf.slice(-1) : ""; // empty: NaN, no half
+    if (dangling) buf = buf.slice(0, -1);
     const size = cpLength(buf);
     this.position = start + size;
     let index = 0;
