@@ -229,7 +229,6 @@ type Row = readonly [readonly Condition[], Action, string | null];
 
 /** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
 export class HeaderReader {
-  private readonly tools: ReadonlySet<string>;
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private readonly wordRe: RegExp = WORD_RE; // the words of a header's text (`spacedNamesRe` in lenient mode)
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
@@ -255,9 +254,8 @@ export class HeaderReader {
     private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
-    tools: Iterable<string> = [],
+    private readonly tools: ReadonlySet<string> = new Set(), // the declared function names
   ) {
-    this.tools = new Set(tools);
     for (const tool of this.tools) {
       const words = tool.match(WORD_RE) ?? [];
       if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
