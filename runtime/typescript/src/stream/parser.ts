@@ -232,7 +232,10 @@ export class HarmonyStreamParser {
     }
     const header = this.header; // text and no control token after the prompt's role: a message's body
     if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.stretch.text)) {
-      this.unstructuredText();
+      const text = header.stretch.text;
+      this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
+      header.abandon();
+      this.emitWhole(null, text, EOS);
       return out;
     }
     this.flushJunk(this.lenient && this.regionValue === Region.Outside && this.lastStop !== null);
@@ -622,14 +625,6 @@ export class HarmonyStreamParser {
     if (this.current !== null) this.endMessage(how);
     this.splitter = null;
     if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;
-  }
-
-  /** No control token and no channel words: the whole text is the body of the expected message. */
-  private unstructuredText(): void {
-    const text = this.header.stretch.text;
-    this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
-    this.header.abandon();
-    this.emitWhole(null, text, EOS);
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
