@@ -113,9 +113,7 @@ export type Event = MessageStart | ContentDelta | MessageEnd | Recovered;
 
 /** The messages that ended among `events`, in order. */
 export function messagesOf(events: readonly Event[]): ParsedMessage[] {
-  const out: ParsedMessage[] = [];
-  for (const e of events) if (e instanceof MessageEnd) out.push(e.message);
-  return out;
+  return events.flatMap((e) => (e instanceof MessageEnd ? [e.message] : []));
 }
 
 /** An event as the Python CLI's `parse --events` prints it: `type` first, then the fields in order. */

@@ -60,7 +60,7 @@ const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set([
   ...Object.keys(spec.BUILTIN_NAMESPACES),
   ...Object.values(spec.ITEM_KINDS).flatMap((row) => (row.namespace ? [row.namespace] : [])),
 ]);
-const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
+export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const GLUED_ROLE_RE = new RegExp(
@@ -106,10 +106,6 @@ const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Heade
   [grammar.RULE_CONTENT_TYPE]: ([, word], size) => ({ contentType: (size === 2 ? CONSTRAIN : "") + word }), // 2: <|constrain|> WORD
 };
 
-function isWord(value: unknown): value is Word {
-  return Array.isArray(value) && value.length === 2;
-}
-
 /** The LALR parser's reduce callback: what each header rule contributes (other rules carry nothing). */
 export function reduceHeader(origin: string, children: unknown[]): unknown {
   if (origin === grammar.RULE_HEADER) {
@@ -118,7 +114,8 @@ export function reduceHeader(origin: string, children: unknown[]): unknown {
     return header;
   }
   const part = PARTS[origin];
-  return part === undefined ? null : part(children.find(isWord) ?? ["", ""], children.length);
+  const word = children.find((child): child is Word => Array.isArray(child) && child.length === 2) ?? ["", ""];
+  return part === undefined ? null : part(word, children.length);
 }
 
 const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
@@ -151,6 +148,17 @@ export function roleOf(word: string): [Role, string | null, string | null] | nul
   return [ROLES.get(match[1] ?? "") as Role, match[2] ?? null, match[3] ?? null];
 }
 
+/** A header's words, where a recipient naming a declared function with spaces in it (`spaced`: such names, their
+ * words joined by one space) is one: `to=functions.Web Search`. Not when its first word is a declared name itself. */
+function spacedNamesRe(tools: ReadonlySet<string>, spaced: string[]): RegExp {
+  const names = spaced.sort(byLengthDown).map((name) => name.split(" ").map(escapeRegExp).join(`[${WHITESPACE}]+`));
+  const words = [...tools].filter((tool) => (tool.match(WORD_RE) ?? [])[0] === tool);
+  const whole = `(?![^${WHITESPACE}])`; // the word ends there
+  const own = words.length > 0 ? `(?!(?:${alt(words)})${whole})` : "";
+  const recipient = `${escapeRegExp(TO)}(?:${escapeRegExp(FUNCTIONS_PREFIX)})?${own}(${names.join("|")})${whole}`;
+  return new RegExp(`${recipient}|[^${WHITESPACE}]+`, "gu");
+}
+
 function bisectRight(sorted: readonly number[], value: number): number {
   let lo = 0;
   let hi = sorted.length;
@@ -164,7 +172,7 @@ function bisectRight(sorted: readonly number[], value: number): number {
 
 /** Header text not yet split into words, and where each piece of it began in the input (its character, or the
  * token it came in). */
-class Stretch {
+export class Stretch {
   text = "";
   private readonly offsets: number[] = []; // where each piece begins in `text`
   private readonly starts: number[] = []; // and in the input
@@ -192,10 +200,7 @@ class Stretch {
     const rest = this.text.slice(at);
     const position = this.positionOf(at, byCharacter);
     this.text = this.text.slice(0, at);
-    while ((this.offsets[this.offsets.length - 1] ?? -1) >= at) {
-      this.offsets.pop();
-      this.starts.pop();
-    }
+    this.offsets.length = this.starts.length = bisectRight(this.offsets, at - 1); // the pieces that begin before `at`
     return [rest, position];
   }
 }
@@ -224,15 +229,15 @@ type Row = readonly [readonly Condition[], Action, string | null];
 
 /** Reads headers into the shared LALR parser, one at a time (`open` starts the next one). */
 export class HeaderReader {
-  private readonly tools: ReadonlySet<string>;
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
+  private readonly wordRe: RegExp = WORD_RE; // the words of a header's text (`spacedNamesRe` in lenient mode)
   private snapshot: IncrementalParser; // the parser before the header's <|start|>
-  private stretch = new Stretch(); // header text not yet split into words
-  private raw = ""; // the header as the input gave it: its text and its control tokens' spellings
+  stretch = new Stretch(); // header text not yet split into words
+  raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
-  private said: string[] = []; // every word the input gave for this header, placed or set aside
+  said: string[] = []; // every word the input gave for this header, placed or set aside (not the prompt's role)
   private terms: string[] = []; // and their terminals (control terminals too)
-  private virtualStart = false; // the header's <|start|>ROLE came from the prompt, not the input
+  virtual = false; // the header's <|start|>ROLE came from the prompt, not the input (no control token read for it)
   private pending: Pending[] = []; // repairs reported when the header is settled
   private fedRecipient: string | null = null; // the recipient the grammar took
   private fedChannel: string | null = null; // the channel the grammar took
@@ -249,40 +254,19 @@ export class HeaderReader {
     private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
-    tools: Iterable<string> = [],
+    private readonly tools: ReadonlySet<string> = new Set(), // the declared function names
   ) {
-    this.tools = new Set(tools);
     for (const tool of this.tools) {
       const words = tool.match(WORD_RE) ?? [];
       if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
     }
+    if (lenient && this.spacedTools.size > 0) this.wordRe = spacedNamesRe(this.tools, [...this.spacedTools.keys()]);
     this.snapshot = lalr.copy();
-  }
-
-  // -- state -------------------------------------------------------------------------------------------------
-
-  /** Whether this header's `<|start|>ROLE` was the prompt's (no control token read for it). */
-  get virtual(): boolean {
-    return this.virtualStart;
   }
 
   /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
   get untouched(): boolean {
-    return this.virtualStart && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
-  }
-
-  /** The header's words as the input gave them (not the role a completion starts in). */
-  spokenWords(): string {
-    return this.said.join(" ");
-  }
-
-  pendingText(): string {
-    return this.stretch.text;
-  }
-
-  /** The header as the input gave it so far: its text, with its control tokens spelled out. */
-  rawText(): string {
-    return this.raw;
+    return this.virtual && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -294,7 +278,7 @@ export class HeaderReader {
     this.clear();
     this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
     this.replacingChannel = this.lateChannel = this.setAside = false;
-    this.virtualStart = role !== null;
+    this.virtual = role !== null;
     if (role === null) this.raw = spellingOf(T_START);
     else this.feed(T_ROLE, role);
   }
@@ -355,10 +339,18 @@ export class HeaderReader {
     if (!joined) return;
     this.stretch = new Stretch();
     const position = (at: number): number => stretch.positionOf(at, byCharacter);
-    let spans = [...joined.matchAll(WORD_RE)].map((m): [number, number] => [m.index, m.index + m[0].length]);
-    if (this.lenient && this.spacedTools.size > 0) spans = this.joinSpacedNames(joined, spans);
+    const spans = [...joined.matchAll(this.wordRe)].map((m): [number, number] => {
+      const tool = m[1] === undefined ? undefined : this.spacedTools.get((m[1].match(WORD_RE) ?? []).join(" "));
+      // the position is where the recipient starts in the header's text, in characters (as Python reports it)
+      if (tool !== undefined) this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, m.index)), { name: tool });
+      return [m.index, m.index + m[0].length];
+    });
     this.before = before;
     let aside: [number, number] | null = null; // lenient: a run of words set aside, reported as the text it spans
+    const setAside = ([from, to]: [number, number]): void => {
+      this.setAside = true;
+      this.fix(spec.RECOVERY_STRAY_HEADER_WORD, position(from), { word: joined.slice(from, to) });
+    };
     for (const [start, end] of spans) {
       const word = joined.slice(start, end);
       this.said.push(word);
@@ -367,11 +359,11 @@ export class HeaderReader {
       } else if (this.apply("word", word, position(start))) {
         aside = [aside !== null ? aside[0] : start, end];
       } else if (aside !== null) {
-        this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
+        setAside(aside);
         aside = null;
       }
     }
-    if (aside !== null) this.setTextAside(joined.slice(aside[0], aside[1]), position(aside[0]));
+    if (aside !== null) setAside(aside);
   }
 
   /** `<|channel|>`, `<|constrain|>` or `<|start|>` inside the header. */
@@ -398,7 +390,7 @@ export class HeaderReader {
       if (expected.size === 1 && expected.has(T_WORD)) {
         // a channel or a content type without its word
         const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
-        if (this.lastTerm === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
+        if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
         else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
         lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
         lalr.feedToken(T_MESSAGE);
@@ -424,7 +416,7 @@ export class HeaderReader {
     let recipient = this.recipient || this.fedRecipient;
     if (recipient === Roles.Assistant) recipient = null;
     if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtualStart && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
+    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
   }
 
@@ -464,18 +456,14 @@ export class HeaderReader {
     return true; // not reached: the generator makes each list end with a row without conditions
   }
 
-  private get lastTerm(): string | undefined {
-    return this.terms[this.terms.length - 1];
-  }
-
   /** The conditions of the spec's `header_conditions`, on a word (or a control terminal) and the header so far. */
   private static readonly IF: Readonly<Record<string, Condition>> = {
     author_expected: (r) => r.lalr.expected().has(T_ROLE),
     recipient: (_, word) => word.startsWith(TO),
     after_second_channel: (r) => r.replacingChannel,
     after_late_channel: (r) => r.lateChannel,
-    after_channel_marker: (r) => r.lastTerm === T_CHANNEL,
-    after_constrain: (r) => r.lastTerm === T_CONSTRAIN,
+    after_channel_marker: (r) => r.terms.at(-1) === T_CHANNEL,
+    after_constrain: (r) => r.terms.at(-1) === T_CONSTRAIN,
     repeats_role: (r, word) => r.words.length === 1 && word === r.words[0] && r.terms.length === 1 && r.terms[0] === T_ROLE,
     not_before_channel: (r) => r.before !== T_CHANNEL,
     no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.channel === null,
@@ -495,7 +483,7 @@ export class HeaderReader {
   private static readonly DO: Readonly<Record<string, Action>> = {
     author: (r, word, at) => r.apply("author_word", word, at),
     recipient: (r, word, at) => {
-      if (r.lastTerm === T_CHANNEL) {
+      if (r.terms.at(-1) === T_CHANNEL) {
         r.fix(spec.RECOVERY_EMPTY_CHANNEL, at); // `<|channel|> to=…`: no channel word
         r.feed(T_WORD, "");
       }
@@ -548,9 +536,7 @@ export class HeaderReader {
       r.addMissingRole(at);
       r.setRecipient(word, at);
     },
-    tool_author: (r, word) => {
-      r.feed(T_WORD, word);
-    },
+    tool_author: (r, word) => !r.feed(T_WORD, word), // the grammar's author is a role or a word: it always takes it
     expected_role: (r, word, at, repair) => {
       r.fix(repair, at, { word, role: r.role });
       r.feed(T_ROLE, r.role);
@@ -613,28 +599,6 @@ export class HeaderReader {
     this.recipient = word.slice(TO.length);
   }
 
-  /** `to=functions.Web Search`, where `Web Search` is a declared function: one word. */
-  private joinSpacedNames(joined: string, spans: [number, number][]): [number, number][] {
-    const out: [number, number][] = [];
-    for (let i = 0; i < spans.length; i++) {
-      const [start, end] = spans[i] as [number, number];
-      const word = joined.slice(start, end);
-      const bare = word.slice(TO.length);
-      const name = bare.startsWith(FUNCTIONS_PREFIX) ? bare.slice(FUNCTIONS_PREFIX.length) : bare;
-      let last = i;
-      for (let j = spans.length - 1; j > i && last === i && word.startsWith(TO) && !this.tools.has(name); j--) {
-        const tool = this.spacedTools.get([name, ...spans.slice(i + 1, j + 1).map(([s, e]) => joined.slice(s, e))].join(" "));
-        if (tool === undefined) continue;
-        // the position is where the name starts in the header's text, in characters (as Python reports it)
-        this.fix(spec.RECOVERY_NAME_WITH_SPACE, cpLength(joined.slice(0, start)), { name: tool });
-        last = j;
-      }
-      out.push([start, last === i ? end : (spans[last] as [number, number])[1]]);
-      i = last;
-    }
-    return out;
-  }
-
   // -- repairs -----------------------------------------------------------------------------------------------
 
   /** A repair reported once the header is settled (a header set aside whole reports only that), with the detail
@@ -646,11 +610,6 @@ export class HeaderReader {
   /** A repair reported at once, as the spec's table describes it. */
   private fixNow(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
     if (rule !== null) this.report(rule, ...described(rule, values, text), position);
-  }
-
-  private setTextAside(text: string, position: number): void {
-    this.setAside = true;
-    this.fix(spec.RECOVERY_STRAY_HEADER_WORD, position, { word: text });
   }
 
   /** Lenient: apply what the grammar could not hold, then report the header's repairs. */
@@ -703,20 +662,15 @@ export function applyDeclaredTools(header: Header, tools: ReadonlySet<string>, r
     return fix(spec.RECOVERY_RECIPIENT_PUNCTUATION, { name: core }, core, name.slice(0, at) + name.slice(at + core.length));
   }
   const parts = name.split(SEPARATOR);
-  const head = parts[0] as string;
-  for (let i = 1; i < parts.length && !BUILTIN_NAMESPACES.has(head); i++) {
+  for (let i = 1; i < parts.length && !BUILTIN_NAMESPACES.has(parts[0] as string); i++) {
     // `to=function.get_weather`, `to=functions.functions.get_weather`
     const rest = parts.slice(i).join(SEPARATOR);
     if (tools.has(rest)) return fix(spec.RECOVERY_WRONG_NAMESPACE, { name: rest }, rest, parts.slice(0, i).join(SEPARATOR));
   }
   if (name === recipient && name.includes(SEPARATOR)) return;
-  for (const tool of [...tools].sort(byLengthDown)) {
-    const rest = name.slice(tool.length);
-    const contentType = CONTENT_TYPES.get(rest.toLowerCase());
-    if (name.startsWith(tool) && contentType !== undefined) {
-      fix(spec.RECOVERY_GLUED_CONTENT_TYPE, {}, tool, rest);
-      header.contentType ??= contentType;
-      return;
-    }
-  }
+  const tool = [...tools].sort(byLengthDown).find((t) => name.startsWith(t) && CONTENT_TYPES.has(name.slice(t.length).toLowerCase()));
+  if (tool === undefined) return;
+  const rest = name.slice(tool.length);
+  fix(spec.RECOVERY_GLUED_CONTENT_TYPE, {}, tool, rest);
+  header.contentType ??= CONTENT_TYPES.get(rest.toLowerCase()) ?? null;
 }

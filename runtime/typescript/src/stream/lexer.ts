@@ -12,11 +12,12 @@
  * half held until the next chunk, so positions and pieces do not depend on where JavaScript strings are cut.
  */
 
+import { isUtf8 } from "node:buffer";
 import { cpLength, escapeRegExp, isHighSurrogate } from "../texts.js";
 import type { HarmonyEncoding } from "../encoding.js";
 import { HarmonyError } from "../errors.js";
 import { grammar, spec } from "../tables.js";
-import { Utf8Stream } from "../utf8.js";
+import { decodeReplacing, Utf8Stream } from "../utf8.js";
 
 /** Token id → the grammar's terminal, for the control tokens the grammar names. */
 export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
@@ -86,9 +87,7 @@ export class TokenLexer {
 
   /** End of input: a character left unfinished becomes U+FFFD. */
   finish(): void {
-    if (!this.decoder.pending) return;
-    const text = this.decoder.decode(new Uint8Array(0), true);
-    this.decoder.reset();
+    const text = this.decoder.decode(new Uint8Array(0), true); // holds nothing after a final decode
     if (text) this.sink.onText(text, this.position);
   }
 
@@ -96,7 +95,8 @@ export class TokenLexer {
     let text = this.texts.get(token);
     if (text === undefined) {
       try {
-        text = strictUtf8(this.encoding.decodeBytes([token]));
+        const bytes = this.encoding.decodeBytes([token]);
+        text = isUtf8(bytes) ? decodeReplacing(bytes) : null; // null: not whole UTF-8 on its own
       } catch (e) {
         if (!(e instanceof HarmonyError)) throw e;
         this.sink.onInvalidToken(token, this.position);
@@ -105,17 +105,6 @@ export class TokenLexer {
       this.texts.set(token, text);
     }
     return text !== null && !this.decoder.pending ? text : this.decoder.decode(this.encoding.decodeBytes([token]));
-  }
-}
-
-const strictDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** The text of `data` if it is whole UTF-8, else null. */
-function strictUtf8(data: Uint8Array): string | null {
-  try {
-    return strictDecoder.decode(data);
-  } catch {
-    return null;
   }
 }
 
@@ -128,16 +117,14 @@ export class TextLexer {
 
   constructor(private readonly sink: Sink) {}
 
-  feed(text: string): void {
+  /** `final`: no more text comes, so nothing is held (a held tail is text after all). */
+  feed(text: string, final = false): void {
     const sink = this.sink;
     let buf = this.held ? this.held + text : text;
     const start = this.base;
     this.held = "";
-    let dangling = "";
-    if (buf.length > 0 && isHighSurrogate(buf.charCodeAt(buf.length - 1))) {
-      dangling = buf.slice(-1);
-      buf = buf.slice(0, -1);
-    }
+    const dangling = !final && isHighSurrogate(buf.charCodeAt(buf.length - 1)) ? buf.slice(-1) : ""; // empty: NaN, no half
+    if (dangling) buf = buf.slice(0, -1);
     const size = cpLength(buf);
     this.position = start + size;
     let index = 0;
@@ -155,7 +142,7 @@ export class TextLexer {
     }
     const tail = buf.slice(index);
     // hold a tail that may be the start of a spelling (OPEN is only ever a spelling's first character)
-    let cut = Math.max(0, tail.length - MAX_PREFIX);
+    let cut = final ? tail.length : Math.max(0, tail.length - MAX_PREFIX);
     while (cut < tail.length && (tail[cut] !== OPEN || !PREFIXES.has(tail.slice(cut)))) cut++;
     const heldPrefix = tail.slice(cut);
     if (cut > 0) sink.onText(tail.slice(0, cut), at);
@@ -180,14 +167,6 @@ export class TextLexer {
 
   /** End of input: bytes of an unfinished character become U+FFFD; a held tail is text after all. */
   finish(): void {
-    const tail = this.bytes.decode(new Uint8Array(0), true);
-    if (tail) this.feed(tail);
-    if (this.held) {
-      const held = this.held;
-      this.held = "";
-      this.sink.onText(held, this.base);
-      this.base += cpLength(held);
-      this.position = this.base;
-    }
+    this.feed(this.bytes.decode(new Uint8Array(0), true), true);
   }
 }

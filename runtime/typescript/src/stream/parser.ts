@@ -27,44 +27,32 @@
 import type { HarmonyEncoding } from "../encoding.js";
 import { IncrementalParser } from "../lalr.js";
 import { parseRole } from "../models.js";
-import { cpCount, cpLength, cpPrefix, fill, isSpaceUnit, strip, WHITESPACE } from "../texts.js";
-import { grammar, type Role, Role as Roles, spec, type Terminator, TERMINATOR_VALUES } from "../tables.js";
+import { cpCount, cpLength, cpPrefix, fill, strip, WHITESPACE } from "../texts.js";
+import { grammar, type Role, Role as Roles, spec, Terminator } from "../tables.js";
 import {
   ContentDelta, described, type Event, HarmonyParseError, MessageEnd, MessageStart, messagesOf, type Mode, ParsedMessage, Recovered,
   type RepairValues,
 } from "./events.js";
 import {
   applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
-  ROLES, T_CHANNEL, T_MESSAGE, T_START,
+  ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
 
 const TEXT = grammar.LEXER_TERMINAL_TEXT;
 
-function terminator(value: string): Terminator {
-  const found = TERMINATOR_VALUES.find((t) => t === value);
-  if (found === undefined) throw new Error(`the spec names no terminator ${value}`);
-  return found;
-}
-
+/** A stop token's terminal → the terminator of the message it ends. */
 const TERMINATOR_OF: ReadonlyMap<string, Terminator> = new Map(
-  [...CONTROL_TERMINALS]
-    .filter(([id]) => spec.TERMINATORS[id] !== undefined)
-    .map(([id, t]) => [t, terminator(spec.TERMINATORS[id] as string)]),
+  Object.entries(spec.TERMINATORS).map(([id, value]) => [CONTROL_TERMINALS.get(Number(id)) ?? "", value as Terminator]),
 );
-const EOS = terminator(spec.PARSE_EOS_TERMINATOR);
-const END = terminator(spec.TERMINATORS[spec.TOKEN_END] as string);
-const CALL = terminator(spec.TERMINATORS[spec.TOKEN_CALL] as string);
-const TURN_END = terminator(spec.TERMINATORS[spec.TOKEN_END_DONE_SAMPLING] as string); // ends the model's turn
+const { Eos: EOS, End: END, Call: CALL, EndDoneSampling: TURN_END } = Terminator; // TURN_END: ends the model's turn
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
 const LEADING_SPACE = new RegExp(`^[${WHITESPACE}]+`, "u");
-const WORDS = new RegExp(`[^${WHITESPACE}]+`, "gu");
-const JSON_OPENERS = "{["; // what JSON arguments begin with
-const QUOTE = 0x22; // `"`, as a UTF-16 unit (it and the backslash are never part of a surrogate pair)
-const BACKSLASH = 0x5c;
+const JSON_START = /^[{[]/; // what JSON arguments begin with
+const JSON_STRINGS = /"(?:[^"\\]|\\[^])*"/g; // a string's escaped quote never ends it, nor starts another
 
 /** `text.lstrip()`. */
 function lstrip(text: string): string {
@@ -115,7 +103,7 @@ export class HarmonyStreamParser {
   private readonly lalr = new IncrementalParser(reduceHeader);
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
-  private readonly textLexer: TextLexer;
+  private readonly textLexer = new TextLexer(this);
   private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
   private unit = spec.PARSE_UNIT_TOKENS;
@@ -156,16 +144,11 @@ export class HarmonyStreamParser {
     if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
-    const fail = (message: string, position: number): never => this.fail(message, position);
-    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, fail, this.tools);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, (m, at) => this.fail(m, at), this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
-    this.textLexer = new TextLexer(this);
     this.strippedPossible = this.lenient;
     this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
-    if (first !== null) {
-      this.header.open(first);
-      this.regionValue = Region.Header;
-    }
+    if (first !== null) this.openHeader(first, 0);
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -248,8 +231,11 @@ export class HarmonyStreamParser {
       return out;
     }
     const header = this.header; // text and no control token after the prompt's role: a message's body
-    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.pendingText())) {
-      this.unstructuredText();
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.stretch.text)) {
+      const text = header.stretch.text;
+      this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
+      header.abandon();
+      this.emitWhole(null, text, EOS);
       return out;
     }
     this.flushJunk(this.lenient && this.regionValue === Region.Outside && this.lastStop !== null);
@@ -257,16 +243,14 @@ export class HarmonyStreamParser {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.header.flushWords(this.byCharacter);
       // an empty completion is not a header cut short; the header's words are set aside
-      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.spokenWords() || this.header.rawText(), end);
+      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.said.join(" ") || this.header.raw, end);
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
-    if (this.regionValue === Region.Body) {
-      this.lalr.feedEof();
-      this.endMessage(EOS);
-    } else if (this.regionValue === Region.Outside) {
+    if (this.regionValue === Region.Body || this.regionValue === Region.Outside) {
       const error = refusal(() => this.lalr.feedEof());
-      if (error !== null) this.fail(error.message, end); // only reachable in strict mode
+      if (error !== null) this.fail(error.message, end); // only reachable in strict mode, outside a message
+      if (this.regionValue === Region.Body) this.endMessage(EOS);
     }
     return out;
   }
@@ -291,8 +275,7 @@ export class HarmonyStreamParser {
         this.lalr.feedToken(TEXT);
         this.bodyRun = true;
       }
-      this.body.push(text);
-      this.out.push(new ContentDelta(this.index, text));
+      this.bodyText(text);
     } else if (region === Region.Header) {
       this.header.addText(text, position);
       if (this.lenient && text.includes(GT)) this.nearMiss();
@@ -310,10 +293,8 @@ export class HarmonyStreamParser {
 
   onControl(terminal: string, position: number): void {
     this.pos = position;
-    if (!this.controlSeen) {
-      this.controlSeen = true;
-      this.fresh = this.strippedPossible = false;
-    }
+    this.controlSeen = true;
+    this.fresh = this.strippedPossible = false;
     this.act(this.regionValue, terminal, position);
   }
 
@@ -449,7 +430,7 @@ export class HarmonyStreamParser {
     const at = this.header.bodyStart();
     if (at === null) return false;
     const [body, bodyAt] = this.header.splitPending(at, this.byCharacter);
-    const word = body.match(WORDS)?.[0] ?? "";
+    const word = body.match(WORD_RE)?.[0] ?? "";
     this.repair(spec.RECOVERY_HEADER_WITHOUT_MESSAGE, { token: spellingOf(T_MESSAGE), word }, undefined, bodyAt);
     this.onControl(T_MESSAGE, bodyAt);
     this.onText(body, bodyAt);
@@ -477,7 +458,7 @@ export class HarmonyStreamParser {
       this.endMessage(terminator);
       return;
     }
-    const text = header.rawText();
+    const text = header.raw;
     header.abandon(); // the repairs found in it are not reported one by one
     this.regionValue = Region.Outside;
     this.lastStop = terminator;
@@ -498,7 +479,7 @@ export class HarmonyStreamParser {
    * the words begin with a channel word) were lost. Whether the text was such words. */
   private headerWithoutStart(terminal: string, position: number): boolean {
     const text = this.junk.join("");
-    const words = text.match(WORDS) ?? [];
+    const words = text.match(WORD_RE) ?? [];
     const channelFirst = words.length > 0 && CHANNELS.has(channelOf(words[0] as string)[0]);
     if (!channelFirst && !words.some((w) => w.startsWith(TO))) return false;
     const at = this.junkPos;
@@ -528,7 +509,7 @@ export class HarmonyStreamParser {
       this.repair(rule, values);
       return false;
     }
-    this.junk = [this.header.rawText(), spellingOf(T_MESSAGE)];
+    this.junk = [this.header.raw, spellingOf(T_MESSAGE)];
     this.header.abandon();
     this.stop(rule, values);
     this.junkPos = this.headerPos;
@@ -540,15 +521,19 @@ export class HarmonyStreamParser {
   private startBody(header: Header): void {
     if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
     this.regionValue = Region.Body;
-    if (header.isRole) this.openMessage(header, ROLES.get(header.author ?? "") as Role, null);
-    else this.openMessage(header, Roles.Tool, header.author);
+    this.openMessage(header);
   }
 
-  private openMessage(header: Header, role: Role, name: string | null): void {
-    this.current = new MessageStart(this.index, role, name, header.channel, header.recipient, header.contentType);
-    this.body = [];
-    this.bodyRun = false;
+  /** A message begins, a role's or a tool's (whose name is the header's author); its body is empty. */
+  private openMessage({ author, isRole, channel, recipient, contentType }: Header): void {
+    const role = isRole ? (ROLES.get(author ?? "") as Role) : Roles.Tool;
+    this.current = new MessageStart(this.index, role, isRole ? null : author, channel, recipient, contentType);
     this.out.push(this.current);
+  }
+
+  private bodyText(text: string): void {
+    this.body.push(text);
+    this.out.push(new ContentDelta(this.index, text));
   }
 
   private endMessage(how: Terminator): void {
@@ -572,12 +557,9 @@ export class HarmonyStreamParser {
 
   /** Start, content and end events of a message of the expected role found whole (by a fallback). */
   private emitWhole(channel: string | null, content: string, how: Terminator): void {
-    const m = new ParsedMessage(this.expectedRole, null, channel, null, null, content, how);
-    this.out.push(new MessageStart(this.index, m.role, null, channel, null, null));
-    if (content) this.out.push(new ContentDelta(this.index, content));
-    this.out.push(new MessageEnd(this.index, m, how));
-    this.index += 1;
-    this.last = m;
+    this.openMessage(new Header(this.expectedRole, true, null, channel));
+    if (content) this.bodyText(content);
+    this.endMessage(how);
   }
 
   private stop(rule: string, values: RepairValues = {}): void {
@@ -587,25 +569,12 @@ export class HarmonyStreamParser {
   }
 
   /** Whether the open body is a call's JSON arguments that end inside a string (text input only: there a control
-   * token's spelling inside a string is indistinguishable from the token). Reads the body's pieces in place. */
+   * token's spelling inside a string is indistinguishable from the token): a quote is left once the whole strings
+   * are taken out. */
   private insideJsonString(): boolean {
-    if ((this.current?.recipient ?? null) === null) return false;
-    let started = false; // past the white space before the JSON
-    let inside = false;
-    let escaped = false;
-    for (const piece of this.body) {
-      for (let i = 0; i < piece.length; i++) {
-        const unit = piece.charCodeAt(i);
-        if (!started) {
-          if (isSpaceUnit(unit)) continue;
-          if (!JSON_OPENERS.includes(piece[i] as string)) return false;
-          started = true;
-        } else if (escaped) escaped = false;
-        else if (unit === BACKSLASH) escaped = inside;
-        else if (unit === QUOTE) inside = !inside;
-      }
-    }
-    return inside;
+    const json = lstrip(this.body.join(""));
+    if ((this.current?.recipient ?? null) === null || !JSON_START.test(json)) return false;
+    return json.replace(JSON_STRINGS, "").includes('"');
   }
 
   // -- text without control tokens ---------------------------------------------------------------------------
@@ -613,7 +582,7 @@ export class HarmonyStreamParser {
   /** Decide, as early as the text allows, whether a completion without control tokens is stripped text; if it is,
    * read it as such from here on. */
   private tryStripped(final: boolean): boolean {
-    const text = this.junk.join("") + this.header.pendingText();
+    const text = this.junk.join("") + this.header.stretch.text;
     const body = lstrip(text);
     const decision = body || final ? strippedStart(body, final) : null;
     if (decision === null) return false;
@@ -635,8 +604,7 @@ export class HarmonyStreamParser {
   private strippedPieces(pieces: readonly Piece[]): void {
     for (const piece of pieces) {
       if (!(piece instanceof StrippedHeader)) {
-        this.body.push(piece);
-        this.out.push(new ContentDelta(this.index, piece));
+        this.bodyText(piece);
         continue;
       }
       if (this.current !== null) {
@@ -645,10 +613,9 @@ export class HarmonyStreamParser {
       }
       const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const role = piece.role ?? this.expectedRole;
-      const header = new Header(role, true, piece.recipient, piece.channel, piece.contentType);
+      const header = new Header(piece.role ?? this.expectedRole, true, piece.recipient, piece.channel, piece.contentType);
       applyDeclaredTools(header, this.tools, this.report, at);
-      this.openMessage(header, role, null);
+      this.openMessage(header);
     }
   }
 
@@ -658,15 +625,6 @@ export class HarmonyStreamParser {
     if (this.current !== null) this.endMessage(how);
     this.splitter = null;
     if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;
-  }
-
-  /** No control token and no channel words: the whole text is the body of the expected message. */
-  private unstructuredText(): void {
-    const text = this.header.pendingText();
-    this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
-    this.header.abandon();
-    this.emitWhole(null, text, EOS);
-    this.regionValue = Region.Outside;
   }
 
   // -- repairs and errors ------------------------------------------------------------------------------------
@@ -698,12 +656,9 @@ export class HarmonyStreamParser {
     } else if (atEnd && this.lastStop === END && body) {
       this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
       this.emitWhole(null, body, EOS);
-    } else if (atEnd && this.lastStop === CALL) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_CALL, {}, text, at);
-    } else if (this.last === null && this.lastStop === null) {
-      this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, text, at);
     } else {
-      this.repair(spec.RECOVERY_JUNK_BETWEEN_MESSAGES, {}, text, at);
+      const between = this.last === null && this.lastStop === null ? spec.RECOVERY_TEXT_BEFORE_START : spec.RECOVERY_JUNK_BETWEEN_MESSAGES;
+      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, at);
     }
   }
 }

@@ -29,7 +29,8 @@ const MARKERS = CHANNELS.map((c) => ROLE + c);
 const MARKER_RE = new RegExp(alt(MARKERS), "u");
 const STARTS = [...MARKERS, ...CHANNELS]; // what the first header may begin with
 const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
-const HOLD = Math.max(...MARKERS.map((m) => m.length)) - 1;
+/** A tail of the buffer that may begin the next header (a marker's proper prefix): the longest starts leftmost. */
+const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(1).map((_, i) => m.slice(0, i + 1))))})$`, "u");
 
 /** A header read from stripped text; `text` is the header as written (`assistantcommentary to=f json`). */
 export class StrippedHeader {
@@ -100,21 +101,11 @@ export class StrippedSplitter {
         this.inHeader = true;
         continue;
       }
-      const hold = final ? 0 : held(buf);
+      const hold = final ? 0 : (HELD_RE.exec(buf)?.[0].length ?? 0); // ASCII: UTF-16 units are code points there
       if (buf.length > hold) take(buf.length - hold);
       break;
     }
     this.buf = buf;
     return out;
   }
-}
-
-/** How many characters at the end of `buf` may begin the next header (they are ASCII: UTF-16 units are code
- * points there). */
-function held(buf: string): number {
-  for (let size = Math.min(HOLD, buf.length); size > 0; size--) {
-    const tail = buf.slice(buf.length - size);
-    if (MARKERS.some((m) => m.startsWith(tail))) return size;
-  }
-  return 0;
 }
