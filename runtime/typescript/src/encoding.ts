@@ -56,7 +56,6 @@ export class HarmonyEncoding {
     this.specialIds = new Set(vocab.specials.values());
   }
 
-  /** Every special token's spelling. */
   get specialTokensSet(): Set<string> {
     return new Set(this.vocab.specials.keys());
   }
@@ -220,7 +219,6 @@ export class HarmonyEncoding {
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
   }
 
-  /** Render one message. */
   render(message: Message, renderOptions: RenderOptions | null = null): number[] {
     const out: number[] = [];
     this.renderInto(message, out, renderOptions?.conversationHasFunctionTools ?? false);

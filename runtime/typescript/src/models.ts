@@ -134,7 +134,6 @@ export class Author {
   }
 }
 
-/** Plain text. */
 export class TextContent {
   constructor(public text: string) {}
 
@@ -326,7 +325,6 @@ export class DeveloperContent {
   }
 }
 
-/** What a message can hold. */
 export type Content = TextContent | SystemContent | DeveloperContent;
 
 /** The content `type`s of the reference's JSON form. */
@@ -394,7 +392,6 @@ export class Message {
   }
 }
 
-/** An ordered list of messages. */
 export class Conversation implements Iterable<Message> {
   constructor(public messages: Message[] = []) {}
 
@@ -421,12 +418,10 @@ export class Conversation implements Iterable<Message> {
   }
 }
 
-/** Options for rendering a whole conversation. */
 export class RenderConversationConfig {
   constructor(public autoDropAnalysis: boolean = spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT) {}
 }
 
-/** Options for rendering one message. */
 export class RenderOptions {
   constructor(public conversationHasFunctionTools = false) {}
 }

@@ -63,7 +63,6 @@ export function planRequest(
   }
 }
 
-/** Run `prompt`; returns the exit code. */
 export function prompt(flags: PromptFlags, out: Out, err: Out): number {
   const planned = planRequest(flags.request, PROMPT_CAPABILITIES, err);
   if (planned === null) return 2;

@@ -103,7 +103,6 @@ function* events(
   yield* streamer.finish(stopped);
 }
 
-/** Run `respond`; returns the exit code. */
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
   const completionFile = flags.completion;
   if (flags.request === STDIN && completionFile === STDIN) {

@@ -65,7 +65,6 @@ export function isSpaceUnit(unit: number): boolean {
   return SPACE_UNITS.has(unit);
 }
 
-/** `text` without white space at either end. */
 export function strip(text: string): string {
   return text.replace(EDGES, "");
 }

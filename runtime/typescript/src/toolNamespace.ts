@@ -189,15 +189,9 @@ function asTool(raw: ToolLike): ToolDescription {
   if (!isJsonObject(raw)) throw new TypeError(`a tool must be a ToolDescription or an object, not ${typeof raw}`);
   const nested = raw["function"];
   const data = raw["type"] === "function" && isJsonObject(nested) ? nested : raw;
-  const name = data["name"];
+  const { name, description, parameters } = data;
   if (typeof name !== "string") throw new TypeError(`tool ${jsonDisplay(raw)}: 'name' must be a string`);
-  const description = data["description"];
-  const parameters = data["parameters"];
-  return new ToolDescription(
-    name,
-    typeof description === "string" ? description : "",
-    isJsonObject(parameters) ? parameters : null,
-  );
+  return new ToolDescription(name, typeof description === "string" ? description : "", isJsonObject(parameters) ? parameters : null);
 }
 
 /**
