@@ -82,15 +82,12 @@ function bool(value: unknown, loc: Loc): boolean {
   return found;
 }
 
-function record(value: unknown, loc: Loc, model: string | null): JsonObject {
+/** An object, read as a plain dictionary or (`model`) as the model of that name. */
+function dict(value: unknown, loc: Loc, model: string | null = null): JsonObject {
   if (!isJsonObject(value)) {
     fail(loc, model === null ? "Input should be a valid dictionary" : `Input should be a valid dictionary or instance of ${model}`);
   }
   return value;
-}
-
-function dict(value: unknown, loc: Loc): JsonObject {
-  return record(value, loc, null);
 }
 
 function list(value: unknown, loc: Loc): unknown[] {
@@ -159,7 +156,7 @@ export class ToolDescription {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolDescription {
-    const obj = record(raw, loc, "ToolDescription");
+    const obj = dict(raw, loc, "ToolDescription");
     const name = required(obj, loc, "name", str);
     const description = required(obj, loc, "description", str);
     return new ToolDescription(name, description, optional(obj, loc, "parameters", nullable(dict), null));
@@ -182,7 +179,7 @@ export class ChannelConfig {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ChannelConfig {
-    const obj = record(raw, loc, "ChannelConfig");
+    const obj = dict(raw, loc, "ChannelConfig");
     const channels = required(obj, loc, "valid_channels", listOf(str));
     return new ChannelConfig(channels, required(obj, loc, "channel_required", bool));
   }
@@ -216,7 +213,7 @@ export class ToolNamespaceConfig {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolNamespaceConfig {
-    const obj = record(raw, loc, "ToolNamespaceConfig");
+    const obj = dict(raw, loc, "ToolNamespaceConfig");
     const name = required(obj, loc, "name", str);
     const description = optional(obj, loc, "description", optStr, null);
     return new ToolNamespaceConfig(name, description, required(obj, loc, "tools", listOf(ToolDescription.fromDict)));
@@ -283,7 +280,7 @@ export class SystemContent {
 
   /** From the reference's JSON form (the `type` key is ignored); a missing key keeps its default. */
   static fromDict(raw: unknown, loc: Loc = []): SystemContent {
-    const obj = record(raw, loc, "SystemContent");
+    const obj = dict(raw, loc, "SystemContent");
     const out = new SystemContent();
     out.modelIdentity = optional(obj, loc, "model_identity", optStr, out.modelIdentity);
     out.reasoningEffort = optional(obj, loc, "reasoning_effort", nullable(effort), out.reasoningEffort);
@@ -317,7 +314,7 @@ export class DeveloperContent {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): DeveloperContent {
-    const obj = record(raw, loc, "DeveloperContent");
+    const obj = dict(raw, loc, "DeveloperContent");
     const out = new DeveloperContent();
     out.instructions = optional(obj, loc, "instructions", optStr, null);
     out.tools = optional(obj, loc, "tools", namespacesFromDict, null);

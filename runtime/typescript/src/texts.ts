@@ -35,7 +35,8 @@ export function pyrepr(text: string): string {
 }
 
 function pyEscape(code: number): string {
-  return code < 0x100 ? "\\x" + hex(code, 2) : code < 0x10000 ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
+  const [prefix, width] = code < 0x100 ? ["\\x", 2] : code < 0x10000 ? ["\\u", 4] : ["\\U", 8];
+  return prefix + code.toString(16).padStart(width, "0");
 }
 
 /** `text` with each character of `short` replaced, and each other one Unicode does not print (but the space) by `long`. */
@@ -43,10 +44,6 @@ export function escapeText(text: string, short: Readonly<Record<string, string>>
   let out = "";
   for (const ch of text) out += short[ch] ?? (ch === " " || !NOT_PRINTABLE.test(ch) ? ch : long(ch.codePointAt(0) ?? 0));
   return out;
-}
-
-function hex(code: number, width: number): string {
-  return code.toString(16).padStart(width, "0");
 }
 
 /** `'a', 'b' or 'c'`: a list of choices as the Python package's error texts give them. */
