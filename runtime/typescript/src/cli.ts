@@ -155,7 +155,7 @@ function loc(base: string, path: readonly (string | number)[]): string {
 }
 
 /** A conversation in the reference's JSON form, with errors that point into the file. */
-export function loadConversation(file: string): Conversation {
+function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
@@ -185,7 +185,7 @@ export function loadConversation(file: string): Conversation {
 }
 
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
-export function loadTools(file: string): [string | null, string | null, JsonObject[]] {
+function loadTools(file: string): [string | null, string | null, JsonObject[]] {
   const data = readJsonFile(file);
   const text = (obj: JsonObject, key: string, where: string): string | null => optionalText(file, obj, key, where, "expected a string");
   const whole = isJsonObject(data);
@@ -291,5 +291,3 @@ export function main(
     throw e;
   }
 }
-
-export { Role };

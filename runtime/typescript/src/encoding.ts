@@ -154,11 +154,7 @@ export class HarmonyEncoding {
     if (sys.knowledgeCutoff !== null) top.push(fill(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
     if (sys.conversationStartDate !== null) top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
     if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
-    if (sys.reasoningEffort !== null) {
-      const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
-      if (rendered === undefined) throw new HarmonyError(`no rendering for reasoning effort ${sys.reasoningEffort}`);
-      sections.push(fill(spec.SYS_REASONING, { value: rendered }));
-    }
+    if (sys.reasoningEffort !== null) sections.push(fill(spec.SYS_REASONING, { value: spec.REASONING_RENDERED[sys.reasoningEffort] }));
     if (sys.tools !== null && sys.tools.size > 0) sections.push(renderToolsSection(sys.tools));
     const cc = sys.channelConfig;
     if (cc !== null && cc.validChannels.length > 0) {
@@ -293,5 +289,3 @@ export function loadHarmonyEncoding(name: HarmonyEncodingName | string): Harmony
   if (name !== spec.ENCODING_NAME) throw new RangeError(fill(spec.ERR_UNKNOWN_ENCODING, { name }));
   return new HarmonyEncoding(name, vocabulary());
 }
-
-export { HarmonyEncodingName };
