@@ -24,7 +24,7 @@ import {
 } from "./models.js";
 import { prompt, promptCommand, type PromptFlags } from "./prompt.js";
 import { respond, respondCommand, type RespondFlags } from "./respond.js";
-import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
+import { type Event, eventDict, HarmonyStreamParser, MessageEnd, type Mode, Recovered } from "./stream/index.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { fill, quoted } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
@@ -69,7 +69,7 @@ interface ToolsFlags {
 
 interface ParseFlags {
   readonly tokens?: boolean;
-  readonly mode: string;
+  readonly mode: Mode; // commander's choices
   readonly role: string;
   readonly tool?: string[];
   readonly events?: boolean;
@@ -247,8 +247,7 @@ function setAsideNote(file: string, events: readonly Event[]): string | null {
 function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
   const encoding = loadEncoding();
   const role = flags.role === NO_ROLE ? null : parseRole(flags.role);
-  const mode = flags.mode === "strict" ? "strict" : "lenient";
-  const parser = new HarmonyStreamParser(encoding, role, mode, flags.tool ?? null);
+  const parser = new HarmonyStreamParser(encoding, role, flags.mode, flags.tool ?? null);
   let events: Event[];
   if (flags.tokens === true) {
     events = parser.feedTokens(readTokenIds(file));
