@@ -75,11 +75,6 @@ interface ParseFlags {
   readonly events?: boolean;
 }
 
-/** Commander's collector for a repeatable option. */
-function append(value: string, before: string[] | undefined): string[] {
-  return [...(before ?? []), value];
-}
-
 /** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
 function onFile<F>(command: (file: string, flags: F) => number): (file: string, flags: F) => number {
   return (file, flags) => rethrow(HarmonyError, () => command(file, flags), (e) => new CommandError(`${displayName(file)}: ${e.message}`));
@@ -127,7 +122,7 @@ function program(out: Out, err: Out, run: { code: number }): Command {
         .choices([...roles, NO_ROLE])
         .default(Role.Assistant),
     )
-    .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", append)
+    .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", (name, seen?: string[]) => [...(seen ?? []), name])
     .option("--events", "print the event stream instead of the messages")
     .action(act(onFile((file, flags: ParseFlags) => parse(file, flags, out, err))));
   // no file argument: their errors name the files

@@ -25,10 +25,7 @@ import { type Vocabulary, vocabulary } from "./vocab.js";
 
 const FUNCTIONS = spec.HEADER_FUNCTION_NAMESPACE;
 const RECIPIENT_PREFIX = spec.HEADER_PART_SEPARATOR + spec.HEADER_RECIPIENT_KEYWORD;
-const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, {
-  channel: spec.CHANNEL_TOOL_CALLS,
-  namespace: FUNCTIONS,
-});
+const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, { channel: spec.CHANNEL_TOOL_CALLS, namespace: FUNCTIONS });
 const PIECE_CACHE_LIMIT = 4096;
 
 function hasFunctionTools(messages: readonly Message[]): boolean {

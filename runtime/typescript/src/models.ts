@@ -41,10 +41,6 @@ export function parseRole(value: unknown): Role {
 
 type Loc = readonly (string | number)[];
 
-function fail(loc: Loc, msg: string): never {
-  throw new ValidationError(loc, msg);
-}
-
 /** Reads one value found at `loc`, or throws `ValidationError`. */
 type Read<T> = (value: unknown, loc: Loc) => T;
 
@@ -59,7 +55,7 @@ function listOf<T>(read: Read<T>): Read<T[]> {
 }
 
 function str(value: unknown, loc: Loc): string {
-  if (typeof value !== "string") fail(loc, "Input should be a valid string");
+  if (typeof value !== "string") throw new ValidationError(loc, "Input should be a valid string");
   return value;
 }
 
@@ -76,28 +72,27 @@ function bool(value: unknown, loc: Loc): boolean {
   if (value instanceof JsonFloat && (value.value === 0 || value.value === 1)) return value.value === 1;
   const integral = typeof value === "bigint" || Number.isInteger(value);
   const word = typeof value === "string" ? value.toLowerCase() : integral ? String(value) : null;
-  if (word === null) fail(loc, "Input should be a valid boolean");
+  if (word === null) throw new ValidationError(loc, "Input should be a valid boolean");
   const found = BOOL_WORDS.get(word);
-  if (found === undefined) fail(loc, "Input should be a valid boolean, unable to interpret input");
+  if (found === undefined) throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
   return found;
 }
 
 /** An object, read as a plain dictionary or (`model`) as the model of that name. */
 function dict(value: unknown, loc: Loc, model: string | null = null): JsonObject {
-  if (!isJsonObject(value)) {
-    fail(loc, model === null ? "Input should be a valid dictionary" : `Input should be a valid dictionary or instance of ${model}`);
-  }
+  const expected = model === null ? "a valid dictionary" : `a valid dictionary or instance of ${model}`;
+  if (!isJsonObject(value)) throw new ValidationError(loc, `Input should be ${expected}`);
   return value;
 }
 
 function list(value: unknown, loc: Loc): unknown[] {
-  if (!Array.isArray(value)) fail(loc, "Input should be a valid list");
+  if (!Array.isArray(value)) throw new ValidationError(loc, "Input should be a valid list");
   return value;
 }
 
 /** The field `key` of `obj` read by `read` at its path; "Field required" when it is not there. */
 function required<T>(obj: JsonObject, loc: Loc, key: string, read: Read<T>): T {
-  if (!Object.prototype.hasOwnProperty.call(obj, key)) fail([...loc, key], "Field required");
+  if (!Object.prototype.hasOwnProperty.call(obj, key)) throw new ValidationError([...loc, key], "Field required");
   return read(obj[key], [...loc, key]);
 }
 
@@ -113,7 +108,7 @@ function present(obj: Record<string, JsonData>): JsonObject {
 
 function effort(value: unknown, loc: Loc): ReasoningEffort {
   const found = REASONING_EFFORT_VALUES.find((e) => e === value);
-  if (found === undefined) fail(loc, `Input should be ${quoted(REASONING_EFFORT_VALUES)}`);
+  if (found === undefined) throw new ValidationError(loc, `Input should be ${quoted(REASONING_EFFORT_VALUES)}`);
   return found;
 }
 

@@ -42,11 +42,6 @@ function has(schema: unknown, key: string): boolean {
   return isJsonObject(schema) && Object.prototype.hasOwnProperty.call(schema, key);
 }
 
-function isEnum(schema: unknown): boolean {
-  const values = get(schema, "enum");
-  return Array.isArray(values) && values.length > 0;
-}
-
 /** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation for exponents
  * from -5 to 15. */
 function ryu(value: number): string {
@@ -60,7 +55,8 @@ function jsonDisplay(value: unknown): string {
 
 /** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
 function defaultComment(schema: unknown, value: unknown, inline = false): string {
-  if (typeof value === "string" && !isEnum(schema)) return `default: "${value}"`;
+  const values = get(schema, "enum");
+  if (typeof value === "string" && !(Array.isArray(values) && values.length > 0)) return `default: "${value}"`;
   return typeof value === "string" && !inline ? `default: ${value}` : `default: ${jsonDisplay(value)}`;
 }
 
