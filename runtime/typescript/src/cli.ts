@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 
 import { CommandError, Crash, displayName, InputError, loadEncoding, type Out, readJsonFile, readText, readTokenIds } from "./cliio.js";
-import { HarmonyError, rethrow } from "./errors.js";
+import { HarmonyError, recover, rethrow } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
   Author,
@@ -43,14 +43,9 @@ const PYTHON_ONLY: readonly [string, string][] = [
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
   for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
-    try {
-      const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
-      if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") {
-        return manifest["version"];
-      }
-    } catch {
-      // not this folder: try the next one up
-    }
+    // not in this folder: try the next one up
+    const manifest = recover(Error, (): unknown => JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8")), () => null);
+    if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
   }
   return "unknown (not installed)";
 }
@@ -129,11 +124,10 @@ function program(out: Out, err: Out, run: { code: number }): Command {
   respondCommand(root).action(act((flags: RespondFlags) => respond(flags, out, err)));
   promptCommand(root).action(act((flags: PromptFlags) => prompt(flags, out, err)));
   for (const [name, help] of PYTHON_ONLY) {
-    const refuse = (): number => {
-      err(`${PROG}: ${name}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
-      return USAGE_ERROR;
+    const refuse = (): never => {
+      throw new CommandError(`${name}: the server is the Python package's (harmony_responses.server); run the Python CLI`, USAGE_ERROR);
     };
-    root.command(name).description(help).action(act(refuse));
+    root.command(name).description(help).action(refuse);
   }
   return root;
 }

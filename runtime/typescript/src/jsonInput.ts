@@ -5,7 +5,7 @@
  */
 
 import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
-import { rethrow } from "./errors.js";
+import { recover, rethrow } from "./errors.js";
 import { spec } from "./tables.js";
 import { cpCount } from "./texts.js";
 
@@ -90,11 +90,7 @@ function tooDeepAt(text: string, root: string): string | null {
       if (top[0]) top[2] = true;
       else top[1] = (top[1] as number) + 1;
     } else if (tok !== ":" && top?.[2] === true) {
-      try {
-        top[1] = JSON.parse(tok) as string;
-      } catch {
-        top[1] = tok;
-      }
+      top[1] = recover(SyntaxError, () => JSON.parse(tok) as string, () => tok); // an unfinished key stays as written
       top[2] = false;
     }
   }
