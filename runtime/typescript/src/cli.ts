@@ -43,7 +43,7 @@ const PYTHON_ONLY: readonly [string, string][] = [
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
   for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
-    // not in this folder: try the next one up
+    // no readable package.json in this folder gives null: the loop tries the next one up
     const manifest = recover(Error, (): unknown => JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8")), () => null);
     if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
   }

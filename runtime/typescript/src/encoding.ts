@@ -28,11 +28,6 @@ const RECIPIENT_PREFIX = spec.HEADER_PART_SEPARATOR + spec.HEADER_RECIPIENT_KEYW
 const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, { channel: spec.CHANNEL_TOOL_CALLS, namespace: FUNCTIONS });
 const PIECE_CACHE_LIMIT = 4096;
 
-function hasFunctionTools(messages: readonly Message[]): boolean {
-  const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
-  return messages.some((msg) => msg.content.some(functions));
-}
-
 /** Which special-token spellings `encode` turns into special tokens, and which raise. */
 export interface EncodeOptions {
   readonly allowedSpecial?: "all" | ReadonlySet<string>;
@@ -181,7 +176,8 @@ export class HarmonyEncoding {
     return content instanceof SystemContent ? this.systemText(content, functionTools) : this.developerText(content);
   }
 
-  private renderInto(message: Message, out: number[], functionTools: boolean): void {
+  /** `message`'s tokens appended to `out`, which is returned. */
+  private renderInto(message: Message, out: number[], functionTools: boolean): number[] {
     out.push(spec.TOKEN_START);
     const role = message.author.role;
     const name = message.author.name;
@@ -210,12 +206,11 @@ export class HarmonyEncoding {
     out.push(spec.TOKEN_MESSAGE);
     for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
+    return out;
   }
 
   render(message: Message, renderOptions: RenderOptions | null = null): number[] {
-    const out: number[] = [];
-    this.renderInto(message, out, renderOptions?.conversationHasFunctionTools ?? false);
-    return out;
+    return this.renderInto(message, [], renderOptions?.conversationHasFunctionTools ?? false);
   }
 
   /** Every message's tokens (analysis dropped as `config` says), and the messages. */
@@ -225,15 +220,15 @@ export class HarmonyEncoding {
   ): [number[], Message[]] {
     const out: number[] = [];
     const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
-    const functionTools = hasFunctionTools(messages);
+    const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
+    const functionTools = messages.some((msg) => msg.content.some(functions));
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
     // Analysis before the first final is dropped when the last assistant message is a final one.
     const lastAssistant = messages.filter((m) => m.author.role === Roles.Assistant).at(-1);
     const dropBefore =
       autoDrop && lastAssistant?.channel === spec.CHANNEL_ANSWER ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER) : -1;
     messages.forEach((msg, index) => {
-      if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
-      this.renderInto(msg, out, functionTools);
+      if (index >= dropBefore || msg.channel !== spec.CHANNEL_REASONING) this.renderInto(msg, out, functionTools);
     });
     return [out, messages];
   }

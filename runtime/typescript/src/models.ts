@@ -31,9 +31,7 @@ export class ValidationError extends Error {
 /** Parse a role's value, as `Role(value)` does in Python (same error text). */
 export function parseRole(value: unknown): Role {
   const found = ROLE_VALUES.find((r) => r === value);
-  if (found === undefined) {
-    throw new RangeError(fill(spec.ERR_UNKNOWN_ROLE, { value: typeof value === "string" ? value : String(value) }));
-  }
+  if (found === undefined) throw new RangeError(fill(spec.ERR_UNKNOWN_ROLE, { value: String(value) }));
   return found;
 }
 
