@@ -223,7 +223,6 @@ export class HarmonyEncoding {
     const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
     const functionTools = messages.some((msg) => msg.content.some(functions));
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
-    // Analysis before the first final is dropped when the last assistant message is a final one.
     const lastAssistant = messages.filter((m) => m.author.role === Roles.Assistant).at(-1);
     const dropBefore =
       autoDrop && lastAssistant?.channel === spec.CHANNEL_ANSWER ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER) : -1;
@@ -260,8 +259,6 @@ export class HarmonyEncoding {
     }
     return out;
   }
-
-  // -- parsing -------------------------------------------------------------------------------------------
 
   /** Parse completion tokens into messages (the reference's rules, strict by default). */
   parseMessagesFromCompletionTokens(tokens: readonly number[], role: Role | null = null, strict = true): Message[] {

@@ -81,15 +81,14 @@ export class IncrementalParser {
   }
 
   copy(): IncrementalParser {
-    const twin = new IncrementalParser(this.reduce);
-    twin.restore(this);
-    return twin;
+    return new IncrementalParser(this.reduce).restore(this);
   }
 
   /** Go back to the state `other` (a copy taken earlier) is in. */
-  restore(other: IncrementalParser): void {
+  restore(other: IncrementalParser): this {
     this.states = [...other.states];
     this.values = [...other.values];
+    return this;
   }
 
   /** Reduce a `size`-symbol rule: its children off the value stack, its value on. */

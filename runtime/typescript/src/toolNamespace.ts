@@ -16,11 +16,8 @@ const PLAIN_TYPES: ReadonlyMap<string, string> = new Map([["number", "number"], 
 
 /** Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line. */
 export function rustLines(text: string): string[] {
-  if (text === "") return [];
-  const parts = text.split("\n");
-  const last = parts.pop() ?? "";
-  const lines = parts.map((p) => (p.endsWith("\r") ? p.slice(0, -1) : p));
-  if (last !== "") lines.push(last);
+  const lines = text.split("\n").map((p, i, all) => (i < all.length - 1 && p.endsWith("\r") ? p.slice(0, -1) : p));
+  if (lines.at(-1) === "") lines.pop();
   return lines;
 }
 
@@ -32,10 +29,9 @@ export function compareCodePoints(a: string, b: string): number {
   return i < 0 ? x.length - y.length : (x[i] ?? 0) - (y[i] ?? -1);
 }
 
+/** `schema[key]`, with null read as absent. */
 function get(schema: unknown, key: string): unknown {
-  if (!isJsonObject(schema)) return undefined;
-  const value = schema[key];
-  return value === null ? undefined : value;
+  return isJsonObject(schema) ? (schema[key] ?? undefined) : undefined;
 }
 
 function has(schema: unknown, key: string): boolean {
