@@ -78,9 +78,7 @@ const TOKEN_RE = /"(?:[^"\\]|\\.)*"?|[[\]{}:,]/gs;
 /** The path of the first container nested beyond `MAX_JSON_DEPTH`, from the text's brackets alone (or null). */
 function tooDeepAt(text: string, root: string): string | null {
   const frames: [boolean, PathPart, boolean][] = []; // per open container: is an object, key or index, expecting a key
-  TOKEN_RE.lastIndex = 0;
-  for (let m = TOKEN_RE.exec(text); m !== null; m = TOKEN_RE.exec(text)) {
-    const tok = m[0];
+  for (const [tok] of text.matchAll(TOKEN_RE)) {
     const top = frames[frames.length - 1];
     if (tok === "[" || tok === "{") {
       if (frames.length >= MAX_JSON_DEPTH) return formatPath(root, frames.map((f) => f[1]));
