@@ -70,12 +70,9 @@ export class Vocabulary {
   /** Ordinary tokens of `text` (special-token spellings are text here). */
   encodeOrdinary(text: string): number[] {
     if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
-    const out: number[] = [];
-    for (const [piece] of text.matchAll(this.splitter)) {
-      if (piece.includes(BOM)) out.push(...mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)));
-      else out.push(...this.core.encodeNative(piece, new Set()));
-    }
-    return out;
+    const encode = (piece: string): number[] =>
+      piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
+    return Array.from(text.matchAll(this.splitter), ([piece]) => encode(piece)).flat();
   }
 
   private rankOfBytes(bytes: Uint8Array): number | undefined {
