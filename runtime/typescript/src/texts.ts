@@ -78,13 +78,8 @@ export function cpLength(text: string): number {
 
 /** The code points between UTF-16 offsets `start` and `end`, without slicing. */
 export function cpCount(text: string, start: number, end: number): number {
-  let n = end - start;
-  for (let i = start; i < end - 1; i++) {
-    if (pairAt(text, i)) {
-      n--;
-      i++;
-    }
-  }
+  let n = 0;
+  for (let i = start; i < end; i += pairAt(text, i) && i + 1 < end ? 2 : 1) n++; // a pair counts once when both halves are in
   return n;
 }
 
