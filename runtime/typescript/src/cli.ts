@@ -233,20 +233,18 @@ function setAsideNote(file: string, events: readonly Event[]): string | null {
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }
 
+/** A completion file's text: the newline a file ends with is not part of the completion. */
+function completionText(file: string): string {
+  const text = readText(file);
+  return text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s)) ? text.slice(0, -1) : text;
+}
+
 function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
   const encoding = loadEncoding();
   const role = flags.role === NO_ROLE ? null : parseRole(flags.role);
   const parser = new HarmonyStreamParser(encoding, role, flags.mode, flags.tool ?? null);
-  let events: Event[];
-  if (flags.tokens === true) {
-    events = parser.feedTokens(readTokenIds(file));
-  } else {
-    let text = readText(file);
-    // the newline a file ends with is not part of the completion
-    if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1);
-    events = parser.feedText(text);
-  }
-  events = [...events, ...parser.close()];
+  const fed = flags.tokens === true ? parser.feedTokens(readTokenIds(file)) : parser.feedText(completionText(file));
+  const events = [...fed, ...parser.close()];
   for (const event of events) {
     if (flags.events === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
     else if (event instanceof MessageEnd) out(writeJson(event.message.toDict(), { ensureAscii: false }) + "\n");

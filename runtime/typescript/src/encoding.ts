@@ -61,22 +61,20 @@ export class HarmonyEncoding {
 
   /** Encode a short header piece, memoised: headers repeat across every conversation. */
   private piece(text: string): readonly number[] {
-    let cached = this.pieceCache.get(text);
-    if (cached === undefined) {
-      cached = this.encodeOrdinary(text);
-      if (this.pieceCache.size < PIECE_CACHE_LIMIT) this.pieceCache.set(text, cached);
-    }
-    return cached;
+    const cached = this.pieceCache.get(text);
+    if (cached !== undefined) return cached;
+    const tokens = this.encodeOrdinary(text);
+    if (this.pieceCache.size < PIECE_CACHE_LIMIT) this.pieceCache.set(text, tokens);
+    return tokens;
   }
 
   private specialRegex(spellings: Iterable<string>): RegExp {
     const sorted = [...spellings].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const key = sorted.join("\u0000");
-    let regex = this.specialRegexCache.get(key);
-    if (regex === undefined) {
-      regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
-      this.specialRegexCache.set(key, regex);
-    }
+    const cached = this.specialRegexCache.get(key);
+    if (cached !== undefined) return cached;
+    const regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
+    this.specialRegexCache.set(key, regex);
     return regex;
   }
 
