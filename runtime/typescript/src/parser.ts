@@ -98,13 +98,10 @@ export function parseHeaderText(headerText: string, role: Role | null, parseReci
   if (parseRecipientAndType && parts.length > 0) {
     const count = parts.length;
     const last = parts.pop() ?? "";
-    if (last.startsWith(TO)) recipient = last.slice(TO.length);
-    else if (count === 1) recipient = last;
-    else {
-      contentType = last;
-      const raw = parts.pop();
-      if (raw !== undefined) recipient = raw.startsWith(TO) ? raw.slice(TO.length) : raw;
-    }
+    const bare = (word: string): string => (word.startsWith(TO) ? word.slice(TO.length) : word);
+    // a last word without `to=` after another word is the content type, and the word before it the recipient
+    if (last.startsWith(TO) || count === 1) recipient = bare(last);
+    else [contentType, recipient] = [last, bare(parts.pop() ?? "")];
   }
   const remaining = parts.length > 0 ? parts.join(" ") : null;
   const author = new Author(found, found === Roles.Tool ? roleText : null);
