@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 
 import { CommandError, Crash, displayName, InputError, loadEncoding, type Out, readJsonFile, readText, readTokenIds } from "./cliio.js";
-import { HarmonyError, rethrow } from "./errors.js";
+import { HarmonyError, recover, rethrow } from "./errors.js";
 import { isJsonObject, type JsonObject, writeJson } from "./json.js";
 import {
   Author,
@@ -24,7 +24,7 @@ import {
 } from "./models.js";
 import { prompt, promptCommand, type PromptFlags } from "./prompt.js";
 import { respond, respondCommand, type RespondFlags } from "./respond.js";
-import { type Event, eventDict, HarmonyStreamParser, MessageEnd, Recovered } from "./stream/index.js";
+import { type Event, eventDict, HarmonyStreamParser, MessageEnd, type Mode, Recovered } from "./stream/index.js";
 import { Role, ROLE_VALUES, spec } from "./tables.js";
 import { fill, quoted } from "./texts.js";
 import { compareCodePoints, renderToolNamespace } from "./toolNamespace.js";
@@ -43,14 +43,9 @@ const PYTHON_ONLY: readonly [string, string][] = [
 /** The package's version, read from its package.json (no second copy of the number). */
 function packageVersion(): string {
   for (const up of ["../package.json", "../../package.json"]) { // dist/cli.js, build/src/cli.js
-    try {
-      const manifest: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8"));
-      if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") {
-        return manifest["version"];
-      }
-    } catch {
-      // not this folder: try the next one up
-    }
+    // no readable package.json in this folder gives null: the loop tries the next one up
+    const manifest = recover(Error, (): unknown => JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8")), () => null);
+    if (isJsonObject(manifest) && manifest["name"] === PACKAGE_NAME && typeof manifest["version"] === "string") return manifest["version"];
   }
   return "unknown (not installed)";
 }
@@ -69,15 +64,10 @@ interface ToolsFlags {
 
 interface ParseFlags {
   readonly tokens?: boolean;
-  readonly mode: string;
+  readonly mode: Mode; // commander's choices
   readonly role: string;
   readonly tool?: string[];
   readonly events?: boolean;
-}
-
-/** Commander's collector for a repeatable option. */
-function append(value: string, before: string[] | undefined): string[] {
-  return [...(before ?? []), value];
 }
 
 /** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
@@ -127,18 +117,17 @@ function program(out: Out, err: Out, run: { code: number }): Command {
         .choices([...roles, NO_ROLE])
         .default(Role.Assistant),
     )
-    .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", append)
+    .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", (name, seen?: string[]) => [...(seen ?? []), name])
     .option("--events", "print the event stream instead of the messages")
     .action(act(onFile((file, flags: ParseFlags) => parse(file, flags, out, err))));
   // no file argument: their errors name the files
   respondCommand(root).action(act((flags: RespondFlags) => respond(flags, out, err)));
   promptCommand(root).action(act((flags: PromptFlags) => prompt(flags, out, err)));
   for (const [name, help] of PYTHON_ONLY) {
-    const refuse = (): number => {
-      err(`${PROG}: ${name}: the server is the Python package's (harmony_responses.server); run the Python CLI\n`);
-      return USAGE_ERROR;
+    const refuse = (): never => {
+      throw new CommandError(`${name}: the server is the Python package's (harmony_responses.server); run the Python CLI`, USAGE_ERROR);
     };
-    root.command(name).description(help).action(act(refuse));
+    root.command(name).description(help).action(refuse);
   }
   return root;
 }
@@ -155,7 +144,7 @@ function loc(base: string, path: readonly (string | number)[]): string {
 }
 
 /** A conversation in the reference's JSON form, with errors that point into the file. */
-export function loadConversation(file: string): Conversation {
+function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
@@ -187,7 +176,7 @@ export function loadConversation(file: string): Conversation {
 }
 
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
-export function loadTools(file: string): [string | null, string | null, JsonObject[]] {
+function loadTools(file: string): [string | null, string | null, JsonObject[]] {
   const data = readJsonFile(file);
   const text = (obj: JsonObject, key: string, where: string): string | null => optionalText(file, obj, key, where, "expected a string");
   const whole = isJsonObject(data);
@@ -246,21 +235,18 @@ function setAsideNote(file: string, events: readonly Event[]): string | null {
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }
 
+/** A completion file's text: the newline a file ends with is not part of the completion. */
+function completionText(file: string): string {
+  const text = readText(file);
+  return text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s)) ? text.slice(0, -1) : text;
+}
+
 function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
   const encoding = loadEncoding();
   const role = flags.role === NO_ROLE ? null : parseRole(flags.role);
-  const mode = flags.mode === "strict" ? "strict" : "lenient";
-  const parser = new HarmonyStreamParser(encoding, role, mode, flags.tool ?? null);
-  let events: Event[];
-  if (flags.tokens === true) {
-    events = parser.feedTokens(readTokenIds(file));
-  } else {
-    let text = readText(file);
-    // the newline a file ends with is not part of the completion
-    if (text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s))) text = text.slice(0, -1);
-    events = parser.feedText(text);
-  }
-  events = [...events, ...parser.close()];
+  const parser = new HarmonyStreamParser(encoding, role, flags.mode, flags.tool ?? null);
+  const fed = flags.tokens === true ? parser.feedTokens(readTokenIds(file)) : parser.feedText(completionText(file));
+  const events = [...fed, ...parser.close()];
   for (const event of events) {
     if (flags.events === true) out(writeJson(eventDict(event), { ensureAscii: false }) + "\n");
     else if (event instanceof MessageEnd) out(writeJson(event.message.toDict(), { ensureAscii: false }) + "\n");
@@ -293,5 +279,3 @@ export function main(
     throw e;
   }
 }
-
-export { Role };

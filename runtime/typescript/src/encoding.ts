@@ -25,16 +25,8 @@ import { type Vocabulary, vocabulary } from "./vocab.js";
 
 const FUNCTIONS = spec.HEADER_FUNCTION_NAMESPACE;
 const RECIPIENT_PREFIX = spec.HEADER_PART_SEPARATOR + spec.HEADER_RECIPIENT_KEYWORD;
-const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, {
-  channel: spec.CHANNEL_TOOL_CALLS,
-  namespace: FUNCTIONS,
-});
+const FUNCTION_CHANNEL_NOTE = fill(spec.SYS_FUNCTION_CHANNEL_NOTE, { channel: spec.CHANNEL_TOOL_CALLS, namespace: FUNCTIONS });
 const PIECE_CACHE_LIMIT = 4096;
-
-function hasFunctionTools(messages: readonly Message[]): boolean {
-  const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
-  return messages.some((msg) => msg.content.some(functions));
-}
 
 /** Which special-token spellings `encode` turns into special tokens, and which raise. */
 export interface EncodeOptions {
@@ -56,7 +48,6 @@ export class HarmonyEncoding {
     this.specialIds = new Set(vocab.specials.values());
   }
 
-  /** Every special token's spelling. */
   get specialTokensSet(): Set<string> {
     return new Set(this.vocab.specials.keys());
   }
@@ -70,22 +61,20 @@ export class HarmonyEncoding {
 
   /** Encode a short header piece, memoised: headers repeat across every conversation. */
   private piece(text: string): readonly number[] {
-    let cached = this.pieceCache.get(text);
-    if (cached === undefined) {
-      cached = this.encodeOrdinary(text);
-      if (this.pieceCache.size < PIECE_CACHE_LIMIT) this.pieceCache.set(text, cached);
-    }
-    return cached;
+    const cached = this.pieceCache.get(text);
+    if (cached !== undefined) return cached;
+    const tokens = this.encodeOrdinary(text);
+    if (this.pieceCache.size < PIECE_CACHE_LIMIT) this.pieceCache.set(text, tokens);
+    return tokens;
   }
 
   private specialRegex(spellings: Iterable<string>): RegExp {
     const sorted = [...spellings].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const key = sorted.join("\u0000");
-    let regex = this.specialRegexCache.get(key);
-    if (regex === undefined) {
-      regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
-      this.specialRegexCache.set(key, regex);
-    }
+    const cached = this.specialRegexCache.get(key);
+    if (cached !== undefined) return cached;
+    const regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
+    this.specialRegexCache.set(key, regex);
     return regex;
   }
 
@@ -155,11 +144,7 @@ export class HarmonyEncoding {
     if (sys.knowledgeCutoff !== null) top.push(fill(spec.SYS_KNOWLEDGE_CUTOFF, { value: sys.knowledgeCutoff }));
     if (sys.conversationStartDate !== null) top.push(fill(spec.SYS_CURRENT_DATE, { value: sys.conversationStartDate }));
     if (top.length > 0) sections.push(top.join(spec.SYS_LINE_SEPARATOR));
-    if (sys.reasoningEffort !== null) {
-      const rendered = spec.REASONING_RENDERED[sys.reasoningEffort];
-      if (rendered === undefined) throw new HarmonyError(`no rendering for reasoning effort ${sys.reasoningEffort}`);
-      sections.push(fill(spec.SYS_REASONING, { value: rendered }));
-    }
+    if (sys.reasoningEffort !== null) sections.push(fill(spec.SYS_REASONING, { value: spec.REASONING_RENDERED[sys.reasoningEffort] }));
     if (sys.tools !== null && sys.tools.size > 0) sections.push(renderToolsSection(sys.tools));
     const cc = sys.channelConfig;
     if (cc !== null && cc.validChannels.length > 0) {
@@ -189,7 +174,8 @@ export class HarmonyEncoding {
     return content instanceof SystemContent ? this.systemText(content, functionTools) : this.developerText(content);
   }
 
-  private renderInto(message: Message, out: number[], functionTools: boolean): void {
+  /** `message`'s tokens appended to `out`, which is returned. */
+  private renderInto(message: Message, out: number[], functionTools: boolean): number[] {
     out.push(spec.TOKEN_START);
     const role = message.author.role;
     const name = message.author.name;
@@ -218,13 +204,11 @@ export class HarmonyEncoding {
     out.push(spec.TOKEN_MESSAGE);
     for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
+    return out;
   }
 
-  /** Render one message. */
   render(message: Message, renderOptions: RenderOptions | null = null): number[] {
-    const out: number[] = [];
-    this.renderInto(message, out, renderOptions?.conversationHasFunctionTools ?? false);
-    return out;
+    return this.renderInto(message, [], renderOptions?.conversationHasFunctionTools ?? false);
   }
 
   /** Every message's tokens (analysis dropped as `config` says), and the messages. */
@@ -234,15 +218,14 @@ export class HarmonyEncoding {
   ): [number[], Message[]] {
     const out: number[] = [];
     const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
-    const functionTools = hasFunctionTools(messages);
+    const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
+    const functionTools = messages.some((msg) => msg.content.some(functions));
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
-    // Analysis before the first final is dropped when the last assistant message is a final one.
     const lastAssistant = messages.filter((m) => m.author.role === Roles.Assistant).at(-1);
     const dropBefore =
       autoDrop && lastAssistant?.channel === spec.CHANNEL_ANSWER ? messages.findIndex((m) => m.channel === spec.CHANNEL_ANSWER) : -1;
     messages.forEach((msg, index) => {
-      if (index < dropBefore && msg.channel === spec.CHANNEL_REASONING) return;
-      this.renderInto(msg, out, functionTools);
+      if (index >= dropBefore || msg.channel !== spec.CHANNEL_REASONING) this.renderInto(msg, out, functionTools);
     });
     return [out, messages];
   }
@@ -275,8 +258,6 @@ export class HarmonyEncoding {
     return out;
   }
 
-  // -- parsing -------------------------------------------------------------------------------------------
-
   /** Parse completion tokens into messages (the reference's rules, strict by default). */
   parseMessagesFromCompletionTokens(tokens: readonly number[], role: Role | null = null, strict = true): Message[] {
     const parser = new StreamableParser(this, role, strict);
@@ -295,5 +276,3 @@ export function loadHarmonyEncoding(name: HarmonyEncodingName | string): Harmony
   if (name !== spec.ENCODING_NAME) throw new RangeError(fill(spec.ERR_UNKNOWN_ENCODING, { name }));
   return new HarmonyEncoding(name, vocabulary());
 }
-
-export { HarmonyEncodingName };

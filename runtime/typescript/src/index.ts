@@ -3,7 +3,7 @@
  * package and held to the same fixtures. The names mirror the Python API (camelCase); see the README's table.
  */
 
-export { HarmonyEncoding, HarmonyEncodingName, loadHarmonyEncoding, type EncodeOptions } from "./encoding.js";
+export { HarmonyEncoding, loadHarmonyEncoding, type EncodeOptions } from "./encoding.js";
 export { HarmonyError } from "./errors.js";
 export { entriesOf, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson, writeJson } from "./json.js";
 export { Author, ChannelConfig, type Content, contentFromDict, Conversation, DeveloperContent, Message, parseRole } from "./models.js";
@@ -15,6 +15,6 @@ export { type StreamParserOptions } from "./stream/index.js";
 export { GrammarError, IncrementalParser, type Reducer } from "./lalr.js";
 export { ParsedHeader, parseHeaderText, type StateData, StreamableParser, StreamState } from "./parser.js";
 export { detectLeak, escapeControlTokens, escapeControlTokensJson, type Leak, type LeakKind, unescapeControlTokens } from "./safety.js";
-export { FORMAT_VERSION, ItemKind, ReasoningEffort, Role, Terminator } from "./tables.js";
+export { FORMAT_VERSION, HarmonyEncodingName, ItemKind, ReasoningEffort, Role, Terminator } from "./tables.js";
 export { renderToolNamespace, schemaToTypescript, type ToolLike } from "./toolNamespace.js";
 export * as bridge from "./bridge/index.js";

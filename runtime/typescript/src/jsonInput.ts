@@ -5,7 +5,7 @@
  */
 
 import { isJsonObject, type JsonData, JsonSyntaxError, keysOf, NonFinite, readJson, writeJson } from "./json.js";
-import { rethrow } from "./errors.js";
+import { recover, rethrow } from "./errors.js";
 import { spec } from "./tables.js";
 import { cpCount } from "./texts.js";
 
@@ -78,9 +78,7 @@ const TOKEN_RE = /"(?:[^"\\]|\\.)*"?|[[\]{}:,]/gs;
 /** The path of the first container nested beyond `MAX_JSON_DEPTH`, from the text's brackets alone (or null). */
 function tooDeepAt(text: string, root: string): string | null {
   const frames: [boolean, PathPart, boolean][] = []; // per open container: is an object, key or index, expecting a key
-  TOKEN_RE.lastIndex = 0;
-  for (let m = TOKEN_RE.exec(text); m !== null; m = TOKEN_RE.exec(text)) {
-    const tok = m[0];
+  for (const [tok] of text.matchAll(TOKEN_RE)) {
     const top = frames[frames.length - 1];
     if (tok === "[" || tok === "{") {
       if (frames.length >= MAX_JSON_DEPTH) return formatPath(root, frames.map((f) => f[1]));
@@ -90,11 +88,7 @@ function tooDeepAt(text: string, root: string): string | null {
       if (top[0]) top[2] = true;
       else top[1] = (top[1] as number) + 1;
     } else if (tok !== ":" && top?.[2] === true) {
-      try {
-        top[1] = JSON.parse(tok) as string;
-      } catch {
-        top[1] = tok;
-      }
+      top[1] = recover(SyntaxError, () => JSON.parse(tok) as string, () => tok); // an unfinished key stays as written
       top[2] = false;
     }
   }

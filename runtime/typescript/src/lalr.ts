@@ -13,10 +13,7 @@ import { compareCodePoints } from "./toolNamespace.js";
 
 export type Reducer = (origin: string, children: unknown[]) => unknown;
 
-const ACTIONS = grammar.ACTIONS;
-const RULES = grammar.RULES;
 const END = grammar.END;
-const START_RULE = grammar.START_RULE;
 const EXPECTED: readonly ReadonlySet<string>[] = grammar.EXPECTED.map((terminals) => new Set(terminals));
 
 /** The input does not follow the grammar: which terminal came, which were expected. */
@@ -31,7 +28,7 @@ export class GrammarError extends HarmonyError {
 }
 
 function action(state: number, symbol: string): number | undefined {
-  return (ACTIONS[state] as Readonly<Record<string, number>>)[symbol];
+  return (grammar.ACTIONS[state] as Readonly<Record<string, number>>)[symbol];
 }
 
 function top(states: readonly number[]): number {
@@ -47,10 +44,10 @@ function drive(states: number[], terminal: string, reduced: (origin: string, siz
   for (;;) {
     const act = action(top(states), terminal);
     if (act === undefined || act >= 0) return act;
-    const [origin, size] = RULES[~act] as readonly [string, number];
+    const [origin, size] = grammar.RULES[~act] as readonly [string, number];
     states.length -= size;
     reduced(origin, size);
-    if (terminal === END && origin === START_RULE && states.length === 1) return ACCEPTED;
+    if (terminal === END && origin === grammar.START_RULE && states.length === 1) return ACCEPTED;
     states.push(action(top(states), origin) as number);
   }
 }
@@ -84,15 +81,14 @@ export class IncrementalParser {
   }
 
   copy(): IncrementalParser {
-    const twin = new IncrementalParser(this.reduce);
-    twin.restore(this);
-    return twin;
+    return new IncrementalParser(this.reduce).restore(this);
   }
 
   /** Go back to the state `other` (a copy taken earlier) is in. */
-  restore(other: IncrementalParser): void {
+  restore(other: IncrementalParser): this {
     this.states = [...other.states];
     this.values = [...other.values];
+    return this;
   }
 
   /** Reduce a `size`-symbol rule: its children off the value stack, its value on. */

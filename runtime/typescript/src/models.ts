@@ -31,19 +31,13 @@ export class ValidationError extends Error {
 /** Parse a role's value, as `Role(value)` does in Python (same error text). */
 export function parseRole(value: unknown): Role {
   const found = ROLE_VALUES.find((r) => r === value);
-  if (found === undefined) {
-    throw new RangeError(fill(spec.ERR_UNKNOWN_ROLE, { value: typeof value === "string" ? value : String(value) }));
-  }
+  if (found === undefined) throw new RangeError(fill(spec.ERR_UNKNOWN_ROLE, { value: String(value) }));
   return found;
 }
 
 // -- validation in the Python models' words -----------------------------------------------------------------
 
 type Loc = readonly (string | number)[];
-
-function fail(loc: Loc, msg: string): never {
-  throw new ValidationError(loc, msg);
-}
 
 /** Reads one value found at `loc`, or throws `ValidationError`. */
 type Read<T> = (value: unknown, loc: Loc) => T;
@@ -59,7 +53,7 @@ function listOf<T>(read: Read<T>): Read<T[]> {
 }
 
 function str(value: unknown, loc: Loc): string {
-  if (typeof value !== "string") fail(loc, "Input should be a valid string");
+  if (typeof value !== "string") throw new ValidationError(loc, "Input should be a valid string");
   return value;
 }
 
@@ -76,31 +70,27 @@ function bool(value: unknown, loc: Loc): boolean {
   if (value instanceof JsonFloat && (value.value === 0 || value.value === 1)) return value.value === 1;
   const integral = typeof value === "bigint" || Number.isInteger(value);
   const word = typeof value === "string" ? value.toLowerCase() : integral ? String(value) : null;
-  if (word === null) fail(loc, "Input should be a valid boolean");
+  if (word === null) throw new ValidationError(loc, "Input should be a valid boolean");
   const found = BOOL_WORDS.get(word);
-  if (found === undefined) fail(loc, "Input should be a valid boolean, unable to interpret input");
+  if (found === undefined) throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
   return found;
 }
 
-function record(value: unknown, loc: Loc, model: string | null): JsonObject {
-  if (!isJsonObject(value)) {
-    fail(loc, model === null ? "Input should be a valid dictionary" : `Input should be a valid dictionary or instance of ${model}`);
-  }
+/** An object, read as a plain dictionary or (`model`) as the model of that name. */
+function dict(value: unknown, loc: Loc, model: string | null = null): JsonObject {
+  const expected = model === null ? "a valid dictionary" : `a valid dictionary or instance of ${model}`;
+  if (!isJsonObject(value)) throw new ValidationError(loc, `Input should be ${expected}`);
   return value;
 }
 
-function dict(value: unknown, loc: Loc): JsonObject {
-  return record(value, loc, null);
-}
-
 function list(value: unknown, loc: Loc): unknown[] {
-  if (!Array.isArray(value)) fail(loc, "Input should be a valid list");
+  if (!Array.isArray(value)) throw new ValidationError(loc, "Input should be a valid list");
   return value;
 }
 
 /** The field `key` of `obj` read by `read` at its path; "Field required" when it is not there. */
 function required<T>(obj: JsonObject, loc: Loc, key: string, read: Read<T>): T {
-  if (!Object.prototype.hasOwnProperty.call(obj, key)) fail([...loc, key], "Field required");
+  if (!Object.prototype.hasOwnProperty.call(obj, key)) throw new ValidationError([...loc, key], "Field required");
   return read(obj[key], [...loc, key]);
 }
 
@@ -116,7 +106,7 @@ function present(obj: Record<string, JsonData>): JsonObject {
 
 function effort(value: unknown, loc: Loc): ReasoningEffort {
   const found = REASONING_EFFORT_VALUES.find((e) => e === value);
-  if (found === undefined) fail(loc, `Input should be ${quoted(REASONING_EFFORT_VALUES)}`);
+  if (found === undefined) throw new ValidationError(loc, `Input should be ${quoted(REASONING_EFFORT_VALUES)}`);
   return found;
 }
 
@@ -134,7 +124,6 @@ export class Author {
   }
 }
 
-/** Plain text. */
 export class TextContent {
   constructor(public text: string) {}
 
@@ -160,7 +149,7 @@ export class ToolDescription {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolDescription {
-    const obj = record(raw, loc, "ToolDescription");
+    const obj = dict(raw, loc, "ToolDescription");
     const name = required(obj, loc, "name", str);
     const description = required(obj, loc, "description", str);
     return new ToolDescription(name, description, optional(obj, loc, "parameters", nullable(dict), null));
@@ -183,7 +172,7 @@ export class ChannelConfig {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ChannelConfig {
-    const obj = record(raw, loc, "ChannelConfig");
+    const obj = dict(raw, loc, "ChannelConfig");
     const channels = required(obj, loc, "valid_channels", listOf(str));
     return new ChannelConfig(channels, required(obj, loc, "channel_required", bool));
   }
@@ -217,7 +206,7 @@ export class ToolNamespaceConfig {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): ToolNamespaceConfig {
-    const obj = record(raw, loc, "ToolNamespaceConfig");
+    const obj = dict(raw, loc, "ToolNamespaceConfig");
     const name = required(obj, loc, "name", str);
     const description = optional(obj, loc, "description", optStr, null);
     return new ToolNamespaceConfig(name, description, required(obj, loc, "tools", listOf(ToolDescription.fromDict)));
@@ -284,7 +273,7 @@ export class SystemContent {
 
   /** From the reference's JSON form (the `type` key is ignored); a missing key keeps its default. */
   static fromDict(raw: unknown, loc: Loc = []): SystemContent {
-    const obj = record(raw, loc, "SystemContent");
+    const obj = dict(raw, loc, "SystemContent");
     const out = new SystemContent();
     out.modelIdentity = optional(obj, loc, "model_identity", optStr, out.modelIdentity);
     out.reasoningEffort = optional(obj, loc, "reasoning_effort", nullable(effort), out.reasoningEffort);
@@ -318,7 +307,7 @@ export class DeveloperContent {
   }
 
   static fromDict(raw: unknown, loc: Loc = []): DeveloperContent {
-    const obj = record(raw, loc, "DeveloperContent");
+    const obj = dict(raw, loc, "DeveloperContent");
     const out = new DeveloperContent();
     out.instructions = optional(obj, loc, "instructions", optStr, null);
     out.tools = optional(obj, loc, "tools", namespacesFromDict, null);
@@ -326,7 +315,6 @@ export class DeveloperContent {
   }
 }
 
-/** What a message can hold. */
 export type Content = TextContent | SystemContent | DeveloperContent;
 
 /** The content `type`s of the reference's JSON form. */
@@ -396,7 +384,6 @@ export class Message {
   }
 }
 
-/** An ordered list of messages. */
 export class Conversation implements Iterable<Message> {
   constructor(public messages: Message[] = []) {}
 
@@ -423,12 +410,10 @@ export class Conversation implements Iterable<Message> {
   }
 }
 
-/** Options for rendering a whole conversation. */
 export class RenderConversationConfig {
   constructor(public autoDropAnalysis: boolean = spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT) {}
 }
 
-/** Options for rendering one message. */
 export class RenderOptions {
   constructor(public conversationHasFunctionTools = false) {}
 }

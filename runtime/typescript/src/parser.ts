@@ -13,11 +13,8 @@ import { escapeText, fill } from "./texts.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 
-/**
- * Texts this module needs that the spec does not hold yet (the Python parser spells them the same way):
- * the error for a header whose bytes are not UTF-8.
- */
-const MESSAGES = { undecodableHeader: "could not decode header" } as const;
+// A header whose bytes are not UTF-8: the spec does not hold this text yet (the Python parser spells it the same way).
+const UNDECODABLE_HEADER = "could not decode header";
 
 const REPLACEMENT = "\ufffd";
 const CHANNEL = spec.SPELLING_CHANNEL;
@@ -67,11 +64,7 @@ function rustTrim(text: string): string {
 
 /** Split a decoded header into author, channel, recipient and content type (reference rules); the words
  * left over, joined by spaces, or null. */
-export function parseHeaderText(
-  headerText: string,
-  role: Role | null,
-  parseRecipientAndType: boolean,
-): [ParsedHeader, string | null] {
+export function parseHeaderText(headerText: string, role: Role | null, parseRecipientAndType: boolean): [ParsedHeader, string | null] {
   let header = headerText;
   let channel: string | null = null;
   const idx = header.indexOf(CHANNEL);
@@ -105,13 +98,10 @@ export function parseHeaderText(
   if (parseRecipientAndType && parts.length > 0) {
     const count = parts.length;
     const last = parts.pop() ?? "";
-    if (last.startsWith(TO)) recipient = last.slice(TO.length);
-    else if (count === 1) recipient = last;
-    else {
-      contentType = last;
-      const raw = parts.pop();
-      if (raw !== undefined) recipient = raw.startsWith(TO) ? raw.slice(TO.length) : raw;
-    }
+    const bare = (word: string): string => (word.startsWith(TO) ? word.slice(TO.length) : word);
+    // a last word without `to=` after another word is the content type, and the word before it the recipient
+    if (last.startsWith(TO) || count === 1) recipient = bare(last);
+    else [contentType, recipient] = [last, bare(parts.pop() ?? "")];
   }
   const remaining = parts.length > 0 ? parts.join(" ") : null;
   const author = new Author(found, found === Roles.Tool ? roleText : null);
@@ -206,7 +196,7 @@ export class StreamableParser {
   }
 
   private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
-    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(MESSAGES.undecodableHeader));
+    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(UNDECODABLE_HEADER));
     const [header, rest] = parseHeaderText(text, role, true);
     if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
     return header;

@@ -16,7 +16,7 @@ import type { Command } from "commander";
 import { type Capabilities, parseRequest, RequestError, requestToConversation } from "./bridge/request.js";
 import { CommandError, displayName, loadEncoding, type Out, readJsonFile } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
-import { HarmonyError } from "./errors.js";
+import { HarmonyError, recover, rethrow } from "./errors.js";
 import { writeJson } from "./json.js";
 import { Role } from "./tables.js";
 
@@ -41,29 +41,25 @@ export function promptCommand(root: Command): Command {
     .option("--tokens", "print token ids (JSON) instead of text");
 }
 
+/** A request read and checked, the encoding, and the prompt the request renders to. */
+type Plan = { readonly body: CreateResponseBody; readonly encoding: HarmonyEncoding; readonly prompt: number[] };
+
 /** Read a request file, check it under `capabilities` and render its prompt; a bad request prints its 400 error body
  * on `err` and gives null (exit 2), a rendering error names the file. */
-export function planRequest(
-  file: string,
-  capabilities: Capabilities,
-  err: Out,
-): { readonly body: CreateResponseBody; readonly encoding: HarmonyEncoding; readonly prompt: number[] } | null {
+export function planRequest(file: string, capabilities: Capabilities, err: Out): Plan | null {
   const raw = readJsonFile(file, REQUEST_FLAG);
-  try {
+  const plan = (): Plan => {
     const body = parseRequest(raw, capabilities);
     const encoding = loadEncoding();
     return { body, encoding, prompt: encoding.renderConversationForCompletion(requestToConversation(body), Role.Assistant) };
-  } catch (e) {
-    if (e instanceof RequestError) {
-      err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
-      return null;
-    }
-    if (e instanceof HarmonyError) throw new CommandError(`${displayName(file, REQUEST_FLAG)}: $: ${e.message}`);
-    throw e;
-  }
+  };
+  const named = (e: HarmonyError): Error => new CommandError(`${displayName(file, REQUEST_FLAG)}: $: ${e.message}`);
+  return recover<Plan | null, RequestError>(RequestError, () => rethrow(HarmonyError, plan, named), (e) => {
+    err(writeJson(e.toBody(), { ensureAscii: true }) + "\n");
+    return null;
+  });
 }
 
-/** Run `prompt`; returns the exit code. */
 export function prompt(flags: PromptFlags, out: Out, err: Out): number {
   const planned = planRequest(flags.request, PROMPT_CAPABILITIES, err);
   if (planned === null) return 2;

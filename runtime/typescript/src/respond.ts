@@ -9,15 +9,13 @@
  * `respond.py`, output byte for byte.
  */
 
-import type { CreateResponseBody, ResponseResource, StreamingEvent } from "#types";
-
 import { type Command, Option } from "commander";
 
 import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
-import { type BuilderOptions, type Completion, countingIds, feedAll, randomId, ResponseStreamer, tokensFromText } from "./bridge/items.js";
+import { buildResponse, type Completion, countingIds, randomId, streamResponse, tokensFromText } from "./bridge/items.js";
 import type { Capabilities } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
-import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, SSEStreamer } from "./bridge/sse.js";
+import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, streamSse, type StreamSSEOptions } from "./bridge/sse.js";
 import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError, rethrow } from "./errors.js";
@@ -89,21 +87,6 @@ function turnCut(completion: readonly number[], budget: number, encoding: Harmon
   return !completion.slice(0, budget).some((t) => ends.has(t));
 }
 
-/** The response's events; a turn the budget cut ends `incomplete` even between two messages. */
-function* events(
-  completion: Completion,
-  encoding: HarmonyEncoding,
-  body: CreateResponseBody,
-  stopped: boolean | null,
-  options: BuilderOptions,
-): Generator<StreamingEvent> {
-  const streamer = new ResponseStreamer(encoding, body, options);
-  yield* streamer.start();
-  for (const batch of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) yield* batch;
-  yield* streamer.finish(stopped);
-}
-
-/** Run `respond`; returns the exit code. */
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
   const completionFile = flags.completion;
   if (flags.request === STDIN && completionFile === STDIN) {
@@ -122,29 +105,24 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
     ids = ids.slice(0, Number(budget));
   }
   const completion: Completion = ids ?? [text ?? ""];
-  // A budget that cut the turn overrides the finish reason given; without either, the builder decides.
+  // A budget that cut the turn overrides the finish reason given (the turn ends `incomplete`, even between two
+  // messages); without either, the builder decides.
   const stopped = cut ? false : flags.finish !== undefined ? flags.finish === STOP : null;
-  const options: BuilderOptions = flags.fixedIds === true
-    ? { inputTokens: prompt.length, ids: countingIds(), createdAt: 0, clock: () => 0 }
-    : { inputTokens: prompt.length, ids: randomId };
+  const fixed = flags.fixedIds === true ? { ids: countingIds(), createdAt: 0, clock: () => 0 } : { ids: randomId };
+  const options: StreamSSEOptions = { ...fixed, inputTokens: prompt.length, stopped, reasoningNames: flags.reasoningEvents };
   const streaming = flags.stream === true || body.stream === true;
   if (streaming && flags.chat !== true) {
     // SSE text, deltas written straight from their text (the same bytes as `toSse`)
-    const streamer = new SSEStreamer(encoding, body, { ...options, reasoningNames: flags.reasoningEvents });
-    out(streamer.start());
-    for (const piece of feedAll(completion, (t) => streamer.feed(t), (c) => streamer.feedText(c))) out(piece);
-    out(streamer.finish(stopped));
+    for (const piece of streamSse(completion, encoding, body, options)) out(piece);
     return 0;
   }
-  const stream = events(completion, encoding, body, stopped, options);
   if (streaming) {
-    for (const chunk of chatCompletionChunks(stream)) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
+    const chunks = chatCompletionChunks(streamResponse(completion, encoding, body, options));
+    for (const chunk of chunks) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
     out(`data: ${DONE}\n\n`);
     return 0;
   }
-  let last: StreamingEvent | null = null;
-  for (const event of stream) last = event; // the closing event carries the final response
-  const response = (last as unknown as { response: ResponseResource }).response;
+  const response = buildResponse(completion, encoding, body, options);
   const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
   out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   return 0;

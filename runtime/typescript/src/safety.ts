@@ -90,9 +90,7 @@ function lineSignals(line: string): [number, number][] {
 
 /** Whether `left + " " + right` holds a header signal: signals inside either part, or across the join. */
 function signalAround(line: string, signals: readonly [number, number][], leftEnd: number, rightStart: number): boolean {
-  for (const [s, e] of signals) {
-    if (e <= leftEnd || s >= rightStart) return true;
-  }
+  if (signals.some(([s, e]) => e <= leftEnd || s >= rightStart)) return true;
   const winStart = Math.max(0, leftEnd - WINDOW);
   // A window cut inside the line must not let `^` match where the line goes on: a letter stands before it.
   // Likewise a window cut short on the right must not let `$` match: a letter stands after it.

@@ -35,7 +35,8 @@ export function pyrepr(text: string): string {
 }
 
 function pyEscape(code: number): string {
-  return code < 0x100 ? "\\x" + hex(code, 2) : code < 0x10000 ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
+  const [prefix, width] = code < 0x100 ? ["\\x", 2] : code < 0x10000 ? ["\\u", 4] : ["\\U", 8];
+  return prefix + code.toString(16).padStart(width, "0");
 }
 
 /** `text` with each character of `short` replaced, and each other one Unicode does not print (but the space) by `long`. */
@@ -43,10 +44,6 @@ export function escapeText(text: string, short: Readonly<Record<string, string>>
   let out = "";
   for (const ch of text) out += short[ch] ?? (ch === " " || !NOT_PRINTABLE.test(ch) ? ch : long(ch.codePointAt(0) ?? 0));
   return out;
-}
-
-function hex(code: number, width: number): string {
-  return code.toString(16).padStart(width, "0");
 }
 
 /** `'a', 'b' or 'c'`: a list of choices as the Python package's error texts give them. */
@@ -65,7 +62,6 @@ export function isSpaceUnit(unit: number): boolean {
   return SPACE_UNITS.has(unit);
 }
 
-/** `text` without white space at either end. */
 export function strip(text: string): string {
   return text.replace(EDGES, "");
 }
@@ -82,13 +78,8 @@ export function cpLength(text: string): number {
 
 /** The code points between UTF-16 offsets `start` and `end`, without slicing. */
 export function cpCount(text: string, start: number, end: number): number {
-  let n = end - start;
-  for (let i = start; i < end - 1; i++) {
-    if (pairAt(text, i)) {
-      n--;
-      i++;
-    }
-  }
+  let n = 0;
+  for (let i = start; i < end; i += pairAt(text, i) && i + 1 < end ? 2 : 1) n++; // a pair counts once when both halves are in
   return n;
 }
 

@@ -16,11 +16,8 @@ const PLAIN_TYPES: ReadonlyMap<string, string> = new Map([["number", "number"], 
 
 /** Split like Rust's `str::lines()`: on `\n` or `\r\n`; a lone `\r` stays; no final empty line. */
 export function rustLines(text: string): string[] {
-  if (text === "") return [];
-  const parts = text.split("\n");
-  const last = parts.pop() ?? "";
-  const lines = parts.map((p) => (p.endsWith("\r") ? p.slice(0, -1) : p));
-  if (last !== "") lines.push(last);
+  const lines = text.split("\n").map((p, i, all) => (i < all.length - 1 && p.endsWith("\r") ? p.slice(0, -1) : p));
+  if (lines.at(-1) === "") lines.pop();
   return lines;
 }
 
@@ -32,19 +29,13 @@ export function compareCodePoints(a: string, b: string): number {
   return i < 0 ? x.length - y.length : (x[i] ?? 0) - (y[i] ?? -1);
 }
 
+/** `schema[key]`, with null read as absent. */
 function get(schema: unknown, key: string): unknown {
-  if (!isJsonObject(schema)) return undefined;
-  const value = schema[key];
-  return value === null ? undefined : value;
+  return isJsonObject(schema) ? (schema[key] ?? undefined) : undefined;
 }
 
 function has(schema: unknown, key: string): boolean {
   return isJsonObject(schema) && Object.prototype.hasOwnProperty.call(schema, key);
-}
-
-function isEnum(schema: unknown): boolean {
-  const values = get(schema, "enum");
-  return Array.isArray(values) && values.length > 0;
 }
 
 /** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation for exponents
@@ -60,7 +51,8 @@ function jsonDisplay(value: unknown): string {
 
 /** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
 function defaultComment(schema: unknown, value: unknown, inline = false): string {
-  if (typeof value === "string" && !isEnum(schema)) return `default: "${value}"`;
+  const values = get(schema, "enum");
+  if (typeof value === "string" && !(Array.isArray(values) && values.length > 0)) return `default: "${value}"`;
   return typeof value === "string" && !inline ? `default: ${value}` : `default: ${jsonDisplay(value)}`;
 }
 
@@ -189,15 +181,9 @@ function asTool(raw: ToolLike): ToolDescription {
   if (!isJsonObject(raw)) throw new TypeError(`a tool must be a ToolDescription or an object, not ${typeof raw}`);
   const nested = raw["function"];
   const data = raw["type"] === "function" && isJsonObject(nested) ? nested : raw;
-  const name = data["name"];
+  const { name, description, parameters } = data;
   if (typeof name !== "string") throw new TypeError(`tool ${jsonDisplay(raw)}: 'name' must be a string`);
-  const description = data["description"];
-  const parameters = data["parameters"];
-  return new ToolDescription(
-    name,
-    typeof description === "string" ? description : "",
-    isJsonObject(parameters) ? parameters : null,
-  );
+  return new ToolDescription(name, typeof description === "string" ? description : "", isJsonObject(parameters) ? parameters : null);
 }
 
 /**

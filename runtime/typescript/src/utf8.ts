@@ -39,7 +39,6 @@ export function firstUtf8Problem(bytes: Uint8Array): Utf8Problem | null {
   return { start, length: Math.max(1, part), incomplete: part > 0 && start + part === text.length };
 }
 
-/** Decode, replacing each invalid sequence with U+FFFD. */
 export function decodeReplacing(bytes: Uint8Array): string {
   return replacing.decode(bytes);
 }

@@ -9,15 +9,6 @@ import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 
-/** Every special token of the Harmony encoding: the named ones and the reserved ranges. */
-export function allSpecialTokens(): Map<string, number> {
-  const specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
-  for (const [lo, hi] of spec.RESERVED_RANGES) {
-    for (let id = lo; id <= hi; id++) specials.set(fill(spec.RESERVED_SPELLING, { id }), id);
-  }
-  return specials;
-}
-
 /**
  * gpt-tokenizer looks byte strings up by decoding them with a `TextDecoder` that drops a leading U+FEFF,
  * so a piece holding U+FEFF can merge into wrong tokens. Such pieces go through `mergeBytes` here instead.
@@ -62,7 +53,12 @@ export class Vocabulary {
       specialTokensEncoder: new Map(),
     });
     this.baseCount = ranks.length;
-    this.specials = allSpecialTokens();
+    // Harmony's special tokens: the named ones and the reserved ranges
+    const specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
+    for (const [lo, hi] of spec.RESERVED_RANGES) {
+      for (let id = lo; id <= hi; id++) specials.set(fill(spec.RESERVED_SPELLING, { id }), id);
+    }
+    this.specials = specials;
     const table = ranks.map((bytes): Uint8Array | undefined => (typeof bytes === "string" ? Buffer.from(bytes) : Uint8Array.from(bytes)));
     for (const [spelling, id] of this.specials) table[id] = Buffer.from(spelling);
     this.tokenBytes = table;
@@ -74,23 +70,15 @@ export class Vocabulary {
   /** Ordinary tokens of `text` (special-token spellings are text here). */
   encodeOrdinary(text: string): number[] {
     if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
-    const out: number[] = [];
-    for (const [piece] of text.matchAll(this.splitter)) {
-      if (piece.includes(BOM)) out.push(...mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)));
-      else out.push(...this.core.encodeNative(piece, new Set()));
-    }
-    return out;
+    const encode = (piece: string): number[] =>
+      piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
+    return Array.from(text.matchAll(this.splitter), ([piece]) => encode(piece)).flat();
   }
 
   private rankOfBytes(bytes: Uint8Array): number | undefined {
-    if (this.byteRanks === null) {
-      this.byteRanks = new Map();
-      for (let rank = 0; rank < this.baseCount; rank++) {
-        const b = this.tokenBytes[rank];
-        if (b !== undefined) this.byteRanks.set(Buffer.from(b).toString("latin1"), rank);
-      }
-    }
-    return this.byteRanks.get(Buffer.from(bytes).toString("latin1"));
+    const latin1 = (b: Uint8Array | undefined): string => Buffer.from(b ?? []).toString("latin1");
+    this.byteRanks ??= new Map(this.tokenBytes.slice(0, this.baseCount).map((b, rank): [string, number] => [latin1(b), rank]));
+    return this.byteRanks.get(latin1(bytes));
   }
 }
 
