@@ -446,21 +446,19 @@ export class HarmonyStreamParser {
     const terminator = TERMINATOR_OF.get(stop) as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
     const cut = header.cut();
+    this.regionValue = Region.Outside; // until a body opens
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
       const complete = header.complete(position);
-      if (complete === null) {
-        this.regionValue = Region.Outside;
-        return;
+      if (complete !== null) {
+        this.startBody(complete);
+        this.lalr.feedToken(stop);
+        this.endMessage(terminator);
       }
-      this.startBody(complete);
-      this.lalr.feedToken(stop);
-      this.endMessage(terminator);
       return;
     }
     const text = header.raw;
     header.abandon(); // the repairs found in it are not reported one by one
-    this.regionValue = Region.Outside;
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, fill(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
