@@ -25,10 +25,9 @@ export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
 );
 /** Control token spelling → its terminal. */
 const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
-  Object.entries(spec.NAMED_TOKENS).flatMap(([spelling, id]) => {
-    const terminal = CONTROL_TERMINALS.get(id);
-    return terminal === undefined ? [] : [[spelling, terminal] as const];
-  }),
+  Object.entries(spec.NAMED_TOKENS)
+    .filter(([, id]) => CONTROL_TERMINALS.has(id))
+    .map(([spelling, id]) => [spelling, CONTROL_TERMINALS.get(id) ?? ""]),
 );
 const SPELLINGS = new Map([...TERMINAL_OF_SPELLING].map(([spelling, terminal]) => [terminal, spelling]));
 const LONGEST_FIRST = [...TERMINAL_OF_SPELLING.keys()].sort((a, b) => b.length - a.length);
