@@ -239,10 +239,8 @@ export class HeaderReader {
   private terms: string[] = []; // and their terminals (control terminals too)
   virtual = false; // the header's <|start|>ROLE came from the prompt, not the input (no control token read for it)
   private pending: Pending[] = []; // repairs reported when the header is settled
-  private fedRecipient: string | null = null; // the recipient the grammar took
-  private fedChannel: string | null = null; // the channel the grammar took
-  private recipient: string | null = null; // lenient: a recipient the grammar could not take where it stood
-  private channel: string | null = null; // lenient: a channel that replaced the one the grammar took
+  private fed: Partial<Header> = {}; // the recipient and the channel the grammar took
+  private late: Partial<Header> = {}; // lenient: a recipient the grammar could not take there, a channel replacing its own
   private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
   private lateChannel = false; // a <|channel|> after the content type came: its word is the channel
   private setAside = false; // lenient: some of the header's text had no place in it
@@ -276,7 +274,8 @@ export class HeaderReader {
     this.snapshot = this.lalr.copy();
     this.lalr.feedToken(T_START);
     this.clear();
-    this.recipient = this.channel = this.fedRecipient = this.fedChannel = null;
+    this.fed = {};
+    this.late = {};
     this.replacingChannel = this.lateChannel = this.setAside = false;
     this.virtual = role !== null;
     if (role === null) this.raw = spellingOf(T_START);
@@ -305,7 +304,7 @@ export class HeaderReader {
     const match = BODY_START_RE.exec(text);
     if (match === null) return null;
     const before = text.slice(0, match.index);
-    return this.terms.includes(T_CHANNEL) || this.fedRecipient || this.recipient || before.includes(TO) ? match.index : null;
+    return this.terms.includes(T_CHANNEL) || this.fed.recipient || this.late.recipient || before.includes(TO) ? match.index : null;
   }
 
   /** Take the text not yet split into words from `at` (an offset into it) out of the header: that text, and the
@@ -413,7 +412,7 @@ export class HeaderReader {
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
     if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
-    let recipient = this.recipient || this.fedRecipient;
+    let recipient = (this.late.recipient || this.fed.recipient) ?? null;
     if (recipient === Roles.Assistant) recipient = null;
     if (recipient !== null && !this.setAside) return Cut.Message;
     if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
@@ -444,7 +443,7 @@ export class HeaderReader {
     this.lalr.feedToken(T_CHANNEL);
     this.terms.push(T_CHANNEL);
     this.feed(T_WORD, channel);
-    this.fedChannel = channel;
+    this.fed.channel = channel;
   }
 
   /** The first row of a `header_rules` list whose conditions all hold for `item` (a word, or a terminal) acts; true
@@ -466,7 +465,7 @@ export class HeaderReader {
     after_constrain: (r) => r.terms.at(-1) === T_CONSTRAIN,
     repeats_role: (r, word) => r.words.length === 1 && word === r.words[0] && r.terms.length === 1 && r.terms[0] === T_ROLE,
     not_before_channel: (r) => r.before !== T_CHANNEL,
-    no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.channel === null,
+    no_channel_yet: (r) => !r.terms.includes(T_CHANNEL) && r.late.channel === undefined,
     channel_word: (_, word) => CHANNELS.has(channelOf(word)[0]),
     channel_allowed: (r) => r.lalr.accepts(T_CHANNEL),
     content_type: (_, word) => CONTENT_TYPES.has(word.toLowerCase()),
@@ -476,7 +475,7 @@ export class HeaderReader {
     channel_token: (_, terminal) => terminal === T_CHANNEL,
     word_expected_only: (r) => r.lalr.expected().size === 1 && r.lalr.expected().has(T_WORD),
     channel_seen: (r) => r.terms.includes(T_CHANNEL),
-    no_later_channel: (r) => r.channel === null,
+    no_later_channel: (r) => r.late.channel === undefined,
   };
 
   /** The actions of the spec's `header_actions`: true when the word has no place in the header (it is set aside). */
@@ -492,26 +491,26 @@ export class HeaderReader {
     second_channel_word: (r, word, at) => {
       r.replacingChannel = false;
       if (CONTENT_TYPES.has(word.toLowerCase()) && !CHANNELS.has(word) && r.lalr.accepts(T_WORD)) {
-        const channel = r.channel ?? r.fedChannel ?? "";
+        const channel = r.late.channel ?? r.fed.channel ?? "";
         r.fix(spec.RECOVERY_CONTENT_TYPE_AFTER_CHANNEL, at, { word, token: spellingOf(T_CHANNEL), channel });
         r.feed(T_WORD, word);
         return;
       }
       const [channel, trimmed] = channelOf(word);
-      r.fix(spec.RECOVERY_DOUBLED_CHANNEL, at, { word: (r.channel ?? r.fedChannel) || "", channel });
+      r.fix(spec.RECOVERY_DOUBLED_CHANNEL, at, { word: (r.late.channel ?? r.fed.channel) || "", channel });
       if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
-      r.channel = channel;
+      r.late.channel = channel;
     },
     late_channel_word: (r, word, at, repair) => {
       r.lateChannel = false;
       r.fix(repair, at, { token: spellingOf(T_CHANNEL), word });
-      r.channel = channelOf(word)[0];
+      r.late.channel = channelOf(word)[0];
     },
     channel_word: (r, word, at) => {
       const [channel, trimmed] = channelOf(word);
       if (trimmed) r.fix(spec.RECOVERY_CHANNEL_PUNCTUATION, at, { word, channel });
       r.feed(T_WORD, channel);
-      r.fedChannel = channel;
+      r.fed.channel = channel;
     },
     constrain_word: (r, word, at) => {
       if (CONTENT_TYPES.has(word.toLowerCase()) || !CHANNELS.has(channelOf(word)[0])) return !r.feed(T_WORD, word);
@@ -589,14 +588,14 @@ export class HeaderReader {
   /** Place a recipient word: the grammar takes the first where it can; a later one, or one it cannot take there,
    * replaces it. */
   private setRecipient(word: string, position: number): void {
-    const earlier = this.recipient ?? this.fedRecipient;
-    if (earlier === null && this.feed(T_TO, word)) {
-      this.fedRecipient = word.slice(TO.length);
+    const earlier = this.late.recipient ?? this.fed.recipient;
+    if (earlier === undefined && this.feed(T_TO, word)) {
+      this.fed.recipient = word.slice(TO.length);
       return;
     }
-    if (earlier !== null) this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
+    if (earlier !== undefined) this.fix(spec.RECOVERY_DOUBLED_RECIPIENT, position, { word: TO + earlier });
     else this.fix(spec.RECOVERY_RECIPIENT_OUT_OF_PLACE, position, { word });
-    this.recipient = word.slice(TO.length);
+    this.late.recipient = word.slice(TO.length);
   }
 
   // -- repairs -----------------------------------------------------------------------------------------------
@@ -614,8 +613,7 @@ export class HeaderReader {
 
   /** Lenient: apply what the grammar could not hold, then report the header's repairs. */
   private settle(header: Header, position: number): void {
-    if (this.recipient !== null) header.recipient = this.recipient;
-    if (this.channel !== null) header.channel = this.channel;
+    Object.assign(header, this.late);
     const assistant = header.isRole && header.author === Roles.Assistant;
     if (header.recipient === Roles.Assistant && assistant) {
       this.fix(spec.RECOVERY_RECIPIENT_TO_SELF, position, { recipient: header.recipient });
