@@ -303,17 +303,11 @@ export class HarmonyStreamParser {
     this.repair(spec.RECOVERY_INVALID_TOKEN, { token }, undefined, position);
   }
 
-  /** Do what the spec's `control_triggers` say `terminal` does in `region`. */
+  /** Do what the spec's `control_triggers` say `terminal` does in `region` (`onControl` has set `pos` to `position`). */
   private act(region: Region, terminal: string, position: number): void {
     const action = this.actions.get(region)?.get(terminal);
     if (action === undefined) throw new Error(`control_triggers give ${terminal} no action in ${Region[region]}`);
     action(this, terminal, position);
-  }
-
-  /** The header's text so far is read as words, knowing that `terminal` ends it. */
-  private flushHeader(terminal: string, position: number): void {
-    this.header.flushWords(this.byCharacter, terminal);
-    this.pos = position;
   }
 
   /** The actions of the spec's `control_actions`, by name. */
@@ -344,18 +338,18 @@ export class HarmonyStreamParser {
       p.act(Region.Header, t, at);
     },
     header_control: (p, t, at) => {
-      p.flushHeader(t, at);
+      p.header.flushWords(p.byCharacter, t); // the header's text so far, knowing that `t` ends it
       p.header.control(t, at);
     },
     complete_header: (p, t, at) => {
-      p.flushHeader(t, at);
+      p.header.flushWords(p.byCharacter, t);
       const header = p.header.complete(at);
       if (header === null) p.regionValue = Region.Outside;
       else if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => {
       if (p.lenient && p.headerWithoutMessage(t, at)) return;
-      p.flushHeader(t, at);
+      p.header.flushWords(p.byCharacter, t);
       if (!p.lenient) p.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(t) }), at);
       p.closeHeader(t, at);
     },
