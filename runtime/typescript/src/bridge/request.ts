@@ -5,7 +5,7 @@
  * package's `bridge/request.py` docstring; codes and messages are the spec's (spec/mapping/requests.json).
  */
 
-import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
+import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam, SpecificFunctionParam } from "#types";
 
 import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
@@ -300,33 +300,30 @@ function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   return [...input];
 }
 
+const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValueEnum"]?.enum ?? [];
+
 function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   const tools = declaredTools(body);
   const names = tools.map((t) => t.name);
   names.forEach((name, i) => {
     if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i]?.where ?? `tools[${i}]`, { name });
   });
-  const choice = body.tool_choice ?? null;
-  if (choice === null || choice === "auto") return [tools, { mode: "auto", allowed: names }];
-  if (choice === "none") return [[], { mode: "none", allowed: [] }];
-  if (choice === "required") {
-    if (tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
-    return [tools, { mode: "required", allowed: names }];
+  const choice = body.tool_choice ?? "auto";
+  // a mode alone, one function (`{"type": "function", "name": ...}`), or a list of them with a mode
+  const specific = typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" ? (choice as SpecificFunctionParam) : null;
+  const listed = typeof choice === "object" && "tools" in choice ? choice : null;
+  if (typeof choice === "string" ? !TOOL_CHOICE_MODES.includes(choice) : specific === null && listed === null) {
+    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyrepr(String(choice))) });
   }
-  if (typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" && "name" in choice) {
-    if (!names.includes(choice.name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, "tool_choice.name", { name: choice.name });
-    return [tools.filter((t) => t.name === choice.name), { mode: "required", allowed: [choice.name] }];
-  }
-  if (typeof choice === "object" && "tools" in choice) {
-    const allowed = choice.tools.map((ref) => ref.name);
-    allowed.forEach((name, k) => {
-      if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, `tool_choice.tools[${k}].name`, { name });
-    });
-    const mode = choice.mode ?? "auto";
-    const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
-    return [kept, { mode, allowed: mode === "none" ? [] : names.filter((n) => allowed.includes(n)) }];
-  }
-  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyrepr(String(choice))) });
+  if (choice === "required" && tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
+  const allowed = (specific !== null ? [specific] : (listed?.tools ?? [])).map((ref) => ref.name);
+  allowed.forEach((name, k) => {
+    const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${k}].name`;
+    if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name });
+  });
+  const mode = typeof choice === "string" ? choice : specific !== null ? "required" : (listed?.mode ?? "auto");
+  const named = typeof choice === "string" ? names : names.filter((n) => allowed.includes(n));
+  return mode === "none" ? [[], { mode, allowed: [] }] : [tools.filter((t) => named.includes(t.name)), { mode, allowed: named }];
 }
 
 /** The tool constraint a sampler should enforce for `body` (e.g. `required`: the first message must call). */
