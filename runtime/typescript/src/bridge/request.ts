@@ -361,7 +361,8 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
-function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
+/** An assistant message on `channel`, with `contentType` (null: none). */
+export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
   const message = Message.fromRoleAndContent(Role.Assistant, text);
   if (channel !== null) message.withChannel(channel);
   return contentType !== null ? message.withContentType(contentType) : message;
