@@ -128,12 +128,12 @@ function valueAt(body: CreateResponseBody, field: string): unknown {
 
 const BODY = "CreateResponseBody";
 
-/** The 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without `capabilities`
- * (a value outside the row's neutral ones asks for its capability), else null. */
-function refusal(field: string, value: unknown, capabilities: Capabilities): RequestError | null {
+/** Throw the 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without
+ * `capabilities` (a value outside the row's neutral ones asks for its capability). */
+function refuse(field: string, value: unknown, capabilities: Capabilities): void {
   const row = spec.REQUEST_FIELDS[field];
-  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return null;
-  return RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
+  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return;
+  throw RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
 }
 
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
@@ -141,8 +141,7 @@ function refusal(field: string, value: unknown, capabilities: Capabilities): Req
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
   const declared = model(BODY).byKey;
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
-    const refused = refusal(field, valueAt(body, field), capabilities);
-    if (refused !== null) throw refused;
+    refuse(field, valueAt(body, field), capabilities);
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
@@ -151,8 +150,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
   for (const key of keysOf(raw)) {
     if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
     if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
-    const refused = refusal(key, raw[key], capabilities); // a label is kept
-    if (refused !== null) throw refused;
+    refuse(key, raw[key], capabilities); // a label is kept
   }
 }
 
@@ -292,8 +290,7 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 }
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  const refused = refusal("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  if (refused !== null) throw refused;
+  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
   const input = body.input;
   if (input === undefined || input === null) return [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
