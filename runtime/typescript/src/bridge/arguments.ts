@@ -14,10 +14,11 @@ import { Ajv } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 
-import { isJsonObject, JsonFloat, type JsonData, type JsonObject, JsonSyntaxError, keysOf, readJson } from "../json.js";
+import { isJsonObject, type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
 import { spec } from "../tables.js";
 import { fill } from "../texts.js";
 import { compareCodePoints } from "../toolNamespace.js";
+import { plain } from "./schema.js";
 
 /** The text of this module that is the language's own (the Python module's `BAD_SCHEMA`). */
 const BAD_SCHEMA = "the tool's schema is invalid: ";
@@ -63,20 +64,6 @@ const UNIQUE_ITEMS = "uniqueItems";
  * booleans apart from numbers, as jsonschema does, and `plain` has made every -0 a 0. */
 function uniqueItems(flag: boolean, data: unknown[]): boolean {
   return !flag || data.every((x, i) => !data.slice(i + 1).some((y) => isDeepStrictEqual(x, y)));
-}
-
-/** JSON data as plain JavaScript values for ajv (floats and big integers as numbers). */
-function plain(value: unknown): unknown {
-  if (value instanceof JsonFloat) return plain(value.value);
-  if (typeof value === "number") return value + 0; // -0 + 0 is 0: JSON Schema has no negative zero
-  if (typeof value === "bigint") return Number(value);
-  if (Array.isArray(value)) return value.map(plain);
-  if (isJsonObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const key of keysOf(value)) out[key] = plain(value[key]);
-    return out;
-  }
-  return value;
 }
 
 function validatorFor(schema: JsonObject): ValidateFunction | Error {

@@ -10,9 +10,9 @@
 
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
-import { Message } from "../models.js";
-import { Role, spec } from "../tables.js";
-import { type ReasoningReader, RequestError } from "./request.js";
+import type { Message } from "../models.js";
+import { spec } from "../tables.js";
+import { assistant, type ReasoningReader, RequestError } from "./request.js";
 
 export const SEAL_VERSION: string = spec.ENCRYPTED_REASONING_SEAL;
 const NONCE_BYTES = 12;
@@ -45,9 +45,7 @@ function isTextOrNull(value: unknown): value is string | null {
 
 /** The analysis message of what a blob holds. */
 export function sealedMessage(found: SealedReasoning): Message {
-  let message = Message.fromRoleAndContent(Role.Assistant, found.text);
-  if (found.channel !== null) message = message.withChannel(found.channel);
-  return found.contentType !== null ? message.withContentType(found.contentType) : message;
+  return assistant(found.text, found.channel, found.contentType);
 }
 
 export interface SealOptions {

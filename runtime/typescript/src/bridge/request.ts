@@ -5,7 +5,7 @@
  * package's `bridge/request.py` docstring; codes and messages are the spec's (spec/mapping/requests.json).
  */
 
-import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam } from "#types";
+import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam, SpecificFunctionParam } from "#types";
 
 import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
@@ -128,12 +128,12 @@ function valueAt(body: CreateResponseBody, field: string): unknown {
 
 const BODY = "CreateResponseBody";
 
-/** The 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without `capabilities`
- * (a value outside the row's neutral ones asks for its capability), else null. */
-function refusal(field: string, value: unknown, capabilities: Capabilities): RequestError | null {
+/** Throw the 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without
+ * `capabilities` (a value outside the row's neutral ones asks for its capability). */
+function refuse(field: string, value: unknown, capabilities: Capabilities): void {
   const row = spec.REQUEST_FIELDS[field];
-  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return null;
-  return RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
+  if (row?.rule !== "refused" || row.neutral.some((n) => n === value) || honoured(capabilities, row.capability)) return;
+  throw RequestError.of(row.error ?? spec.REQUEST_ERROR_NOT_HONOURED, field, { value, why: new Verbatim(row.why) });
 }
 
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
@@ -141,8 +141,7 @@ function refusal(field: string, value: unknown, capabilities: Capabilities): Req
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
   const declared = model(BODY).byKey;
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
-    const refused = refusal(field, valueAt(body, field), capabilities);
-    if (refused !== null) throw refused;
+    refuse(field, valueAt(body, field), capabilities);
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
@@ -151,8 +150,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
   for (const key of keysOf(raw)) {
     if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
     if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
-    const refused = refusal(key, raw[key], capabilities); // a label is kept
-    if (refused !== null) throw refused;
+    refuse(key, raw[key], capabilities); // a label is kept
   }
 }
 
@@ -292,13 +290,14 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 }
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  const refused = refusal("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  if (refused !== null) throw refused;
+  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
   const input = body.input;
   if (input === undefined || input === null) return [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
   return [...input];
 }
+
+const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValueEnum"]?.enum ?? [];
 
 function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   const tools = declaredTools(body);
@@ -306,27 +305,22 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   names.forEach((name, i) => {
     if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i]?.where ?? `tools[${i}]`, { name });
   });
-  const choice = body.tool_choice ?? null;
-  if (choice === null || choice === "auto") return [tools, { mode: "auto", allowed: names }];
-  if (choice === "none") return [[], { mode: "none", allowed: [] }];
-  if (choice === "required") {
-    if (tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
-    return [tools, { mode: "required", allowed: names }];
+  const choice = body.tool_choice ?? "auto";
+  // a mode alone, one function (`{"type": "function", "name": ...}`), or a list of them with a mode
+  const specific = typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" ? (choice as SpecificFunctionParam) : null;
+  const listed = typeof choice === "object" && "tools" in choice ? choice : null;
+  if (typeof choice === "string" ? !TOOL_CHOICE_MODES.includes(choice) : specific === null && listed === null) {
+    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyrepr(String(choice))) });
   }
-  if (typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" && "name" in choice) {
-    if (!names.includes(choice.name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, "tool_choice.name", { name: choice.name });
-    return [tools.filter((t) => t.name === choice.name), { mode: "required", allowed: [choice.name] }];
-  }
-  if (typeof choice === "object" && "tools" in choice) {
-    const allowed = choice.tools.map((ref) => ref.name);
-    allowed.forEach((name, k) => {
-      if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, `tool_choice.tools[${k}].name`, { name });
-    });
-    const mode = choice.mode ?? "auto";
-    const kept = mode === "none" ? [] : tools.filter((t) => allowed.includes(t.name));
-    return [kept, { mode, allowed: mode === "none" ? [] : names.filter((n) => allowed.includes(n)) }];
-  }
-  throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_TOOL_CHOICE, "tool_choice", { choice: new Verbatim(pyrepr(String(choice))) });
+  if (choice === "required" && tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
+  const allowed = (specific !== null ? [specific] : (listed?.tools ?? [])).map((ref) => ref.name);
+  allowed.forEach((name, k) => {
+    const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${k}].name`;
+    if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name });
+  });
+  const mode = typeof choice === "string" ? choice : specific !== null ? "required" : (listed?.mode ?? "auto");
+  const named = typeof choice === "string" ? names : names.filter((n) => allowed.includes(n));
+  return mode === "none" ? [[], { mode, allowed: [] }] : [tools.filter((t) => named.includes(t.name)), { mode, allowed: named }];
 }
 
 /** The tool constraint a sampler should enforce for `body` (e.g. `required`: the first message must call). */
@@ -364,7 +358,8 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
-function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
+/** An assistant message on `channel`, with `contentType` (null: none). */
+export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
   const message = Message.fromRoleAndContent(Role.Assistant, text);
   if (channel !== null) message.withChannel(channel);
   return contentType !== null ? message.withContentType(contentType) : message;

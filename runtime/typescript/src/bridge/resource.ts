@@ -16,14 +16,11 @@ export interface RepairRecord {
 }
 
 function toolChoice(body: CreateResponseBody): JsonData {
-  const choice = body.tool_choice ?? null;
-  if (choice === null) return "auto";
-  if (typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" && "name" in choice) {
-    return make("FunctionToolChoice", { name: choice.name });
-  }
+  const choice = body.tool_choice ?? "auto";
+  const echoed = (ref: { readonly name: string }): JsonObject => make("FunctionToolChoice", { name: ref.name });
+  if (typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" && "name" in choice) return echoed(choice);
   if (typeof choice === "object" && "tools" in choice) {
-    const tools = choice.tools.map((t) => make("FunctionToolChoice", { name: t.name }));
-    return make("AllowedToolChoice", { tools, mode: choice.mode ?? "auto" });
+    return make("AllowedToolChoice", { tools: choice.tools.map(echoed), mode: choice.mode ?? "auto" });
   }
   return choice as JsonData;
 }
