@@ -170,7 +170,6 @@ export class StreamableParser {
         this.headerTokens = [];
         this.header = this.parseHeader(tokens, this.nextRole);
         this.nextRole = null;
-        this.deltas = [];
         this.stateValue = StreamState.Content;
       } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
         const role = this.nextRole;
