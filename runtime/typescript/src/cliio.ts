@@ -70,13 +70,11 @@ export class Crash extends Error {
 
 /** The file's (or standard input's) text, decoded as strict UTF-8. */
 export function readText(file: string, flag: string | null = null): string {
-  let data: Buffer;
-  try {
-    data = file === STDIN ? readFileSync(0) : readFileSync(file);
-  } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    throw new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
-  }
+  const unreadable = (e: NodeJS.ErrnoException): Error => {
+    const code = e.code ?? "";
+    return new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
+  };
+  const data = rethrow(Error, () => readFileSync(file === STDIN ? 0 : file), unreadable);
   const problem = firstUtf8Problem(data);
   if (problem !== null) {
     const line = data.subarray(0, problem.start).filter((b) => b === 0x0a).length + 1;

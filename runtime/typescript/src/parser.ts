@@ -170,7 +170,6 @@ export class StreamableParser {
         this.headerTokens = [];
         this.header = this.parseHeader(tokens, this.nextRole);
         this.nextRole = null;
-        this.deltas = [];
         this.stateValue = StreamState.Content;
       } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
         const role = this.nextRole;
@@ -212,23 +211,17 @@ export class StreamableParser {
     const pending = this.undecodedBytes.length > 0 ? Buffer.concat([this.undecodedBytes, data]) : data;
     this.undecodedTokens = [];
     const problem = firstUtf8Problem(pending);
-    if (problem === null) {
-      this.undecodedBytes = EMPTY;
-      const text = decodeReplacing(pending);
-      this.deltas.push(text);
-      this.lastDelta = text;
-      return;
-    }
-    const delta = decodeReplacing(pending.subarray(0, problem.start));
-    const rest = pending.subarray(problem.start);
+    // the text before the first problem (all of it when there is none) is this token's delta
+    const end = problem?.start ?? pending.length;
+    const delta = decodeReplacing(pending.subarray(0, end));
     if (delta !== "") this.deltas.push(delta);
-    if (problem.incomplete) {
-      this.undecodedBytes = rest;
+    if (problem === null || problem.incomplete) {
+      this.undecodedBytes = pending.subarray(end);
       this.lastDelta = delta !== "" ? delta : null;
     } else {
       // the reference keeps the replacement as a piece of its own (state data re-encodes pieces)
       this.deltas.push(REPLACEMENT);
-      this.undecodedBytes = rest.subarray(problem.length);
+      this.undecodedBytes = pending.subarray(end + problem.length);
       this.lastDelta = delta + REPLACEMENT;
     }
   }

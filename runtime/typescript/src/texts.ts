@@ -53,14 +53,8 @@ export function quoted(items: readonly string[]): string {
 
 /** `text_rules.whitespace` as a regular-expression class body (flag `u`). */
 export const WHITESPACE: string = spec.WHITESPACE_RANGES.map(([a, b]) => `\\u{${a.toString(16)}}-\\u{${b.toString(16)}}`).join("");
-const SPACE_UNITS = new Set(spec.WHITESPACE_RANGES.flatMap(([a, b]) => Array.from({ length: b - a + 1 }, (_, i) => a + i)));
 const EDGES = new RegExp(`^[${WHITESPACE}]+|[${WHITESPACE}]+$`, "gu");
 const ALNUM = /^[\p{L}\p{N}]+$/u;
-
-/** Whether one UTF-16 unit is white space (all of the class is in the BMP). */
-export function isSpaceUnit(unit: number): boolean {
-  return SPACE_UNITS.has(unit);
-}
 
 export function strip(text: string): string {
   return text.replace(EDGES, "");

@@ -69,8 +69,4 @@ export class Utf8Stream {
     this.held = data.slice(cut);
     return cut > 0 ? decodeReplacing(data.subarray(0, cut)) : "";
   }
-
-  reset(): void {
-    this.held = new Uint8Array(0);
-  }
 }
