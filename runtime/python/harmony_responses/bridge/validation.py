@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from .._tables import spec as _spec
 from ..json_input import format_path
@@ -169,16 +170,33 @@ def _literals(text: object) -> list[str]:
     return [part.strip().replace("'", '"') for part in str(text).replace(" or ", ", ").split(", ") if part.strip()]
 
 
+def _tag_error(error: ErrorDetails) -> bool:
+    """A tagged union's complaint about its tag (not the item unions', which are told at the item)."""
+    return error["type"] in _TAG_ERRORS and str((error.get("ctx") or {}).get("discriminator", "")) != ITEM_UNION
+
+
+def _depth(parts: tuple[int | str, ...], error: ErrorDetails) -> int:
+    """How deep a complaint is: pydantic places a union's tag error at the object, the spec at its tag."""
+    return len(parts) + (1 if _tag_error(error) else 0)
+
+
+def _rank(parts: tuple[int | str, ...], present: bool, error: ErrorDetails) -> int:
+    """0 for a wrong `type` (a tag no member has among them), 1 for a wrong value, 2 for a missing field or tag."""
+    if not present or (_tag_error(error) and error["type"] == "union_tag_not_found"):
+        return 2
+    return 0 if _tag_error(error) or (parts and parts[-1] == "type") else 1
+
+
 def explain(exc: ValidationError, raw: object) -> Problem:
     """The deepest place `raw` went wrong, and what would have fit there (the rule of the `validation` table)."""
     resolved = []
     for error in exc.errors():
         parts, value, present = _resolve(raw, error["loc"], error["type"] == "missing")
         resolved.append((parts, value, present, error))
-    depth = max(len(r[0]) for r in resolved)
+    depth = max(_depth(r[0], r[3]) for r in resolved)
     # Of the deepest: a wrong `type` first (it explains the rest of its object), then a wrong value, then a missing one.
-    deepest = [r for r in resolved if len(r[0]) == depth]
-    ranked = sorted(deepest, key=lambda r: 2 if not r[2] else 0 if r[0] and r[0][-1] == "type" else 1)
+    deepest = [r for r in resolved if _depth(r[0], r[3]) == depth]
+    ranked = sorted(deepest, key=lambda r: _rank(r[0], r[2], r[3]))
     parts, value, present, error = ranked[0]
     if error["type"] in _TAG_ERRORS:
         ctx = error.get("ctx") or {}
