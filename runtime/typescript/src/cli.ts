@@ -168,9 +168,7 @@ function loadConversation(file: string): Conversation {
     });
     const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
     const author = new Author(parseRole(role), field("name"));
-    const header: (string | null)[] = [];
-    for (const key of ["channel", "recipient", "content_type"]) header.push(field(key));  // field names, walked (test_facts_once)
-    return new Message(author, items, header[0] ?? null, header[1] ?? null, header[2] ?? null);
+    return Message.withHeader(author, items, field);
   });
   return new Conversation(messages);
 }

@@ -378,8 +378,13 @@ export class Message {
     let raw = data["content"];
     if (typeof raw === "string") raw = [{ type: CONTENT_TAGS.text, text: raw }];
     const contents = list(raw, ["content"]).map(contentFromDict);
+    return Message.withHeader(author, contents, text);
+  }
+
+  /** A message whose channel, recipient and content type `field` reads, in that order (its errors come in it). */
+  static withHeader(author: Author, contents: Content[], field: (key: string) => string | null): Message {
     const header: (string | null)[] = [];
-    for (const key of ["channel", "recipient", "content_type"]) header.push(text(key));  // field names, walked (test_facts_once)
+    for (const key of ["channel", "recipient", "content_type"]) header.push(field(key));  // field names, walked (test_facts_once)
     return new Message(author, contents, header[0] ?? null, header[1] ?? null, header[2] ?? null);
   }
 }
