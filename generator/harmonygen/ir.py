@@ -45,6 +45,8 @@ class EncodingIR:
     enum_member: str
     tiktoken_name: str
     pattern: str
+    pattern_unicode_version: str  # the Unicode version whose General_Category `\p{…}` means
+    pattern_recategorized_later: tuple[int, ...]  # code points whose category changed after that version
     ranks_file: str
     ranks_sha256: str
     ranks_env_var: str

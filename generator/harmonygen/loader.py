@@ -132,6 +132,10 @@ def _tokens(tok: _Doc) -> tuple[EncodingIR, TokensIR]:
         enum_member=tok.get("encoding", "enum_member", kind=str),
         tiktoken_name=tok.get("encoding", "tiktoken_name", kind=str),
         pattern=enc["pattern"],
+        pattern_unicode_version=tok.get("encoding", "pattern_unicode_version", kind=str),
+        pattern_recategorized_later=tuple(
+            int(cp.removeprefix("U+"), 16) for cp in tok.get("encoding", "pattern_recategorized_later", kind=list)
+        ),
         ranks_file=ranks["file"],
         ranks_sha256=ranks["sha256"],
         ranks_env_var=ranks["env_var"],

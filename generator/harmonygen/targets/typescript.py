@@ -15,10 +15,13 @@ never its value), enum members are PascalCase. Output is a pure function of the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,15 +110,32 @@ def spec_constants(ir: ProjectIR) -> list[Constant]:
     runtime has no server, and a language gets only what it reads."""
     out = [constant_of(fact) for fact in spec_facts(ir)]
     pattern = next(i for i, c in enumerate(out) if c.name == "PATTERN")
-    out.insert(
-        pattern + 1,
+    enc = ir.encoding
+    version = enc.pattern_unicode_version
+    fast = js_pattern(enc.pattern)
+    unsure = _unsure_class(version, enc.pattern_recategorized_later)
+    out[pattern + 1 : pattern + 1] = [
         constant(
             "PATTERN_JS",
-            js_pattern(ir.encoding.pattern),
+            fast,
             doc="The same pattern in JavaScript syntax (flags `gu`): inline `(?i:…)` groups spelled out, and "
-            "`\\s` as Unicode White_Space (JavaScript's `\\s` adds U+FEFF and lacks U+0085).",
+            "`\\s` as Unicode White_Space (JavaScript's `\\s` adds U+FEFF and lacks U+0085). Its `\\p{…}` mean "
+            "node's Unicode: exact for a text without a character of `PATTERN_UNSURE_JS`.",
         ),
-    )
+        constant(
+            "PATTERN_JS_EXACT",
+            _spell_categories(fast, version),
+            doc=f"`PATTERN_JS` with each `\\p{{…}}` spelled out as the code points it has in Unicode {version} "
+            "(the reference's): exact whatever node's Unicode, but V8 runs a pattern this long several times slower.",
+        ),
+        constant(
+            "PATTERN_UNSURE_JS",
+            unsure,
+            doc=f"The characters node may class otherwise than Unicode {version} does (flag `u`): those it leaves "
+            "unassigned, and those whose category changed after it.",
+        ),
+        constant("PATTERN_UNICODE_VERSION", version, doc="The Unicode version of the split pattern's `\\p{…}`."),
+    ]
     return out
 
 
@@ -232,6 +252,82 @@ def _fold_class(ch: str) -> str:
     # Characters outside ASCII whose case mapping lands on this letter (U+017F ſ → s, U+212A K → k).
     variants |= {c for c in ("\u017f", "\u212a") if c.upper() in variants or c.lower() in variants}
     return "[" + "".join(sorted(variants)) + "]" if len(variants) > 1 else ch
+
+
+_CATEGORY = re.compile(r"\\p\{([A-Z][a-z]?)\}")
+
+
+@functools.cache
+def _category_runs(version: str) -> tuple[tuple[int, int, str], ...]:
+    """The code points in runs of one General_Category (first, last, category) in Unicode `version`, read from
+    unicodedata2 (the gen extra pins it to that version)."""
+    try:
+        import unicodedata2
+    except ImportError as e:
+        raise GenerationError(
+            f"the split pattern is read under Unicode {version}: install unicodedata2=={version}"
+        ) from e
+    if unicodedata2.unidata_version != version:
+        raise GenerationError(
+            f"the split pattern is read under Unicode {version}, unicodedata2 has {unicodedata2.unidata_version}: "
+            f"install unicodedata2=={version}"
+        )
+    category: Callable[[str], str] = unicodedata2.category
+    runs: list[tuple[int, int, str]] = []
+    for cp in range(sys.maxunicode + 1):
+        cat = category(chr(cp))
+        if runs and runs[-1][2] == cat:
+            runs[-1] = (runs[-1][0], cp, cat)
+        else:
+            runs.append((cp, cp, cat))
+    return tuple(runs)
+
+
+def _class_items(names: list[str], version: str) -> str:
+    """The code points of the General_Category groups `names` (`L`, `Lu`, `M`) in Unicode `version`, as the
+    ranges of a JavaScript `u`-mode class."""
+    ranges: list[list[int]] = []
+    for first, last, cat in _category_runs(version):
+        if not any(cat.startswith(name) for name in names):
+            continue
+        if ranges and ranges[-1][1] + 1 == first:
+            ranges[-1][1] = last
+        else:
+            ranges.append([first, last])
+    return "".join(f"\\u{{{a:X}}}" + ("" if a == b else f"-\\u{{{b:X}}}") for a, b in ranges)
+
+
+def _unsure_class(version: str, later: tuple[int, ...]) -> str:
+    """A class of the code points Unicode `version` leaves unassigned, and of `later` (recategorized since)."""
+    ranges = sorted(
+        [(first, last) for first, last, cat in _category_runs(version) if cat == "Cn"] + [(cp, cp) for cp in later]
+    )
+    return "[" + "".join(f"\\u{{{a:X}}}" + ("" if a == b else f"-\\u{{{b:X}}}") for a, b in ranges) + "]"
+
+
+def _spell_categories(pattern: str, version: str) -> str:
+    """`\\p{…}` inside a class → the ranges of every `\\p{…}` of that class, together; `\\p{…}` outside one →
+    a class of its ranges."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            m = _CATEGORY.match(pattern, i)
+            out.append(f"[{_class_items([m.group(1)], version)}]" if m else pattern[i : i + 2])
+            i = m.end() if m else i + 2
+        elif pattern[i] == "[":
+            end = i + 1
+            while pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            body = pattern[i + 1 : end]
+            names = _CATEGORY.findall(body)
+            rest = _CATEGORY.sub("", body)
+            out.append("[" + rest + (_class_items(names, version) if names else "") + "]")
+            i = end + 1
+        else:
+            out.append(pattern[i])
+            i += 1
+    return "".join(out)
 
 
 def js_pattern(pattern: str) -> str:

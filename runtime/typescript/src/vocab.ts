@@ -15,6 +15,15 @@ import { spec } from "./tables.js";
  */
 const BOM = "\ufeff";
 
+/**
+ * The split pattern's `\p{…}` mean what the reference's Unicode says (spec PATTERN_UNICODE_VERSION), node's
+ * regular expressions what node's says. A text holding a character they may class differently (one the reference
+ * leaves unassigned, or one recategorized since), or any text when node's Unicode is older, is split by the pattern
+ * with its classes spelled out: exact, and slower.
+ */
+const UNSURE = new RegExp(spec.PATTERN_UNSURE_JS, "u");
+const NODE_IS_OLDER = Number.parseFloat(process.versions.unicode ?? "0") < Number.parseFloat(spec.PATTERN_UNICODE_VERSION);
+
 /** Byte-pair merging as tiktoken does it: merge the lowest-ranked adjacent pair (leftmost on a tie). */
 function mergeBytes(piece: Uint8Array, rankOf: (bytes: Uint8Array) => number | undefined): number[] {
   const starts = Array.from({ length: piece.length + 1 }, (_, i) => i);
@@ -66,13 +75,18 @@ export class Vocabulary {
 
   private byteRanks: Map<string, number> | null = null;
   private readonly splitter = new RegExp(spec.PATTERN_JS, "gu");
+  private exactSplitter: RegExp | null = null;
 
   /** Ordinary tokens of `text` (special-token spellings are text here). */
   encodeOrdinary(text: string): number[] {
-    if (!text.includes(BOM)) return this.core.encodeNative(text, new Set());
+    const exact = NODE_IS_OLDER || UNSURE.test(text);
+    if (!exact && !text.includes(BOM)) return this.core.encodeNative(text, new Set());
+    // a piece gpt-tokenizer would split again, or decode wrongly, is merged here
+    const own = (piece: string): boolean => piece.includes(BOM) || (exact && (NODE_IS_OLDER || UNSURE.test(piece)));
     const encode = (piece: string): number[] =>
-      piece.includes(BOM) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
-    return Array.from(text.matchAll(this.splitter), ([piece]) => encode(piece)).flat();
+      own(piece) ? mergeBytes(Buffer.from(piece), (b) => this.rankOfBytes(b)) : this.core.encodeNative(piece, new Set());
+    const splitter = exact ? (this.exactSplitter ??= new RegExp(spec.PATTERN_JS_EXACT, "gu")) : this.splitter;
+    return Array.from(text.matchAll(splitter), ([piece]) => encode(piece)).flat();
   }
 
   private rankOfBytes(bytes: Uint8Array): number | undefined {
