@@ -317,7 +317,6 @@ export class DeveloperContent {
 
 export type Content = TextContent | SystemContent | DeveloperContent;
 
-/** The content `type`s of the reference's JSON form. */
 export const CONTENT_TYPE_TAGS: readonly string[] = Object.values(CONTENT_TAGS);
 
 /** A content item from the reference's JSON form; throws `ValidationError` (path relative to the item). */

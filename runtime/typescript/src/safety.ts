@@ -83,11 +83,6 @@ function codeMask(text: string): Uint8Array {
   return mask;
 }
 
-/** A line's header signals, found once: `[start, end)` in line coordinates, in order. */
-function lineSignals(line: string): [number, number][] {
-  return Array.from(line.matchAll(SIGNAL_RE), (m): [number, number] => [m.index, m.index + m[0].length]);
-}
-
 /** Whether `left + " " + right` holds a header signal: signals inside either part, or across the join. */
 function signalAround(line: string, signals: readonly [number, number][], leftEnd: number, rightStart: number): boolean {
   if (signals.some(([s, e]) => e <= leftEnd || s >= rightStart)) return true;
@@ -119,7 +114,9 @@ export function detectLeak(text: string): Leak[] {
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
       const nl = text.indexOf("\n", end);
       const lineText = text.slice(lineStart, nl < 0 ? text.length : nl);
-      line = { start: lineStart, end: nl < 0 ? text.length : nl, text: lineText, signals: lineSignals(lineText) };
+      // the line's header signals, found once: `[start, end)` in line coordinates, in order
+      const signals = Array.from(lineText.matchAll(SIGNAL_RE), (s): [number, number] => [s.index, s.index + s[0].length]);
+      line = { start: lineStart, end: lineStart + lineText.length, text: lineText, signals };
     }
     if (signalAround(line.text, line.signals, start - line.start, end - line.start)) {
       leaks.push({ kind: "header_fragment", start, end, text: m[0] });
