@@ -181,7 +181,8 @@ export class HarmonyEncoding {
 
   /** `message`'s tokens appended to `out`, which is returned. */
   private renderInto(message: Message, out: number[], functionTools: boolean): number[] {
-    const { author: { role, name }, recipient, channel, contentType } = message;
+    const { role, name } = message.author;
+    const { recipient, channel, contentType } = message;
     if (role === Roles.Tool && name === null) throw new HarmonyError(spec.ERR_TOOL_WITHOUT_NAME);
     // a tool's author is its name alone; another role's name is a piece of its own after the role
     const parts: (number | string)[] = [spec.TOKEN_START, role === Roles.Tool ? (name ?? "") : role];

@@ -26,20 +26,12 @@ const PY_SPACE = "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2
 const ESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}*)${esc(OPEN_REST)}`, "g");
 const UNESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}+)${esc(OPEN_REST)}`, "g");
 const [RESERVED_HEAD = "", RESERVED_TAIL = ""] = spec.RESERVED_SPELLING.split("{id}");
-const SPECIAL_RE = new RegExp(
-  [...Object.keys(spec.NAMED_TOKENS)]
-    .sort((a, b) => b.length - a.length)
-    .map(esc)
-    .concat(`${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`)
-    .join("|"),
-  "g",
-);
+const LONGEST_FIRST = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
+const SPECIAL_RE = new RegExp([...LONGEST_FIRST.map(esc), `${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`].join("|"), "g");
 const CHANNEL_ALT = spec.CHANNELS.map(esc).join("|");
 const CONTENT_TYPE_ALT = spec.CONTENT_TYPES.map(esc).join("|");
-const RECIPIENT_RE = new RegExp(
-  esc(spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR) + `[^${PY_SPACE}]*`,
-  "g",
-);
+const FUNCTION_RECIPIENT = spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
+const RECIPIENT_RE = new RegExp(`${esc(FUNCTION_RECIPIENT)}[^${PY_SPACE}]*`, "g");
 const GLUED_RE = new RegExp(`${esc(Role.Assistant)}(?:${CHANNEL_ALT})(?![a-z])`, "g");
 const SIGNAL_SOURCE =
   `(?:^|[${PY_SPACE}]|${esc(Role.Assistant)})(?:${CHANNEL_ALT})(?![a-z])` +
