@@ -47,7 +47,6 @@ function nullable<T>(read: Read<T>): Read<T | null> {
   return (value, loc) => (value === null || value === undefined ? null : read(value, loc));
 }
 
-/** `read` for each item of a list, at its index. */
 function listOf<T>(read: Read<T>): Read<T[]> {
   return (value, loc) => list(value, loc).map((item, i) => read(item, [...loc, i]));
 }
