@@ -241,10 +241,8 @@ export class HarmonyEncoding {
   /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
   renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
     const [out, messages] = this.conversationTokens(conversation, config);
-    const last = messages[messages.length - 1];
-    if (last !== undefined && last.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER && out.length > 0) {
-      out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
-    }
+    const last = messages.at(-1); // an assistant final is never dropped, so its end is the last token
+    if (last?.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER) out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
     return out;
   }
 

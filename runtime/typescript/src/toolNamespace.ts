@@ -141,10 +141,8 @@ export function schemaToTypescript(schema: unknown, indent = ""): string {
 
 function namespaceBlock(ns: ToolNamespaceConfig): string {
   const lines = [fill(spec.TOOLS_NAMESPACE_HEADING, { name: ns.name })];
-  if (ns.description !== null) {
-    const prefix = ns.tools.length > 0 ? COMMENT : "";
-    for (const line of rustLines(ns.description)) lines.push(prefix + line);
-  }
+  const prefix = ns.tools.length > 0 ? COMMENT : "";
+  for (const line of rustLines(ns.description ?? "")) lines.push(prefix + line); // no description, no lines
   if (ns.tools.length > 0) {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
     for (const tool of ns.tools) {
