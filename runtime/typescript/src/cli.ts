@@ -88,35 +88,25 @@ function program(out: Out, err: Out, run: { code: number }): Command {
     .version(`${PROG} ${packageVersion()}`, "--version")
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err });
-  root
-    .command("render")
-    .description("render a conversation (reference JSON form) to Harmony text")
-    .argument("<file>", "conversation JSON file, or - for standard input")
+  const fileCommand = (name: string, description: string, file: string): Command =>
+    root.command(name).description(description).argument("<file>", `${file}, or - for standard input`);
+  fileCommand("render", "render a conversation (reference JSON form) to Harmony text", "conversation JSON file")
     .addOption(new Option("--next-role <NEXT_ROLE>", `append ${spec.SPELLING_START}ROLE for completion`).choices(roles))
     .option("--training", `end a final answer with ${spec.SPELLING_END_DONE_SAMPLING}`)
     .option("--no-drop-analysis", `keep ${spec.CHANNEL_REASONING} before the ${spec.CHANNEL_ANSWER} answer`)
     .option("--tokens", "print token ids (JSON) instead of text")
     .action(act(onFile((file, flags: RenderFlags) => render(file, flags, out))));
-  root
-    .command("tools")
-    .description("render a tools list as a TypeScript-like namespace")
-    .argument("<file>", "tools JSON file, or - for standard input")
+  fileCommand("tools", "render a tools list as a TypeScript-like namespace", "tools JSON file")
     .option("--namespace <NAMESPACE>", `namespace name (default: the file's, else ${spec.HEADER_FUNCTION_NAMESPACE})`)
     .option("--description <DESCRIPTION>", "namespace description")
     .action(act(onFile((file, flags: ToolsFlags) => tools(file, flags, out))));
   const modes = "lenient (default, as the bridge and the server read completions): repair and report; strict: fail";
-  const role = `role the completion starts in (the prompt ended with ${spec.SPELLING_START}ROLE); `;
-  root
-    .command("parse")
-    .description("parse a completion (text, or token ids) into messages as JSON Lines")
-    .argument("<file>", "completion file, or - for standard input")
+  const start = spec.SPELLING_START;
+  const role = `role the completion starts in (the prompt ended with ${start}ROLE); ${NO_ROLE}: it starts with ${start}`;
+  fileCommand("parse", "parse a completion (text, or token ids) into messages as JSON Lines", "completion file")
     .option("--tokens", "the file holds a JSON list of token ids")
     .addOption(new Option("--mode <MODE>", modes).choices(["strict", "lenient"]).default("lenient"))
-    .addOption(
-      new Option("--role <ROLE>", `${role}${NO_ROLE}: it starts with ${spec.SPELLING_START}`)
-        .choices([...roles, NO_ROLE])
-        .default(Role.Assistant),
-    )
+    .addOption(new Option("--role <ROLE>", role).choices([...roles, NO_ROLE]).default(Role.Assistant))
     .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", (name, seen?: string[]) => [...(seen ?? []), name])
     .option("--events", "print the event stream instead of the messages")
     .action(act(onFile((file, flags: ParseFlags) => parse(file, flags, out, err))));

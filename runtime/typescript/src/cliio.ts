@@ -10,9 +10,10 @@
 
 import { readFileSync } from "node:fs";
 
+import { kindOf } from "./bridge/validation.js";
 import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
 import { HarmonyError, rethrow } from "./errors.js";
-import { floatRepr, isJsonObject, JsonFloat, type JsonData } from "./json.js";
+import { floatRepr, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
 import { spec } from "./tables.js";
 import { firstUtf8Problem } from "./utf8.js";
@@ -88,14 +89,10 @@ export function readJsonFile(file: string, flag: string | null = null): JsonData
   return rethrow(JSONInputError, () => loadJson(readText(file, flag), "$"), (e) => new InputError(file, e.path, e.reason, flag));
 }
 
+/** A JSON value's kind (`an integer`, `null`), a number with a fraction shown with it. */
 function kind(value: unknown): string {
-  if (typeof value === "boolean") return "a boolean";
-  if (isTokenId(value)) return "an integer";
-  if (typeof value === "number" || value instanceof JsonFloat) return `${floatRepr(Number(value))} (a number with a fraction)`;
-  if (typeof value === "string") return "a string";
-  if (Array.isArray(value)) return "an array";
-  if (isJsonObject(value)) return "an object";
-  return "null";
+  const fraction = value instanceof JsonFloat || (typeof value === "number" && !Number.isInteger(value));
+  return fraction ? `${floatRepr(Number(value))} (a number with a fraction)` : kindOf(value);
 }
 
 function isTokenId(value: unknown): boolean {

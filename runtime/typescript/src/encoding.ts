@@ -68,6 +68,11 @@ export class HarmonyEncoding {
     return tokens;
   }
 
+  /** Header parts onto `out`: a number is a control token, a string a piece of text encoded on its own. */
+  private pushParts(out: number[], parts: readonly (number | string)[]): void {
+    for (const part of parts) pushAll(out, typeof part === "number" ? [part] : this.piece(part));
+  }
+
   private specialRegex(spellings: Iterable<string>): RegExp {
     const sorted = [...spellings].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const key = sorted.join("\u0000");
@@ -176,32 +181,18 @@ export class HarmonyEncoding {
 
   /** `message`'s tokens appended to `out`, which is returned. */
   private renderInto(message: Message, out: number[], functionTools: boolean): number[] {
-    out.push(spec.TOKEN_START);
-    const role = message.author.role;
-    const name = message.author.name;
-    if (role === Roles.Tool) {
-      if (name === null) throw new HarmonyError(spec.ERR_TOOL_WITHOUT_NAME);
-      pushAll(out, this.piece(name));
-    } else {
-      pushAll(out, this.piece(role));
-      if (name !== null) pushAll(out, this.piece(spec.HEADER_AUTHOR_NAME_SEPARATOR + name));
-    }
-    const recipient = message.recipient;
-    if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) pushAll(out, this.piece(RECIPIENT_PREFIX + recipient));
-    if (message.channel !== null) {
-      out.push(spec.TOKEN_CHANNEL);
-      pushAll(out, this.piece(message.channel));
-    }
-    const contentType = message.contentType;
-    if (contentType?.startsWith(spec.SPELLING_CONSTRAIN) === true) {
-      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR));
-      out.push(spec.TOKEN_CONSTRAIN);
-      const rest = contentType.slice(spec.SPELLING_CONSTRAIN.length);
-      if (rest !== "") pushAll(out, this.piece(rest));
-    } else if (contentType !== null) {
-      pushAll(out, this.piece(spec.HEADER_PART_SEPARATOR + contentType));
-    }
-    out.push(spec.TOKEN_MESSAGE);
+    const { role, name } = message.author;
+    const { recipient, channel, contentType } = message;
+    if (role === Roles.Tool && name === null) throw new HarmonyError(spec.ERR_TOOL_WITHOUT_NAME);
+    // a tool's author is its name alone; another role's name is a piece of its own after the role
+    const parts: (number | string)[] = [spec.TOKEN_START, role === Roles.Tool ? (name ?? "") : role];
+    if (role !== Roles.Tool && name !== null) parts.push(spec.HEADER_AUTHOR_NAME_SEPARATOR + name);
+    if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) parts.push(RECIPIENT_PREFIX + recipient);
+    if (channel !== null) parts.push(spec.TOKEN_CHANNEL, channel);
+    const constrained = contentType?.startsWith(spec.SPELLING_CONSTRAIN) === true;
+    if (constrained) parts.push(spec.HEADER_PART_SEPARATOR, spec.TOKEN_CONSTRAIN, contentType.slice(spec.SPELLING_CONSTRAIN.length));
+    else if (contentType !== null) parts.push(spec.HEADER_PART_SEPARATOR + contentType);
+    this.pushParts(out, [...parts, spec.TOKEN_MESSAGE]);
     for (const content of message.content) pushAll(out, this.encodeOrdinary(this.contentText(content, role, functionTools)));
     out.push(role === Roles.Assistant && recipient !== null ? spec.TOKEN_CALL : spec.TOKEN_END);
     return out;
@@ -243,18 +234,15 @@ export class HarmonyEncoding {
     config: RenderConversationConfig | null = null,
   ): number[] {
     const [out] = this.conversationTokens(conversation, config);
-    out.push(spec.TOKEN_START);
-    pushAll(out, this.piece(nextTurnRole));
+    this.pushParts(out, [spec.TOKEN_START, nextTurnRole]);
     return out;
   }
 
   /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
   renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
     const [out, messages] = this.conversationTokens(conversation, config);
-    const last = messages[messages.length - 1];
-    if (last !== undefined && last.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER && out.length > 0) {
-      out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
-    }
+    const last = messages.at(-1); // an assistant final is never dropped, so its end is the last token
+    if (last?.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER) out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
     return out;
   }
 

@@ -53,7 +53,6 @@ export function keysOf(obj: object): string[] {
   return order !== undefined ? [...order] : Object.keys(obj);
 }
 
-/** An object's entries in the order they were written. */
 export function entriesOf(obj: object): [string, unknown][] {
   const record = obj as Record<string, unknown>;
   return keysOf(obj).map((k) => [k, record[k]]);
@@ -164,10 +163,6 @@ const ESCAPES: Readonly<Record<string, string>> = {
   '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
 };
 
-function escapeChar(c: string): string {
-  return ESCAPES[c] ?? "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
-}
-
 /** Options of `writeJson`: ASCII escapes (default on), an indent, the item and key separators. */
 export interface WriteJsonOptions {
   readonly ensureAscii?: boolean;
@@ -184,7 +179,8 @@ export function writeJson(value: unknown, options: WriteJsonOptions = {}): strin
   const { ensureAscii = true, indent, float = floatRepr } = options;
   const [itemSep, keySep] = options.separators ?? (indent !== undefined ? [",", ": "] : [", ", ": "]);
   const escaped = ensureAscii ? /["\\\u0000-\u001f\u007f-\uffff]/g : /["\\\u0000-\u001f]/g;
-  const str = (s: string): string => '"' + s.replace(escaped, escapeChar) + '"';
+  const escape = (c: string): string => ESCAPES[c] ?? "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
+  const str = (s: string): string => '"' + s.replace(escaped, escape) + '"';
   const write = (v: unknown, depth: number): string => {
     if (v === null || v === undefined || typeof v === "boolean" || typeof v === "bigint") return String(v ?? null);
     if (typeof v === "number") return Number.isInteger(v) ? String(v === 0 ? 0 : v) : float(v);

@@ -47,7 +47,6 @@ function nullable<T>(read: Read<T>): Read<T | null> {
   return (value, loc) => (value === null || value === undefined ? null : read(value, loc));
 }
 
-/** `read` for each item of a list, at its index. */
 function listOf<T>(read: Read<T>): Read<T[]> {
   return (value, loc) => list(value, loc).map((item, i) => read(item, [...loc, i]));
 }
@@ -317,7 +316,6 @@ export class DeveloperContent {
 
 export type Content = TextContent | SystemContent | DeveloperContent;
 
-/** The content `type`s of the reference's JSON form. */
 export const CONTENT_TYPE_TAGS: readonly string[] = Object.values(CONTENT_TAGS);
 
 /** A content item from the reference's JSON form; throws `ValidationError` (path relative to the item). */

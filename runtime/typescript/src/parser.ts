@@ -17,12 +17,9 @@ import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 const UNDECODABLE_HEADER = "could not decode header";
 
 const REPLACEMENT = "\ufffd";
-const CHANNEL = spec.SPELLING_CHANNEL;
-const CONSTRAIN = spec.SPELLING_CONSTRAIN;
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
-// Rust's char::is_whitespace (Unicode White_Space).
-const UNICODE_WS =
-  "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+// Rust's char::is_whitespace (Unicode White_Space), as a regular-expression class body.
+const UNICODE_WS = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 const CHANNEL_VALUE = new RegExp(`^[^<${UNICODE_WS}]*`);
 const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
@@ -34,7 +31,6 @@ export enum StreamState {
   Content = "Content",
 }
 
-/** A parsed header: author, recipient, channel and content type. */
 export class ParsedHeader {
   constructor(
     readonly author: Author,
@@ -57,26 +53,22 @@ export function rustDebugStr(text: string): string {
   return '"' + escapeText(text, RUST_ESCAPES, (code) => `\\u{${code.toString(16)}}`) + '"';
 }
 
-/** Rust's `str::trim`. */
-function rustTrim(text: string): string {
-  return text.replace(RUST_TRIM, "");
-}
-
 /** Split a decoded header into author, channel, recipient and content type (reference rules); the words
  * left over, joined by spaces, or null. */
 export function parseHeaderText(headerText: string, role: Role | null, parseRecipientAndType: boolean): [ParsedHeader, string | null] {
   let header = headerText;
   let channel: string | null = null;
-  const idx = header.indexOf(CHANNEL);
+  const idx = header.indexOf(spec.SPELLING_CHANNEL);
   if (idx >= 0) {
-    const after = header.slice(idx + CHANNEL.length);
+    const after = header.slice(idx + spec.SPELLING_CHANNEL.length);
     const end = CHANNEL_VALUE.exec(after)?.[0].length ?? 0;
     if (end === 0) throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
     channel = after.slice(0, end);
     header = header.slice(0, idx) + after.slice(end);
   }
-  header = rustTrim(header);
-  if (header.includes(CONSTRAIN)) header = rustTrim(header.split(CONSTRAIN).join(" " + CONSTRAIN));
+  header = header.replace(RUST_TRIM, "");
+  const constrain = spec.SPELLING_CONSTRAIN;
+  if (header.includes(constrain)) header = header.split(constrain).join(" " + constrain).replace(RUST_TRIM, "");
   const parts = header.split(ASCII_WS).filter((p) => p !== "");
   let roleText: string | null = null;
   let found: Role | null = role;
@@ -108,14 +100,6 @@ export function parseHeaderText(headerText: string, role: Role | null, parseReci
   return [new ParsedHeader(author, recipient, channel, contentType), remaining];
 }
 
-/** A message read: its header and its text (`messages` builds fresh objects from it each time). */
-type Done = readonly [ParsedHeader, string];
-
-function message([header, text]: Done): Message {
-  const author = new Author(header.author.role, header.author.name);
-  return new Message(author, [new TextContent(text)], header.channel, header.recipient, header.contentType);
-}
-
 const EMPTY = new Uint8Array(0);
 
 /** The parser's observable state: `{"state": "ExpectStart"}`, the header tokens so far, or the header and
@@ -132,7 +116,7 @@ export class StreamableParser {
   private header: ParsedHeader | null = null;
   private deltas: string[] = [];
   private readonly seen: number[] = [];
-  private readonly done: Done[] = [];
+  private readonly done: (readonly [ParsedHeader, string])[] = []; // messages read: `messages` builds fresh objects from them
   private lastDelta: string | null = null;
   private undecodedTokens: number[] = [];
   private undecodedBytes: Uint8Array = EMPTY;
@@ -275,7 +259,8 @@ export class StreamableParser {
 
   /** The messages completed so far (copies). */
   get messages(): Message[] {
-    return this.done.map(message);
+    return this.done.map(([{ author, channel, recipient, contentType }, text]) =>
+      new Message(new Author(author.role, author.name), [new TextContent(text)], channel, recipient, contentType));
   }
 
   get tokens(): number[] {

@@ -14,38 +14,29 @@
 
 import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
-import { escapeRegExp as esc } from "./texts.js";
+import { escapeRegExp as esc, WHITESPACE as SPACE } from "./texts.js";
 
 const JOINER = "\u2060";
 const OPEN = spec.SPELLING_OPEN;
 const OPEN_FIRST = OPEN.slice(0, 1);
 const OPEN_REST = OPEN.slice(1);
 
-// Python's `\s` for text (str.isspace): JavaScript's `\s` differs (it adds U+FEFF, lacks U+001C–U+001F, U+0085).
-const PY_SPACE = "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 const ESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}*)${esc(OPEN_REST)}`, "g");
 const UNESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}+)${esc(OPEN_REST)}`, "g");
 const [RESERVED_HEAD = "", RESERVED_TAIL = ""] = spec.RESERVED_SPELLING.split("{id}");
-const SPECIAL_RE = new RegExp(
-  [...Object.keys(spec.NAMED_TOKENS)]
-    .sort((a, b) => b.length - a.length)
-    .map(esc)
-    .concat(`${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`)
-    .join("|"),
-  "g",
-);
+const LONGEST_FIRST = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
+const SPECIAL_RE = new RegExp([...LONGEST_FIRST.map(esc), `${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`].join("|"), "g");
 const CHANNEL_ALT = spec.CHANNELS.map(esc).join("|");
 const CONTENT_TYPE_ALT = spec.CONTENT_TYPES.map(esc).join("|");
-const RECIPIENT_RE = new RegExp(
-  esc(spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR) + `[^${PY_SPACE}]*`,
-  "g",
-);
+const FUNCTION_RECIPIENT = spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
+// SPACE: the spec's white space (Python's isspace; JavaScript's `\s` adds U+FEFF, lacks U+001C–U+001F, U+0085), flag `u`.
+const RECIPIENT_RE = new RegExp(`${esc(FUNCTION_RECIPIENT)}[^${SPACE}]*`, "gu");
 const GLUED_RE = new RegExp(`${esc(Role.Assistant)}(?:${CHANNEL_ALT})(?![a-z])`, "g");
 const SIGNAL_SOURCE =
-  `(?:^|[${PY_SPACE}]|${esc(Role.Assistant)})(?:${CHANNEL_ALT})(?![a-z])` +
-  `|(?:^|[${PY_SPACE}])(?:${CONTENT_TYPE_ALT})(?=\\{|[${PY_SPACE}]|$)|${esc(OPEN)}`;
-const SIGNAL_RE = new RegExp(SIGNAL_SOURCE, "g");
-const SIGNAL_TEST = new RegExp(SIGNAL_SOURCE);
+  `(?:^|[${SPACE}]|${esc(Role.Assistant)})(?:${CHANNEL_ALT})(?![a-z])` +
+  `|(?:^|[${SPACE}])(?:${CONTENT_TYPE_ALT})(?=\\{|[${SPACE}]|$)|${esc(OPEN)}`;
+const SIGNAL_RE = new RegExp(SIGNAL_SOURCE, "gu");
+const SIGNAL_TEST = new RegExp(SIGNAL_SOURCE, "u");
 const CODE_RE = /```[\s\S]*?(?:```|$)|`[^`\n]*`/g;
 // Every signal is shorter than this; a window this wide around the join of a line's two parts sees all
 // matches that the join creates.
@@ -83,11 +74,6 @@ function codeMask(text: string): Uint8Array {
   return mask;
 }
 
-/** A line's header signals, found once: `[start, end)` in line coordinates, in order. */
-function lineSignals(line: string): [number, number][] {
-  return Array.from(line.matchAll(SIGNAL_RE), (m): [number, number] => [m.index, m.index + m[0].length]);
-}
-
 /** Whether `left + " " + right` holds a header signal: signals inside either part, or across the join. */
 function signalAround(line: string, signals: readonly [number, number][], leftEnd: number, rightStart: number): boolean {
   if (signals.some(([s, e]) => e <= leftEnd || s >= rightStart)) return true;
@@ -119,7 +105,9 @@ export function detectLeak(text: string): Leak[] {
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
       const nl = text.indexOf("\n", end);
       const lineText = text.slice(lineStart, nl < 0 ? text.length : nl);
-      line = { start: lineStart, end: nl < 0 ? text.length : nl, text: lineText, signals: lineSignals(lineText) };
+      // the line's header signals, found once: `[start, end)` in line coordinates, in order
+      const signals = Array.from(lineText.matchAll(SIGNAL_RE), (s): [number, number] => [s.index, s.index + s[0].length]);
+      line = { start: lineStart, end: lineStart + lineText.length, text: lineText, signals };
     }
     if (signalAround(line.text, line.signals, start - line.start, end - line.start)) {
       leaks.push({ kind: "header_fragment", start, end, text: m[0] });

@@ -10,7 +10,6 @@ import { FORMAT_VERSION } from "#generated/index.js";
 import * as grammar from "#generated/grammar.js";
 import * as spec from "#generated/spec.js";
 
-/** The version of the generated tables' layout that this runtime reads. */
 export const RUNTIME_FORMAT_VERSION = 1;
 
 if (FORMAT_VERSION !== RUNTIME_FORMAT_VERSION) {

@@ -77,7 +77,6 @@ export function cpCount(text: string, start: number, end: number): number {
   return n;
 }
 
-/** The first `count` code points of `text`. */
 export function cpPrefix(text: string, count: number): string {
   let i = 0;
   for (let k = 0; k < count && i < text.length; k++) i += pairAt(text, i) ? 2 : 1;

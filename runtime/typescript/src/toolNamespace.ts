@@ -38,14 +38,10 @@ function has(schema: unknown, key: string): boolean {
   return isJsonObject(schema) && Object.prototype.hasOwnProperty.call(schema, key);
 }
 
-/** A float the way serde_json (the `ryu` crate) prints it: shortest digits, decimal notation for exponents
- * from -5 to 15. */
-function ryu(value: number): string {
-  return Number.isFinite(value) ? floatText(value, -5, String) : "null";
-}
-
-/** Compact JSON as serde_json's Display writes it (non-ASCII kept, key order kept, `ryu` floats). */
+/** Compact JSON as serde_json's Display writes it: non-ASCII kept, key order kept, and floats as the `ryu` crate
+ * prints them (shortest digits, decimal notation for exponents from -5 to 15). */
 function jsonDisplay(value: unknown): string {
+  const ryu = (float: number): string => (Number.isFinite(float) ? floatText(float, -5, String) : "null");
   return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: ryu });
 }
 
@@ -76,10 +72,6 @@ function defaultOf(schema: unknown, inline = false): string | null {
   return has(schema, "default") ? defaultComment(schema, (schema as JsonObject)["default"], inline) : null;
 }
 
-function oneOfInline(variants: readonly unknown[], indent: string): string {
-  return variants.map((v) => `\n${indent}` + variantLine(v, indent, [descriptionOf(v), defaultOf(v, true)])).join("");
-}
-
 function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[], optional: string, indent: string): string {
   let out = "";
   const propDesc = descriptionOf(val);
@@ -95,10 +87,8 @@ function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[
 }
 
 function objectType(schema: JsonObject, indent: string): string {
-  let out = "";
-  const desc = schema["description"];
-  if (typeof desc === "string") out += `${indent}${COMMENT}${desc}\n`;
-  out += "{\n";
+  const desc = descriptionOf(schema);
+  let out = (desc === null ? "" : `${indent}${COMMENT}${desc}\n`) + "{\n";
   const props = schema["properties"];
   if (isJsonObject(props)) {
     const req = schema["required"];
@@ -124,14 +114,15 @@ function objectType(schema: JsonObject, indent: string): string {
       out += `${indent}${key}${optional}: ${type},${def === null ? "" : ` // ${def}`}\n`;
     }
   }
-  out += `${indent}}`;
-  return out;
+  return out + `${indent}}`;
 }
 
 /** Render one JSON Schema as the reference's TypeScript-like type text. */
 export function schemaToTypescript(schema: unknown, indent = ""): string {
   const oneOf = get(schema, "oneOf");
-  if (Array.isArray(oneOf)) return oneOfInline(oneOf, indent);
+  if (Array.isArray(oneOf)) {
+    return oneOf.map((v) => `\n${indent}` + variantLine(v, indent, [descriptionOf(v), defaultOf(v, true)])).join("");
+  }
   const kind = get(schema, "type");
   if (Array.isArray(kind)) {
     const names = kind.filter((t): t is string => typeof t === "string").map((t) => (t === "integer" ? "number" : t));
@@ -150,10 +141,8 @@ export function schemaToTypescript(schema: unknown, indent = ""): string {
 
 function namespaceBlock(ns: ToolNamespaceConfig): string {
   const lines = [fill(spec.TOOLS_NAMESPACE_HEADING, { name: ns.name })];
-  if (ns.description !== null) {
-    const prefix = ns.tools.length > 0 ? COMMENT : "";
-    for (const line of rustLines(ns.description)) lines.push(prefix + line);
-  }
+  const prefix = ns.tools.length > 0 ? COMMENT : "";
+  for (const line of rustLines(ns.description ?? "")) lines.push(prefix + line); // no description, no lines
   if (ns.tools.length > 0) {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
     for (const tool of ns.tools) {

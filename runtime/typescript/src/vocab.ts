@@ -9,6 +9,8 @@ import o200kBase from "gpt-tokenizer/bpeRanks/o200k_base";
 import { fill } from "./texts.js";
 import { spec } from "./tables.js";
 
+const RANKS = o200kBase as readonly (string | readonly number[])[];
+
 /**
  * gpt-tokenizer looks byte strings up by decoding them with a `TextDecoder` that drops a leading U+FEFF,
  * so a piece holding U+FEFF can merge into wrong tokens. Such pieces go through `mergeBytes` here instead.
@@ -47,30 +49,23 @@ function mergeBytes(piece: Uint8Array, rankOf: (bytes: Uint8Array) => number | u
 
 /** The loaded vocabulary: the merge engine, every token's bytes, and the special tokens. */
 export class Vocabulary {
-  readonly core: BytePairEncodingCore;
-  /** Token id → its bytes; ids with no token are undefined. */
-  readonly tokenBytes: (Uint8Array | undefined)[];
-  readonly specials: ReadonlyMap<string, number>;
+  readonly core = new BytePairEncodingCore({
+    bytePairRankDecoder: RANKS,
+    tokenSplitRegex: new RegExp(spec.PATTERN_JS, "gu"),
+    specialTokensEncoder: new Map(),
+  });
   /** Ids below this are ordinary tokens. */
-  readonly baseCount: number;
+  readonly baseCount = RANKS.length;
+  /** Harmony's special tokens: the named ones, then the reserved ranges (the constructor adds those). */
+  readonly specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
+  /** Token id → its bytes; ids with no token are undefined. */
+  readonly tokenBytes = RANKS.map((b): Uint8Array | undefined => (typeof b === "string" ? Buffer.from(b) : Uint8Array.from(b)));
 
   constructor() {
-    const ranks = o200kBase as readonly (string | readonly number[])[];
-    this.core = new BytePairEncodingCore({
-      bytePairRankDecoder: ranks,
-      tokenSplitRegex: new RegExp(spec.PATTERN_JS, "gu"),
-      specialTokensEncoder: new Map(),
-    });
-    this.baseCount = ranks.length;
-    // Harmony's special tokens: the named ones and the reserved ranges
-    const specials = new Map<string, number>(Object.entries(spec.NAMED_TOKENS));
     for (const [lo, hi] of spec.RESERVED_RANGES) {
-      for (let id = lo; id <= hi; id++) specials.set(fill(spec.RESERVED_SPELLING, { id }), id);
+      for (let id = lo; id <= hi; id++) this.specials.set(fill(spec.RESERVED_SPELLING, { id }), id);
     }
-    this.specials = specials;
-    const table = ranks.map((bytes): Uint8Array | undefined => (typeof bytes === "string" ? Buffer.from(bytes) : Uint8Array.from(bytes)));
-    for (const [spelling, id] of this.specials) table[id] = Buffer.from(spelling);
-    this.tokenBytes = table;
+    for (const [spelling, id] of this.specials) this.tokenBytes[id] = Buffer.from(spelling);
   }
 
   private byteRanks: Map<string, number> | null = null;
