@@ -10,7 +10,6 @@
 
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
-import type { Message } from "../models.js";
 import { spec } from "../tables.js";
 import { assistant, type ReasoningReader, RequestError } from "./request.js";
 
@@ -41,11 +40,6 @@ function unb64(text: string): Uint8Array | null {
 
 function isTextOrNull(value: unknown): value is string | null {
   return value === null || typeof value === "string";
-}
-
-/** The analysis message of what a blob holds. */
-export function sealedMessage(found: SealedReasoning): Message {
-  return assistant(found.text, found.channel, found.contentType);
 }
 
 export interface SealOptions {
@@ -111,7 +105,7 @@ export class ReasoningSeal {
         const text = (content as { text?: string }[]).map((p) => p.text ?? "").join("");
         if (text !== found.text) throw RequestError.of(spec.REQUEST_ERROR_REASONING_CONTENT_DIFFERS, `${where}.content`);
       }
-      return sealedMessage(found);
+      return assistant(found.text, found.channel, found.contentType);
     };
   }
 }

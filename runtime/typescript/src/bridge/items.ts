@@ -187,13 +187,10 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
   return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 
-/** An output item being streamed. */
 export class OpenItem {
   readonly name: string | null = null;
   readonly namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
   validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
-  readonly reasoning: boolean;
-  readonly streams: boolean; // its text or arguments go out as deltas
 
   constructor(
     readonly kind: KindSpec,
@@ -202,8 +199,6 @@ export class OpenItem {
     readonly header: MessageStart, // the header the model wrote
     readonly callId: string | null = null,
   ) {
-    this.reasoning = kind.kind === ItemKind.Reasoning;
-    this.streams = kind.delta !== null;
     if (kind.kind !== ItemKind.FunctionCall) return;
     const to = header.recipient ?? "";
     const at = to.indexOf(SEPARATOR);
@@ -281,13 +276,6 @@ export interface BuilderOptions {
   readonly onRepair?: RepairHook | null;
 }
 
-/** How many tool calls the request lets one response make (null: no limit). */
-function callsAllowed(request: CreateResponseBody | null): number | null {
-  const most = Number(request?.max_tool_calls ?? 0); // a big integer is a bigint until here
-  const limits = [request?.parallel_tool_calls === false ? 1 : 0, most].filter((n) => !!n);
-  return limits.length > 0 ? Math.min(...limits) : null;
-}
-
 /**
  * Completion tokens or text → the response's events in the spec's order, each made by `writer`.
  *
@@ -331,9 +319,11 @@ export class ResponseBuilder<D, R = D[]> {
     this.schemas = new Map(strict.map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
     this.namespaces = new Set(namespaceTools(request).map((t) => t.name));
     const role = options.role === undefined ? Role.Assistant : options.role;
+    // how many tool calls one response may make (none: no limit); a big integer is a bigint until here
+    const limits = [request?.parallel_tool_calls === false ? 1 : 0, Number(request?.max_tool_calls ?? 0)].filter((n) => !!n);
     this.parser = new HarmonyStreamParser(encoding, role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
-      maxToolCalls: callsAllowed(request),
+      maxToolCalls: limits.length > 0 ? Math.min(...limits) : null,
     });
     this.ids = options.ids ?? randomId;
     this.clock = options.clock ?? ((): number => Date.now() / 1000);
@@ -373,7 +363,7 @@ export class ResponseBuilder<D, R = D[]> {
       return usage(input, this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length, this.reasoningTokens);
     }
     const read = this.parser.tokensRead;
-    return usage(input, read, this.reasoningTokens + (this.item?.reasoning ? read - this.reasoningFrom : 0));
+    return usage(input, read, this.reasoningTokens + (this.item?.kind.kind === ItemKind.Reasoning ? read - this.reasoningFrom : 0));
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -389,7 +379,7 @@ export class ResponseBuilder<D, R = D[]> {
     const item = this.item; // set only while an item's body is streaming
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
-      if (text !== null) return this.writer.step(item.streams ? [this.writer.delta(item, this.seq++, text)] : []);
+      if (text !== null) return this.writer.step(item.kind.delta !== null ? [this.writer.delta(item, this.seq++, text)] : []);
     } else if (this.finished) return this.take();
     this.read(() => this.parser.feedTokens([token]));
     return this.take();
@@ -457,9 +447,7 @@ export class ResponseBuilder<D, R = D[]> {
   }
 
   private take(): R {
-    const out = this.out;
-    this.out = [];
-    return this.writer.step(out);
+    return this.writer.step(this.out.splice(0));
   }
 
   private send(type: string, fields: JsonObject): void {
@@ -488,7 +476,7 @@ export class ResponseBuilder<D, R = D[]> {
     if (item === null) return !this.parser.seenControl; // a header, or text with no control token at all (the answer)
     const text = strip(this.parser.currentContent);
     if (!text) return false; // cut right after its header
-    if (item.kind.part !== null) return !item.reasoning;
+    if (item.kind.part !== null) return item.kind.kind !== ItemKind.Reasoning;
     if (!JSON_OPENERS.includes(text[0] as string)) return true;
     try {
       readJson(text);
@@ -518,7 +506,7 @@ export class ResponseBuilder<D, R = D[]> {
   private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {
     for (const e of events) {
       if (e instanceof ContentDelta) {
-        if (this.item?.streams) this.out.push(this.writer.delta(this.item, this.seq++, e.text));
+        if (this.item?.kind.delta) this.out.push(this.writer.delta(this.item, this.seq++, e.text));
       } else if (e instanceof MessageStart) this.open(e);
       else if (e instanceof MessageEnd) {
         this.close(e.terminator === spec.PARSE_EOS_TERMINATOR ? eosStatus : Status.Completed, e.message.content);
@@ -542,11 +530,12 @@ export class ResponseBuilder<D, R = D[]> {
     else if (item.kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
       this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
     }
-    if (item.reasoning && this.text.length > 0) {
+    const reasoning = item.kind.kind === ItemKind.Reasoning;
+    if (reasoning && this.text.length > 0) {
       // text input: count the tokens it stands for: <|message|>, the text, the stop
       const read = this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length;
       this.reasoningTokens += read + 1 + (status === Status.Completed ? 1 : 0);
-    } else if (item.reasoning) {
+    } else if (reasoning) {
       // from the token that opened the body to the one that closed it
       this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom;
     }
@@ -566,7 +555,7 @@ export class ResponseBuilder<D, R = D[]> {
   private checkArguments(item: OpenItem, text: string): string {
     const name = item.name ?? "";
     if (!strip(text)) {
-      if (item.streams) this.out.push(this.writer.delta(item, this.seq++, EMPTY_ARGUMENTS));
+      if (item.kind.delta !== null) this.out.push(this.writer.delta(item, this.seq++, EMPTY_ARGUMENTS));
       text += EMPTY_ARGUMENTS;
       this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, fill(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
     }
@@ -597,13 +586,7 @@ export class ResponseStreamer extends ResponseBuilder<StreamingEvent> {
   }
 }
 
-/** A completion given as token ids or as text chunks. */
 export type Completion = Iterable<number> | Iterable<string>;
-
-/** Feed a completion given as token ids or as text chunks (each piece by its own kind). */
-export function* feedAll<T>(completion: Completion, feedToken: (token: number) => T, feedText: (chunk: string) => T): Generator<T> {
-  for (const piece of completion as Iterable<number | string>) yield typeof piece === "string" ? feedText(piece) : feedToken(piece);
-}
 
 /** Options of `streamResponse` and `buildResponse`: `ResponseBuilder`'s, and the engine's finish reason. */
 export interface StreamOptions extends BuilderOptions {
@@ -614,7 +597,9 @@ export interface StreamOptions extends BuilderOptions {
 /** Drive `builder` through a whole completion given as token ids or text chunks: what each step wrote. */
 export function* drive<D, R>(builder: ResponseBuilder<D, R>, completion: Completion, stopped: boolean | null = null): Generator<R> {
   yield builder.start();
-  yield* feedAll(completion, (t) => builder.feed(t), (c) => builder.feedText(c));
+  for (const piece of completion as Iterable<number | string>) {
+    yield typeof piece === "string" ? builder.feedText(piece) : builder.feed(piece);
+  }
   yield builder.finish(stopped);
 }
 
@@ -626,8 +611,7 @@ export function* streamResponse(
   request: CreateResponseBody | null = null,
   options: StreamOptions = {},
 ): Generator<StreamingEvent> {
-  const streamer = new ResponseStreamer(encoding, request, options);
-  for (const events of drive(streamer, completion, options.stopped ?? null)) yield* events;
+  for (const events of drive(new ResponseStreamer(encoding, request, options), completion, options.stopped ?? null)) yield* events;
 }
 
 /** The final `ResponseResource` for a completion (the non-streaming case). */
