@@ -56,7 +56,6 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
     else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING?.text?.["part"]));
     else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
-  const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
     content: content.filter((text) => text !== "").join(SEPARATOR) || null, // empty text is no content
@@ -66,7 +65,7 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
   return {
     ...headOf(response, spec.CHAT_OBJECT),
-    choices: [{ index: 0, message, finish_reason: finish }],
+    choices: [{ index: 0, message, finish_reason: finishReason(response.status === INCOMPLETE, calls.length > 0) }],
     usage: response.usage ? usageOf(response.usage) : null,
   };
 }

@@ -57,7 +57,7 @@ const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without argume
 const JSON_OPENERS = "{["; // what JSON arguments begin with
 const OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
-const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
+const OUTPUT_INVALID = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]; // the error of an output that is not Harmony
 
 /** An item's or a response's status. */
 export enum Status {
@@ -434,7 +434,7 @@ export class ResponseBuilder<D, R = D[]> {
   private failed(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
     if (this.finished) return;
     this.begin();
-    const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
+    const type = errorType ?? spec.ERRORS[code]?.type ?? OUTPUT_INVALID?.type ?? "";
     this.send(spec.STREAM_ERROR, { error: make("ErrorPayload", { type, code, message, param: null }) });
     this.end(Status.Failed, { error: make("Error", { code, message }) });
   }
@@ -497,8 +497,7 @@ export class ResponseBuilder<D, R = D[]> {
       events = parse();
     } catch (e) {
       if (!(e instanceof HarmonyParseError)) throw e;
-      const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
-      return this.failed(fill(template, { detail: e.message }));
+      return this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
     }
     this.handle(events);
   }
@@ -614,14 +613,9 @@ export function* streamResponse(
   for (const events of drive(new ResponseStreamer(encoding, request, options), completion, options.stopped ?? null)) yield* events;
 }
 
-/** The final `ResponseResource` for a completion (the non-streaming case). */
-export function buildResponse(
-  completion: Completion,
-  encoding: HarmonyEncoding,
-  request: CreateResponseBody | null = null,
-  options: StreamOptions = {},
-): ResponseResource {
+/** The final `ResponseResource` for a completion (the non-streaming case), given what `streamResponse` takes. */
+export function buildResponse(...args: Parameters<typeof streamResponse>): ResponseResource {
   let last: StreamingEvent | null = null;
-  for (const e of streamResponse(completion, encoding, request, options)) last = e;
+  for (const e of streamResponse(...args)) last = e;
   return (last as unknown as { response: ResponseResource }).response;
 }
