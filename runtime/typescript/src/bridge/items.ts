@@ -115,16 +115,6 @@ function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: Json
   return given as unknown as StreamingEvent;
 }
 
-/** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
-export interface KindSpec {
-  readonly kind: ItemKind;
-  readonly row: NonNullable<(typeof spec.ITEM_KINDS)[string]>; // its wire type and id prefixes
-  readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
-  readonly delta: EventSpec | null; // the event of a piece of text or of arguments
-  readonly opening: readonly EventSpec[]; // the events the item opens with
-  readonly closing: readonly EventSpec[]; // the events it ends with
-}
-
 /** A maker of the content part `partType` of an output item of wire type `itemType` (in `ItemField`, the union the
  * response's `output` holds): the part's model is the one the item's `content` takes for that tag, and its other
  * required lists start empty. */
@@ -138,9 +128,9 @@ function partMaker(itemType: string, partType: string): (text: string) => JsonOb
   };
 }
 
-/** A kind's row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated one (its deltas) when
- * it opens, the first alone when none repeats, the rest when it ends. */
-function kindSpec(kind: ItemKind): KindSpec {
+/** One kind of output item: its row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated
+ * one (its deltas) when it opens, the first alone when none repeats, the rest when it ends. */
+function kindSpec(kind: ItemKind) {
   const row = spec.ITEM_KINDS[kind];
   const order = spec.EVENT_ORDER[kind];
   if (row === undefined || order === undefined) throw new Error(`the spec has no item kind ${kind}`);
@@ -148,13 +138,15 @@ function kindSpec(kind: ItemKind): KindSpec {
   const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
   return {
     kind,
-    row,
-    part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
-    delta: events[at] ?? null,
-    opening: events.slice(0, at === -1 ? 1 : at),
-    closing: events.slice(at === -1 ? 1 : at + 1),
-  };
+    row, // its wire type and id prefixes
+    part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null, // text → the content part, for items that stream text
+    delta: events[at] ?? null, // the event of a piece of text or of arguments
+    opening: events.slice(0, at === -1 ? 1 : at), // the events the item opens with
+    closing: events.slice(at === -1 ? 1 : at + 1), // the events it ends with
+  } as const;
 }
+
+export type KindSpec = ReturnType<typeof kindSpec>;
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
