@@ -521,12 +521,11 @@ export class ResponseBuilder<D, R = D[]> {
     else if (item.kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
       this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
     }
-    const reasoning = item.kind.kind === ItemKind.Reasoning;
-    if (reasoning && this.text.length > 0) {
+    if (item.kind.kind === ItemKind.Reasoning && this.text.length > 0) {
       // text input: count the tokens it stands for: <|message|>, the text, the stop
       const read = this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length;
       this.reasoningTokens += read + 1 + (status === Status.Completed ? 1 : 0);
-    } else if (reasoning) {
+    } else if (item.kind.kind === ItemKind.Reasoning) {
       // from the token that opened the body to the one that closed it
       this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom;
     }
