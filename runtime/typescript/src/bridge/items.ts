@@ -198,12 +198,6 @@ export class OpenItem {
     else [this.namespace, this.name] = [to.slice(0, at), to.slice(at + SEPARATOR.length)];
   }
 
-  /** The typed event of a piece of the item's text or arguments. */
-  deltaEvent(sequenceNumber: number, text: string): StreamingEvent {
-    const values = { item_id: this.id, output_index: this.outputIndex, content_index: 0, delta: text };
-    return eventOf(this.kind.delta ?? ["", []], sequenceNumber, values);
-  }
-
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
   body(status: Status, text = ""): JsonObject {
     const { kind, part, row: { type } } = this.kind;
@@ -249,7 +243,10 @@ export interface Writer<D, R = D[]> {
 /** The typed events themselves. */
 export const EVENTS: Writer<StreamingEvent> = {
   event: (event) => event,
-  delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
+  delta(item, sequenceNumber, text) {
+    const values = { item_id: item.id, output_index: item.outputIndex, content_index: 0, delta: text };
+    return eventOf(item.kind.delta ?? ["", []], sequenceNumber, values);
+  },
   step: (events) => events,
 };
 

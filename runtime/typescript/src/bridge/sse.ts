@@ -6,7 +6,8 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { isJsonObject, type JsonData } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { spec } from "../tables.js";
-import { type BuilderOptions, type Completion, drive, type OpenItem, ResponseBuilder, type StreamOptions, type Writer } from "./items.js";
+import { type BuilderOptions, type Completion, drive, EVENTS, type OpenItem, ResponseBuilder } from "./items.js";
+import type { StreamOptions, Writer } from "./items.js";
 import { compactJson, dumpAs, jsonString, ModelValidationError, validateAs } from "./schema.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -53,7 +54,7 @@ export function sseWriter(names: ReasoningNames = "spec"): Writer<string, string
     event: (event) => frame(event, names),
     delta(item, sequenceNumber, text) {
       if (item !== open) {
-        const sample = frame(item.deltaEvent(0, ""), names);
+        const sample = frame(EVENTS.delta(item, 0, ""), names);
         const at = sample.indexOf(SEQUENCE_ZERO);
         head = sample.slice(0, at + SEQUENCE_KEY.length);
         middle = sample.slice(at + SEQUENCE_ZERO.length, sample.lastIndexOf(DELTA_EMPTY)) + DELTA_KEY;
