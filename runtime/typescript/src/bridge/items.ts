@@ -308,7 +308,7 @@ export class ResponseBuilder<D, R = D[]> {
     this.schemas = new Map(strict.map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
     this.namespaces = new Set(namespaceTools(request).map((t) => t.name));
     const role = options.role === undefined ? Role.Assistant : options.role;
-    // how many tool calls one response may make (none: no limit); a big integer is a bigint until here
+    // how many tool calls one response may make (null: no limit); a big integer is a bigint until here
     const limits = [request?.parallel_tool_calls === false ? 1 : 0, Number(request?.max_tool_calls ?? 0)].filter((n) => !!n);
     this.parser = new HarmonyStreamParser(encoding, role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
