@@ -103,10 +103,6 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
 /** An event to send: its type and its model's fields, in order. */
 type EventSpec = readonly [string, readonly string[]];
 
-function eventSpec(type: string): EventSpec {
-  return [type, model(eventModelOf(type)).fields.map((f) => f.key)];
-}
-
 /** The event of `spec` with sequence number `sequenceNumber`, given the fields of its model that `values` hold
  * (null: not given; none holds `type` or `sequence_number`, which come first). */
 function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: JsonObject): StreamingEvent {
@@ -135,7 +131,8 @@ function kindSpec(kind: ItemKind) {
   const order = spec.EVENT_ORDER[kind];
   if (row === undefined || order === undefined) throw new Error(`the spec has no item kind ${kind}`);
   const at = order.findIndex((name) => name.endsWith(spec.EVENT_REPEATS));
-  const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
+  const types = order.map((name, i) => (i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
+  const events = types.map((type): EventSpec => [type, model(eventModelOf(type)).fields.map((f) => f.key)]);
   return {
     kind,
     row, // its wire type and id prefixes
