@@ -39,7 +39,6 @@ export class Validation {
 // -- ajv, one instance per draft ---------------------------------------------------------------------------------
 
 type AjvClass = typeof Ajv | typeof Ajv2019 | typeof Ajv2020;
-const OPTIONS = { allErrors: true, strict: false, validateFormats: false, validateSchema: false, verbose: false };
 const instances = new Map<AjvClass, Ajv>();
 const compiled = new WeakMap<object, ValidateFunction | Error>();
 
@@ -50,7 +49,7 @@ function ajvFor(schema: unknown): Ajv {
   const draft = named.includes("draft/2019-09") ? Ajv2019 : /draft-0[467]/.test(named) ? Ajv : Ajv2020;
   let instance = instances.get(draft);
   if (instance === undefined) {
-    instance = new draft(OPTIONS);
+    instance = new draft({ allErrors: true, strict: false, validateFormats: false, validateSchema: false, verbose: false });
     // ajv's own `uniqueItems` skips items of another type than `items` declares; jsonschema compares them all
     instance.removeKeyword(UNIQUE_ITEMS).addKeyword({ keyword: UNIQUE_ITEMS, type: "array", schemaType: "boolean", validate: uniqueItems });
     instances.set(draft, instance);

@@ -16,12 +16,6 @@ import { Status } from "./items.js";
 import { dumpAs } from "./schema.js";
 
 const [MESSAGE, REASONING, CALL] = [ItemKind.Message, ItemKind.Reasoning, ItemKind.FunctionCall].map((k) => spec.ITEM_KINDS[k]);
-const OUTPUT_TEXT = MESSAGE?.text?.["part"];
-const REASONING_TEXT = REASONING?.text?.["part"];
-const TEXT_DELTA = MESSAGE?.text?.["delta"];
-const REASONING_DELTA = REASONING?.text?.["delta"];
-const ARGUMENTS_DELTA = CALL?.arguments?.["delta"];
-const [CREATED] = spec.STREAM_OPENING;
 const INCOMPLETE: string = Status.Incomplete;
 const SEPARATOR = spec.CHAT_VISIBLE_SEPARATOR; // between the visible parts of a turn in `content`
 const PARTIAL_CALLS = spec.CHAT_PARTIAL_CALLS_FIELD; // calls the budget cut: not to be run
@@ -46,7 +40,6 @@ function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
 }
 
-/** The texts of the content parts of `item` of type `type`. */
 function texts(item: Item, type: unknown): string[] {
   return (item.content ?? []).filter((p) => p.type === type).map((p) => p.text ?? "");
 }
@@ -59,11 +52,10 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   const partial: JsonObject[] = [];
   for (const raw of response.output as readonly unknown[]) {
     const item = raw as Item;
-    if (item.type === MESSAGE?.type) content.push(texts(item, OUTPUT_TEXT).join(""));
-    else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING_TEXT));
+    if (item.type === MESSAGE?.type) content.push(texts(item, MESSAGE?.text?.["part"]).join(""));
+    else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING?.text?.["part"]));
     else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
   }
-  const finish = finishReason(response.status === INCOMPLETE, calls.length > 0);
   const message: JsonObject = {
     role: Role.Assistant,
     content: content.filter((text) => text !== "").join(SEPARATOR) || null, // empty text is no content
@@ -73,7 +65,7 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   if (partial.length > 0) message[PARTIAL_CALLS] = partial;
   return {
     ...headOf(response, spec.CHAT_OBJECT),
-    choices: [{ index: 0, message, finish_reason: finish }],
+    choices: [{ index: 0, message, finish_reason: finishReason(response.status === INCOMPLETE, calls.length > 0) }],
     usage: response.usage ? usageOf(response.usage) : null,
   };
 }
@@ -115,7 +107,7 @@ export class ChatChunks {
     for (const raw of events) {
       const event = raw as unknown as AnyEvent;
       const type = event.type;
-      if (type === TEXT_DELTA) {
+      if (type === MESSAGE?.text?.["delta"]) {
         let text = event["delta"] as string;
         if (text && this.separate) {
           text = SEPARATOR + text;
@@ -123,10 +115,10 @@ export class ChatChunks {
         }
         this.shown = this.shown || text.length > 0;
         out.push(this.chunk({ content: text }));
-      } else if (type === REASONING_DELTA) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
-      else if (type === ARGUMENTS_DELTA) {
+      } else if (type === REASONING?.text?.["delta"]) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
+      else if (type === CALL?.arguments?.["delta"]) {
         this.held.get(event["item_id"] as string)?.push(event["delta"] as string);
-      } else if (type === CREATED) {
+      } else if (type === spec.STREAM_OPENING[0]) {
         this.head = headOf(event["response"] as ResponseResource, spec.CHAT_CHUNK_OBJECT);
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
       } else if (type === spec.STREAM_ITEM_ADDED) {

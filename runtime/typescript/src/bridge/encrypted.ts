@@ -10,7 +10,6 @@
 
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 
-import type { Message } from "../models.js";
 import { spec } from "../tables.js";
 import { assistant, type ReasoningReader, RequestError } from "./request.js";
 
@@ -28,24 +27,8 @@ export interface SealedReasoning {
   readonly createdAt: number;
 }
 
-function b64(data: Uint8Array): string {
-  return Buffer.from(data).toString("base64url");
-}
-
-/** The bytes of canonical unpadded base64url only (Node's decoder skips what it cannot read: what it read must
- * write back as the same text). */
-function unb64(text: string): Uint8Array | null {
-  const data = Buffer.from(text, "base64url");
-  return b64(data) === text ? data : null;
-}
-
 function isTextOrNull(value: unknown): value is string | null {
   return value === null || typeof value === "string";
-}
-
-/** The analysis message of what a blob holds. */
-export function sealedMessage(found: SealedReasoning): Message {
-  return assistant(found.text, found.channel, found.contentType);
 }
 
 export interface SealOptions {
@@ -76,14 +59,16 @@ export class ReasoningSeal {
     const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
     cipher.setAAD(AAD);
     const sealed = Buffer.concat([cipher.update(payload, "utf8"), cipher.final(), cipher.getAuthTag()]);
-    return `${SEAL_VERSION}.${b64(Buffer.concat([nonce, sealed]))}`;
+    return `${SEAL_VERSION}.${Buffer.concat([nonce, sealed]).toString("base64url")}`;
   }
 
   /** What `blob` holds, or null when this seal did not make it, it was changed, or it has expired. */
   open(blob: string): SealedReasoning | null {
     if (!blob.startsWith(`${SEAL_VERSION}.`)) return null;
-    const raw = unb64(blob.slice(SEAL_VERSION.length + 1));
-    if (raw === null || raw.length < NONCE_BYTES + TAG_BYTES) return null;
+    const encoded = blob.slice(SEAL_VERSION.length + 1);
+    const raw = Buffer.from(encoded, "base64url");
+    // canonical unpadded base64url only (Node's decoder skips what it cannot read: what it read must write back as the same text)
+    if (raw.toString("base64url") !== encoded || raw.length < NONCE_BYTES + TAG_BYTES) return null;
     let data: Record<string, unknown> | null;
     try {
       // a wrong key or a changed byte fails the tag; bytes that are not UTF-8 JSON fail to read
@@ -111,7 +96,7 @@ export class ReasoningSeal {
         const text = (content as { text?: string }[]).map((p) => p.text ?? "").join("");
         if (text !== found.text) throw RequestError.of(spec.REQUEST_ERROR_REASONING_CONTENT_DIFFERS, `${where}.content`);
       }
-      return sealedMessage(found);
+      return assistant(found.text, found.channel, found.contentType);
     };
   }
 }

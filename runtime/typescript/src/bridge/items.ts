@@ -57,7 +57,7 @@ const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without argume
 const JSON_OPENERS = "{["; // what JSON arguments begin with
 const OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
-const SERVER_ERROR = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.type ?? ""; // the type of an error in the output
+const OUTPUT_INVALID = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]; // the error of an output that is not Harmony
 
 /** An item's or a response's status. */
 export enum Status {
@@ -103,26 +103,12 @@ export function* tokensFromText(chunks: Iterable<string>, encoding: HarmonyEncod
 /** An event to send: its type and its model's fields, in order. */
 type EventSpec = readonly [string, readonly string[]];
 
-function eventSpec(type: string): EventSpec {
-  return [type, model(eventModelOf(type)).fields.map((f) => f.key)];
-}
-
 /** The event of `spec` with sequence number `sequenceNumber`, given the fields of its model that `values` hold
  * (null: not given; none holds `type` or `sequence_number`, which come first). */
 function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: JsonObject): StreamingEvent {
   const given: JsonObject = { type, sequence_number: sequenceNumber };
   for (const key of fields) if (values[key] !== undefined && values[key] !== null) given[key] = values[key];
   return given as unknown as StreamingEvent;
-}
-
-/** One kind of output item, as the spec's `ITEM_KINDS` describes it. */
-export interface KindSpec {
-  readonly kind: ItemKind;
-  readonly row: NonNullable<(typeof spec.ITEM_KINDS)[string]>; // its wire type and id prefixes
-  readonly part: ((text: string) => JsonObject) | null; // text → the content part, for items that stream text
-  readonly delta: EventSpec | null; // the event of a piece of text or of arguments
-  readonly opening: readonly EventSpec[]; // the events the item opens with
-  readonly closing: readonly EventSpec[]; // the events it ends with
 }
 
 /** A maker of the content part `partType` of an output item of wire type `itemType` (in `ItemField`, the union the
@@ -138,23 +124,26 @@ function partMaker(itemType: string, partType: string): (text: string) => JsonOb
   };
 }
 
-/** A kind's row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated one (its deltas) when
- * it opens, the first alone when none repeats, the rest when it ends. */
-function kindSpec(kind: ItemKind): KindSpec {
+/** One kind of output item: its row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated
+ * one (its deltas) when it opens, the first alone when none repeats, the rest when it ends. */
+function kindSpec(kind: ItemKind) {
   const row = spec.ITEM_KINDS[kind];
   const order = spec.EVENT_ORDER[kind];
   if (row === undefined || order === undefined) throw new Error(`the spec has no item kind ${kind}`);
   const at = order.findIndex((name) => name.endsWith(spec.EVENT_REPEATS));
-  const events = order.map((name, i) => eventSpec(i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
+  const types = order.map((name, i) => (i === at ? name.slice(0, -spec.EVENT_REPEATS.length) : name));
+  const events = types.map((type): EventSpec => [type, model(eventModelOf(type)).fields.map((f) => f.key)]);
   return {
     kind,
-    row,
-    part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null,
-    delta: events[at] ?? null,
-    opening: events.slice(0, at === -1 ? 1 : at),
-    closing: events.slice(at === -1 ? 1 : at + 1),
-  };
+    row, // its wire type and id prefixes
+    part: row.text !== null ? partMaker(row.type, row.text["part"] ?? "") : null, // text → the content part, for items that stream text
+    delta: events[at] ?? null, // the event of a piece of text or of arguments
+    opening: events.slice(0, at === -1 ? 1 : at), // the events the item opens with
+    closing: events.slice(at === -1 ? 1 : at + 1), // the events it ends with
+  } as const;
 }
+
+export type KindSpec = ReturnType<typeof kindSpec>;
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
@@ -187,13 +176,10 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
   return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 
-/** An output item being streamed. */
 export class OpenItem {
   readonly name: string | null = null;
   readonly namespace: string | null = null; // a namespace tool's call: the namespace (`name` is the tool's own name)
   validation: JsonObject | null = null; // what checking a strict tool's arguments found, when they broke it
-  readonly reasoning: boolean;
-  readonly streams: boolean; // its text or arguments go out as deltas
 
   constructor(
     readonly kind: KindSpec,
@@ -202,19 +188,11 @@ export class OpenItem {
     readonly header: MessageStart, // the header the model wrote
     readonly callId: string | null = null,
   ) {
-    this.reasoning = kind.kind === ItemKind.Reasoning;
-    this.streams = kind.delta !== null;
     if (kind.kind !== ItemKind.FunctionCall) return;
     const to = header.recipient ?? "";
     const at = to.indexOf(SEPARATOR);
     if (to.startsWith(FUNCTIONS_PREFIX)) this.name = to.slice(FUNCTIONS_PREFIX.length);
     else [this.namespace, this.name] = [to.slice(0, at), to.slice(at + SEPARATOR.length)];
-  }
-
-  /** The typed event of a piece of the item's text or arguments. */
-  deltaEvent(sequenceNumber: number, text: string): StreamingEvent {
-    const values = { item_id: this.id, output_index: this.outputIndex, content_index: 0, delta: text };
-    return eventOf(this.kind.delta ?? ["", []], sequenceNumber, values);
   }
 
   /** The item as the spec's model: empty while in progress, with its whole `text` when it ends. */
@@ -262,7 +240,10 @@ export interface Writer<D, R = D[]> {
 /** The typed events themselves. */
 export const EVENTS: Writer<StreamingEvent> = {
   event: (event) => event,
-  delta: (item, sequenceNumber, text) => item.deltaEvent(sequenceNumber, text),
+  delta(item, sequenceNumber, text) {
+    const values = { item_id: item.id, output_index: item.outputIndex, content_index: 0, delta: text };
+    return eventOf(item.kind.delta ?? ["", []], sequenceNumber, values);
+  },
   step: (events) => events,
 };
 
@@ -279,13 +260,6 @@ export interface BuilderOptions {
   readonly strict?: boolean;
   readonly tools?: Iterable<string> | null;
   readonly onRepair?: RepairHook | null;
-}
-
-/** How many tool calls the request lets one response make (null: no limit). */
-function callsAllowed(request: CreateResponseBody | null): number | null {
-  const most = Number(request?.max_tool_calls ?? 0); // a big integer is a bigint until here
-  const limits = [request?.parallel_tool_calls === false ? 1 : 0, most].filter((n) => !!n);
-  return limits.length > 0 ? Math.min(...limits) : null;
 }
 
 /**
@@ -331,9 +305,11 @@ export class ResponseBuilder<D, R = D[]> {
     this.schemas = new Map(strict.map((d) => [d.name, (d.tool.parameters ?? {}) as unknown as JsonObject]));
     this.namespaces = new Set(namespaceTools(request).map((t) => t.name));
     const role = options.role === undefined ? Role.Assistant : options.role;
+    // how many tool calls one response may make (null: no limit); a big integer is a bigint until here
+    const limits = [request?.parallel_tool_calls === false ? 1 : 0, Number(request?.max_tool_calls ?? 0)].filter((n) => !!n);
     this.parser = new HarmonyStreamParser(encoding, role, options.strict ? "strict" : "lenient", names, {
       stopAtTurnEnd: options.stopAtTurnEnd ?? true,
-      maxToolCalls: callsAllowed(request),
+      maxToolCalls: limits.length > 0 ? Math.min(...limits) : null,
     });
     this.ids = options.ids ?? randomId;
     this.clock = options.clock ?? ((): number => Date.now() / 1000);
@@ -373,7 +349,7 @@ export class ResponseBuilder<D, R = D[]> {
       return usage(input, this.encoding.encode(this.text.join(""), { allowedSpecial: "all" }).length, this.reasoningTokens);
     }
     const read = this.parser.tokensRead;
-    return usage(input, read, this.reasoningTokens + (this.item?.reasoning ? read - this.reasoningFrom : 0));
+    return usage(input, read, this.reasoningTokens + (this.item?.kind.kind === ItemKind.Reasoning ? read - this.reasoningFrom : 0));
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -389,7 +365,7 @@ export class ResponseBuilder<D, R = D[]> {
     const item = this.item; // set only while an item's body is streaming
     if (item !== null) {
       const text = this.parser.feedBodyToken(token);
-      if (text !== null) return this.writer.step(item.streams ? [this.writer.delta(item, this.seq++, text)] : []);
+      if (text !== null) return this.writer.step(item.kind.delta !== null ? [this.writer.delta(item, this.seq++, text)] : []);
     } else if (this.finished) return this.take();
     this.read(() => this.parser.feedTokens([token]));
     return this.take();
@@ -444,7 +420,7 @@ export class ResponseBuilder<D, R = D[]> {
   private failed(message: string, code: string = spec.ERROR_MODEL_OUTPUT_INVALID, errorType: string | null = null): void {
     if (this.finished) return;
     this.begin();
-    const type = errorType ?? spec.ERRORS[code]?.type ?? SERVER_ERROR;
+    const type = errorType ?? spec.ERRORS[code]?.type ?? OUTPUT_INVALID?.type ?? "";
     this.send(spec.STREAM_ERROR, { error: make("ErrorPayload", { type, code, message, param: null }) });
     this.end(Status.Failed, { error: make("Error", { code, message }) });
   }
@@ -457,9 +433,7 @@ export class ResponseBuilder<D, R = D[]> {
   }
 
   private take(): R {
-    const out = this.out;
-    this.out = [];
-    return this.writer.step(out);
+    return this.writer.step(this.out.splice(0));
   }
 
   private send(type: string, fields: JsonObject): void {
@@ -488,7 +462,7 @@ export class ResponseBuilder<D, R = D[]> {
     if (item === null) return !this.parser.seenControl; // a header, or text with no control token at all (the answer)
     const text = strip(this.parser.currentContent);
     if (!text) return false; // cut right after its header
-    if (item.kind.part !== null) return !item.reasoning;
+    if (item.kind.part !== null) return item.kind.kind !== ItemKind.Reasoning;
     if (!JSON_OPENERS.includes(text[0] as string)) return true;
     try {
       readJson(text);
@@ -509,8 +483,7 @@ export class ResponseBuilder<D, R = D[]> {
       events = parse();
     } catch (e) {
       if (!(e instanceof HarmonyParseError)) throw e;
-      const template = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]?.message ?? "{detail}";
-      return this.failed(fill(template, { detail: e.message }));
+      return this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
     }
     this.handle(events);
   }
@@ -518,7 +491,7 @@ export class ResponseBuilder<D, R = D[]> {
   private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {
     for (const e of events) {
       if (e instanceof ContentDelta) {
-        if (this.item?.streams) this.out.push(this.writer.delta(this.item, this.seq++, e.text));
+        if (this.item?.kind.delta) this.out.push(this.writer.delta(this.item, this.seq++, e.text));
       } else if (e instanceof MessageStart) this.open(e);
       else if (e instanceof MessageEnd) {
         this.close(e.terminator === spec.PARSE_EOS_TERMINATOR ? eosStatus : Status.Completed, e.message.content);
@@ -542,11 +515,11 @@ export class ResponseBuilder<D, R = D[]> {
     else if (item.kind.kind === ItemKind.FunctionCall && status === Status.Incomplete) {
       this.repair(spec.RECOVERY_CALL_CUT_BY_BUDGET, fill(spec.PARSE_DETAIL_CALL_CUT_BY_BUDGET, { name: item.name }));
     }
-    if (item.reasoning && this.text.length > 0) {
+    if (item.kind.kind === ItemKind.Reasoning && this.text.length > 0) {
       // text input: count the tokens it stands for: <|message|>, the text, the stop
       const read = this.encoding.encode(text, { disallowedSpecial: new Set<string>() }).length;
       this.reasoningTokens += read + 1 + (status === Status.Completed ? 1 : 0);
-    } else if (item.reasoning) {
+    } else if (item.kind.kind === ItemKind.Reasoning) {
       // from the token that opened the body to the one that closed it
       this.reasoningTokens += this.parser.tokensRead - this.reasoningFrom;
     }
@@ -566,7 +539,7 @@ export class ResponseBuilder<D, R = D[]> {
   private checkArguments(item: OpenItem, text: string): string {
     const name = item.name ?? "";
     if (!strip(text)) {
-      if (item.streams) this.out.push(this.writer.delta(item, this.seq++, EMPTY_ARGUMENTS));
+      if (item.kind.delta !== null) this.out.push(this.writer.delta(item, this.seq++, EMPTY_ARGUMENTS));
       text += EMPTY_ARGUMENTS;
       this.repair(spec.RECOVERY_EMPTY_ARGUMENTS, fill(spec.PARSE_DETAIL_EMPTY_ARGUMENTS, { name }));
     }
@@ -597,13 +570,7 @@ export class ResponseStreamer extends ResponseBuilder<StreamingEvent> {
   }
 }
 
-/** A completion given as token ids or as text chunks. */
 export type Completion = Iterable<number> | Iterable<string>;
-
-/** Feed a completion given as token ids or as text chunks (each piece by its own kind). */
-export function* feedAll<T>(completion: Completion, feedToken: (token: number) => T, feedText: (chunk: string) => T): Generator<T> {
-  for (const piece of completion as Iterable<number | string>) yield typeof piece === "string" ? feedText(piece) : feedToken(piece);
-}
 
 /** Options of `streamResponse` and `buildResponse`: `ResponseBuilder`'s, and the engine's finish reason. */
 export interface StreamOptions extends BuilderOptions {
@@ -614,7 +581,9 @@ export interface StreamOptions extends BuilderOptions {
 /** Drive `builder` through a whole completion given as token ids or text chunks: what each step wrote. */
 export function* drive<D, R>(builder: ResponseBuilder<D, R>, completion: Completion, stopped: boolean | null = null): Generator<R> {
   yield builder.start();
-  yield* feedAll(completion, (t) => builder.feed(t), (c) => builder.feedText(c));
+  for (const piece of completion as Iterable<number | string>) {
+    yield typeof piece === "string" ? builder.feedText(piece) : builder.feed(piece);
+  }
   yield builder.finish(stopped);
 }
 
@@ -626,18 +595,12 @@ export function* streamResponse(
   request: CreateResponseBody | null = null,
   options: StreamOptions = {},
 ): Generator<StreamingEvent> {
-  const streamer = new ResponseStreamer(encoding, request, options);
-  for (const events of drive(streamer, completion, options.stopped ?? null)) yield* events;
+  for (const events of drive(new ResponseStreamer(encoding, request, options), completion, options.stopped ?? null)) yield* events;
 }
 
-/** The final `ResponseResource` for a completion (the non-streaming case). */
-export function buildResponse(
-  completion: Completion,
-  encoding: HarmonyEncoding,
-  request: CreateResponseBody | null = null,
-  options: StreamOptions = {},
-): ResponseResource {
+/** The final `ResponseResource` for a completion (the non-streaming case), given what `streamResponse` takes. */
+export function buildResponse(...args: Parameters<typeof streamResponse>): ResponseResource {
   let last: StreamingEvent | null = null;
-  for (const e of streamResponse(completion, encoding, request, options)) last = e;
+  for (const e of streamResponse(...args)) last = e;
   return (last as unknown as { response: ResponseResource }).response;
 }

@@ -3,17 +3,13 @@
 import type { CreateResponseBody, JsonSchemaResponseFormatParam, ResponseResource, Usage } from "#types";
 
 import { type JsonData, type JsonObject } from "../json.js";
+import type { Recovered } from "../stream/events.js";
 import { spec } from "../tables.js";
 import { make, modelOf } from "./schema.js";
 import { functionTools } from "./tools.js";
 
 /** One repair as the response lists it in its vendor-prefixed field. */
-export interface RepairRecord {
-  readonly rule: string;
-  readonly detail: string;
-  readonly position: number;
-  readonly text: string;
-}
+export type RepairRecord = Pick<Recovered, "rule" | "detail" | "position" | "text">;
 
 function toolChoice(body: CreateResponseBody): JsonData {
   const choice = body.tool_choice ?? "auto";

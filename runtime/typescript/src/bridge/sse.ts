@@ -6,7 +6,8 @@ import type { HarmonyEncoding } from "../encoding.js";
 import { isJsonObject, type JsonData } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { spec } from "../tables.js";
-import { type BuilderOptions, type Completion, drive, type OpenItem, ResponseBuilder, type StreamOptions, type Writer } from "./items.js";
+import { type BuilderOptions, type Completion, drive, EVENTS, type OpenItem, ResponseBuilder } from "./items.js";
+import type { StreamOptions, Writer } from "./items.js";
 import { compactJson, dumpAs, jsonString, ModelValidationError, validateAs } from "./schema.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -53,7 +54,7 @@ export function sseWriter(names: ReasoningNames = "spec"): Writer<string, string
     event: (event) => frame(event, names),
     delta(item, sequenceNumber, text) {
       if (item !== open) {
-        const sample = frame(item.deltaEvent(0, ""), names);
+        const sample = frame(EVENTS.delta(item, 0, ""), names);
         const at = sample.indexOf(SEQUENCE_ZERO);
         head = sample.slice(0, at + SEQUENCE_KEY.length);
         middle = sample.slice(at + SEQUENCE_ZERO.length, sample.lastIndexOf(DELTA_EMPTY)) + DELTA_KEY;
@@ -121,29 +122,29 @@ function shortRepr(text: string): string {
   return JSON.stringify([...text].slice(0, 40).join(""));
 }
 
-/** One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError`. */
-function readEvent(number: number, name: string | null, payload: string): StreamingEvent {
+/** One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError` carrying `events`. */
+function readEvent(number: number, name: string | null, payload: string, events: StreamingEvent[]): StreamingEvent {
   let raw: JsonData;
   try {
     raw = loadJson(payload, "data");
   } catch (e) {
     if (!(e instanceof JSONInputError)) throw e;
-    throw new SSEError(number, e.message);
+    throw new SSEError(number, e.message, events);
   }
-  if (!isJsonObject(raw)) throw new SSEError(number, `data: expected a JSON object (an event), found ${found(raw)}`);
+  if (!isJsonObject(raw)) throw new SSEError(number, `data: expected a JSON object (an event), found ${found(raw)}`, events);
   let kind = raw["type"];
-  if (typeof kind !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(kind)}`);
+  if (typeof kind !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(kind)}`, events);
   const ours = FROM_OPENAI.get(kind);
   if (ours !== undefined) raw["type"] = kind = ours;
   if (name !== null && (FROM_OPENAI.get(name) ?? name) !== kind) {
-    throw new SSEError(number, `event name ${JSON.stringify(name)} differs from the body's type ${JSON.stringify(kind)}`);
+    throw new SSEError(number, `event name ${JSON.stringify(name)} differs from the body's type ${JSON.stringify(kind)}`, events);
   }
   try {
     return validateAs<StreamingEvent>(EVENT_UNION, raw);
   } catch (e) {
     if (!(e instanceof ModelValidationError)) throw e;
     const problem = explain(e.issues, raw);
-    throw new SSEError(number, `${problemPath(problem, "data")}: ${problem.message} (event ${JSON.stringify(kind)})`);
+    throw new SSEError(number, `${problemPath(problem, "data")}: ${problem.message} (event ${JSON.stringify(kind)})`, events);
   }
 }
 
@@ -160,48 +161,43 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   if (text.startsWith(BOM)) text = text.slice(BOM.length);
   const parts = text.split(LINE_END);
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
-  const events: StreamingEvent[] = [];
+  const events: StreamingEvent[] = []; // what each SSEError carries: the events read before it
   let name: string | null = null;
   let data: (readonly [number, string])[] = []; // the pending event's `data` fields: each one's line and value
   let first = 0; // the line of its first field
   let done = 0; // the line of `data: [DONE]` once dispatched
-  try {
-    for (const [i, line] of parts.entries()) {
-      const number = i + 1;
-      if (line === "") {
-        if (data.length > 0) {
-          const payload = data.map(([, value]) => value).join("\n");
-          if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`);
-          if (payload === DONE) done = first;
-          else events.push(readEvent(data[0]?.[0] ?? first, name, payload));
-        } else if (name !== null) {
-          throw new SSEError(first, `event ${JSON.stringify(name)} has no data`);
-        }
-        name = null;
-        data = [];
-        first = 0;
-        continue;
+  for (const [i, line] of parts.entries()) {
+    const number = i + 1;
+    if (line === "") {
+      if (data.length > 0) {
+        const payload = data.map(([, value]) => value).join("\n");
+        if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`, events);
+        if (payload === DONE) done = first;
+        else events.push(readEvent(data[0]?.[0] ?? first, name, payload, events));
+      } else if (name !== null) {
+        throw new SSEError(first, `event ${JSON.stringify(name)} has no data`, events);
       }
-      if (line.startsWith(":")) continue; // a comment
-      const [, field, value = ""] = FIELD.exec(line) ?? [];
-      first = first || number;
-      if (field === "data") {
-        data.push([number, value]);
-      } else if (field === "event") {
-        name = value || null;
-      } else if (field === "id") {
-        if (value.includes("\0")) throw new SSEError(number, "an id holding NUL, which readers ignore");
-      } else if (field === "retry") {
-        if (!/^[0-9]+$/.test(value)) throw new SSEError(number, `retry expects a number of milliseconds, found ${shortRepr(value)}`);
-      } else {
-        throw new SSEError(number, `not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`);
-      }
+      name = null;
+      data = [];
+      first = 0;
+      continue;
     }
-    if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched");
-    if (!done) throw new SSEError(parts.length, `the stream ends before data: ${DONE}: it was cut`);
-  } catch (e) {
-    if (e instanceof SSEError) e.events = events;
-    throw e;
+    if (line.startsWith(":")) continue; // a comment
+    const [, field, value = ""] = FIELD.exec(line) ?? [];
+    first = first || number;
+    if (field === "data") {
+      data.push([number, value]);
+    } else if (field === "event") {
+      name = value || null;
+    } else if (field === "id") {
+      if (value.includes("\0")) throw new SSEError(number, "an id holding NUL, which readers ignore", events);
+    } else if (field === "retry") {
+      if (!/^[0-9]+$/.test(value)) throw new SSEError(number, `retry expects a number of milliseconds, found ${shortRepr(value)}`, events);
+    } else {
+      throw new SSEError(number, `not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`, events);
+    }
   }
+  if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched", events);
+  if (!done) throw new SSEError(parts.length, `the stream ends before data: ${DONE}: it was cut`, events);
   return events;
 }

@@ -43,7 +43,6 @@ export function declaredTools(body: CreateResponseBody | null): DeclaredTool[] {
   );
 }
 
-/** The request's namespace tools, in order. */
 export function namespaceTools(body: CreateResponseBody | null): NamespaceToolParam[] {
   return (body?.tools ?? []).filter(isNamespace);
 }
