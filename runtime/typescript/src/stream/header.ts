@@ -118,12 +118,8 @@ export function reduceHeader(origin: string, children: unknown[]): unknown {
   return part === undefined ? null : part(word, children.length);
 }
 
-const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
-
-/** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
-export function edgeCore(word: string): string {
-  return word.replace(EDGE_PUNCTUATION, "");
-}
+// the punctuation at a word's two edges: anything `isAlnum` does not take (not a letter or a digit, `_` included)
+const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu;
 
 /**
  * A channel word as a model wrote it → the known channel it names and whether anything was dropped.
@@ -132,7 +128,7 @@ export function edgeCore(word: string): string {
  */
 export function channelOf(word: string): [string, boolean] {
   if (CHANNELS.has(word)) return [word, false];
-  const core = edgeCore(word).toLowerCase();
+  const core = word.replace(EDGE_PUNCTUATION, "").toLowerCase();
   if (CHANNELS.has(core)) return [core, true];
   const channel = [...CHANNELS].find((c) => core.startsWith(c) && !isAlnum(String.fromCodePoint(core.codePointAt(c.length) ?? 0)));
   return channel !== undefined ? [channel, true] : [word, false];
@@ -174,18 +170,13 @@ function bisectRight(sorted: readonly number[], value: number): number {
  * token it came in). */
 export class Stretch {
   text = "";
-  private readonly offsets: number[] = []; // where each piece begins in `text`
+  readonly offsets: number[] = []; // where each piece begins in `text`
   private readonly starts: number[] = []; // and in the input
 
   add(text: string, position: number): void {
     this.offsets.push(this.text.length);
     this.starts.push(position);
     this.text += text;
-  }
-
-  /** Where the last piece begins in `text`. */
-  get last(): number {
-    return this.offsets[this.offsets.length - 1] ?? 0;
   }
 
   /** Where offset `at` of the text is in the input: its character, or the token it came in. */
@@ -319,7 +310,7 @@ export class HeaderReader {
    * words (one ending earlier was found when its own piece came): where it begins in that text, and the spelling.
    * Only the last piece and the few characters before it are searched. */
   findNearMiss(): [number, string] | null {
-    const from = Math.max(0, this.stretch.last - NEAR_MISS_LONGEST + 1);
+    const from = Math.max(0, (this.stretch.offsets.at(-1) ?? 0) - NEAR_MISS_LONGEST + 1);
     const match = NEAR_MISS_IN_HEADER_RE.exec(this.stretch.text.slice(from));
     return match === null ? null : [from + match.index, match[0]];
   }
@@ -653,7 +644,7 @@ export function applyDeclaredTools(header: Header, tools: ReadonlySet<string>, r
   if (tools.has(recipient)) return fix(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, {}, recipient);
   const name = recipient.startsWith(FUNCTIONS_PREFIX) ? recipient.slice(FUNCTIONS_PREFIX.length) : recipient;
   if (tools.has(name)) return;
-  const core = edgeCore(name);
+  const core = name.replace(EDGE_PUNCTUATION, "");
   if (tools.has(core)) {
     // `to=functions.get_weather,`
     const at = name.indexOf(core);

@@ -23,7 +23,6 @@ import { decodeReplacing, Utf8Stream } from "../utf8.js";
 export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
   Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
 );
-/** Control token spelling → its terminal. */
 const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
   Object.entries(spec.NAMED_TOKENS)
     .filter(([, id]) => CONTROL_TERMINALS.has(id))
@@ -37,7 +36,6 @@ const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text
 const PREFIXES: ReadonlySet<string> = new Set(LONGEST_FIRST.flatMap((s) => [...s].slice(1).map((_, i) => s.slice(0, i + 1))));
 const MAX_PREFIX = (LONGEST_FIRST[0] ?? "").length - 1;
 
-/** The spelling of a control terminal. */
 export function spellingOf(terminal: string): string {
   return SPELLINGS.get(terminal) ?? "";
 }
