@@ -170,6 +170,15 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
             ("map", "str", namespace),
         )
     )
+    builtin = {ns.name for ns in ir.builtin_namespaces} | {i.namespace for i in ir.mapping.items if i.namespace}
+    out.append(
+        Fact(
+            "TOOL_NAMESPACES",
+            tuple(sorted(builtin)),
+            "The built-in tools' namespaces, and those the item table gives their own items (container included).",
+            ("seq", "str"),
+        )
+    )
     return out
 
 
@@ -399,6 +408,7 @@ def _control_triggers(ir: ProjectIR) -> dict[str, dict[str, dict[str, str]]]:
 def grammar_facts(ir: ProjectIR) -> list[Fact]:
     """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
     g = ir.grammar
+    token = {t.id: t for t in ir.tokens.named}
     origins = sorted({r.origin for r in g.rules if not r.origin.startswith("_")})  # not lark's helper rules
     out = [
         Fact("END", g.end_terminal, "The end-of-input terminal."),
@@ -408,6 +418,18 @@ def grammar_facts(ir: ProjectIR) -> list[Fact]:
             "CONTROL_TERMINALS",
             dict(g.control_terminals),
             "Token id → terminal, for the control tokens the grammar names.",
+        ),
+        Fact(
+            "CONTROL_SPELLINGS",
+            {terminal: token[tid].spelling for tid, terminal in g.control_terminals},
+            "Control terminal → the spelling of its token.",
+            ("map", "str", "str"),
+        ),
+        Fact(
+            "STOP_TERMINATORS",
+            {terminal: token[tid].terminator for tid, terminal in g.control_terminals if token[tid].terminator},
+            "Control terminal of a stop token → how a message it ends is said to end.",
+            ("map", "str", "str"),
         ),
         Fact(
             "NEAR_MISS_SPELLINGS",

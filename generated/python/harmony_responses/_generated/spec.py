@@ -1507,3 +1507,6 @@ BUILTIN_NAMESPACES: dict[str, dict[str, Any]] = {
 }
 """Built-in tool namespaces (browser, python) as ToolNamespaceConfig data."""
 
+TOOL_NAMESPACES: tuple[str, ...] = ("browser", "container", "python")
+"""The built-in tools' namespaces, and those the item table gives their own items (container included)."""
+

@@ -1483,3 +1483,6 @@ export const BUILTIN_NAMESPACES: Readonly<Record<string, BuiltinNamespacesRow>> 
   },
 };
 
+/** The built-in tools' namespaces, and those the item table gives their own items (container included). */
+export const TOOL_NAMESPACES: readonly string[] = ["browser", "container", "python"];
+

@@ -54,12 +54,7 @@ export const ROLES: ReadonlyMap<string, Role> = new Map(ROLE_VALUES.map((r) => [
 export const CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 /** A content type, lower-cased → as the spec writes it. */
 export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_TYPES.map((ct) => [ct.toLowerCase(), ct]));
-/** The built-in tools' namespaces (`browser`, `python`), and those the spec's item table gives their own items (the
- * built-in tools, container included). */
-const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set([
-  ...Object.keys(spec.BUILTIN_NAMESPACES),
-  ...Object.values(spec.ITEM_KINDS).flatMap((row) => (row.namespace ? [row.namespace] : [])),
-]);
+const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(spec.TOOL_NAMESPACES);
 export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");

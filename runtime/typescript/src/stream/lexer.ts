@@ -24,11 +24,8 @@ export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
   Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
 );
 const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
-  Object.entries(spec.NAMED_TOKENS)
-    .filter(([, id]) => CONTROL_TERMINALS.has(id))
-    .map(([spelling, id]) => [spelling, CONTROL_TERMINALS.get(id) ?? ""]),
+  Object.entries(grammar.CONTROL_SPELLINGS).map(([terminal, spelling]) => [spelling, terminal]),
 );
-const SPELLINGS = new Map([...TERMINAL_OF_SPELLING].map(([spelling, terminal]) => [terminal, spelling]));
 const LONGEST_FIRST = [...TERMINAL_OF_SPELLING.keys()].sort((a, b) => b.length - a.length);
 const SPELLING_RE = new RegExp(LONGEST_FIRST.map(escapeRegExp).join("|"), "gu");
 const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text without it holds no control token
@@ -37,7 +34,7 @@ const PREFIXES: ReadonlySet<string> = new Set(LONGEST_FIRST.flatMap((s) => [...s
 const MAX_PREFIX = (LONGEST_FIRST[0] ?? "").length - 1;
 
 export function spellingOf(terminal: string): string {
-  return SPELLINGS.get(terminal) ?? "";
+  return grammar.CONTROL_SPELLINGS[terminal] ?? "";
 }
 
 /** Where a lexer sends what it reads. */

@@ -37,13 +37,11 @@ import {
   applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
-import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
+import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
 
 /** A stop token's terminal → the terminator of the message it ends. */
-const TERMINATOR_OF: ReadonlyMap<string, Terminator> = new Map(
-  Object.entries(spec.TERMINATORS).map(([id, value]) => [CONTROL_TERMINALS.get(Number(id)) ?? "", value as Terminator]),
-);
+const TERMINATOR_OF = grammar.STOP_TERMINATORS as Readonly<Record<string, Terminator>>;
 const { Eos: EOS, End: END, Call: CALL, EndDoneSampling: TURN_END } = Terminator; // TURN_END: ends the model's turn
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
@@ -319,7 +317,7 @@ export class HarmonyStreamParser {
     },
     extra_stop: (p, t) => {
       p.flushJunk();
-      p.lastStop = TERMINATOR_OF.get(t) ?? null;
+      p.lastStop = TERMINATOR_OF[t] ?? null;
       p.repair(spec.RECOVERY_EXTRA_STOP, { token: spellingOf(t) });
     },
     channel_opens_message: (p, t, at) => {
@@ -347,14 +345,14 @@ export class HarmonyStreamParser {
         return;
       }
       p.lalr.feedToken(t);
-      p.endMessage(TERMINATOR_OF.get(t) as Terminator);
+      p.endMessage(TERMINATOR_OF[t] as Terminator);
     },
     end_stripped: (p, t, at) => {
       p.endStripped(END); // a control token after all: the stripped text ends, the token is read as outside
       p.act(Region.Outside, t, at);
     },
     end_stripped_at_stop: (p, t) => {
-      const stop = TERMINATOR_OF.get(t) as Terminator;
+      const stop = TERMINATOR_OF[t] as Terminator;
       p.endStripped(stop);
       p.lastStop = stop;
       if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END);
@@ -426,7 +424,7 @@ export class HarmonyStreamParser {
     const token = spellingOf(stop);
     header.flushWords(this.byCharacter, stop);
     if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token }), position);
-    const terminator = TERMINATOR_OF.get(stop) as Terminator;
+    const terminator = TERMINATOR_OF[stop] as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
     const cut = header.cut();
     this.regionValue = Region.Outside; // until a body opens
