@@ -16,6 +16,7 @@ language-neutral notation that each target maps to its own types:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,23 @@ def symbol(*parts: str) -> str:
 
 def _group(prefix: str, pairs: Iterable[tuple[str, Any]]) -> list[Fact]:
     return [Fact(symbol(prefix, key), value) for key, value in pairs]
+
+
+def _literal(text: str) -> str:
+    """`text` as a regular expression both runtimes read alike (JavaScript's `u` flag refuses needless escapes)."""
+    return re.sub(r"[\\^$.|?*+()\[\]{}]", r"\\\g<0>", text)
+
+
+def _glued_role_pattern(ir: ProjectIR) -> str:
+    """Roles longest first (a role may begin another), then any repeats, a channel (longest first), a recipient."""
+    roles = [r.value for r in ir.format.roles]
+    channels = [c.name for c in ir.format.channels]
+
+    def longest_first(words: list[str]) -> str:
+        return "|".join(_literal(w) for w in sorted(words, key=len, reverse=True))
+
+    recipient = _literal(ir.format.header.recipient_keyword)
+    return f"({longest_first(roles)})(?:{'|'.join(map(_literal, roles))})*({longest_first(channels)})?({recipient}.+)?"
 
 
 def spec_facts(ir: ProjectIR) -> list[Fact]:
@@ -98,6 +116,14 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
             ("function_namespace", h.function_namespace),
             ("namespace_separator", h.namespace_separator),
         ],
+    )
+    out.append(
+        Fact(
+            "HEADER_GLUED_ROLE_PATTERN",
+            _glued_role_pattern(ir),
+            "A header word that is a role, perhaps repeated, then perhaps a channel and a recipient glued to it"
+            " (`assistantfinal`); its groups: the role, the channel, the recipient. Matched against the whole word.",
+        )
     )
     out.append(Fact("CONTENT_TYPES", tuple(c.name for c in h.content_types)))
     out += [Fact(symbol("content_type", p), c.name) for c in h.content_types for p in c.purposes]

@@ -67,13 +67,7 @@ CONTENT_TYPES = {ct.lower(): ct for ct in _spec.CONTENT_TYPES}
 BUILTIN_NAMESPACES = frozenset(_spec.TOOL_NAMESPACES)
 _WORD_RE = re.compile(r"\S+")
 _PARTS = frozenset((_grammar.RULE_AUTHOR, _grammar.RULE_RECIPIENT, _grammar.RULE_CHANNEL, _grammar.RULE_CONTENT_TYPE))
-_ALT = "|".join
-_GLUED_ROLE_RE = re.compile(
-    "(" + _ALT(re.escape(r) for r in sorted(ROLES, key=len, reverse=True)) + ")"
-    "(?:" + _ALT(re.escape(r) for r in ROLES) + ")*"
-    "(" + _ALT(re.escape(c) for c in sorted(CHANNELS, key=len, reverse=True)) + ")?"
-    "(" + re.escape(_TO) + ".+)?"
-)
+_GLUED_ROLE_RE = re.compile(_spec.HEADER_GLUED_ROLE_PATTERN)
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
 # Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 _BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")

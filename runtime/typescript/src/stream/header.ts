@@ -58,11 +58,7 @@ const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(spec.TOOL_NAMESPACES);
 export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
-const GLUED_ROLE_RE = new RegExp(
-  `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*` +
-    `(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
-  "u",
-);
+const GLUED_ROLE_RE = new RegExp(`^(?:${spec.HEADER_GLUED_ROLE_PATTERN})$`, "u");
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
 /** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
