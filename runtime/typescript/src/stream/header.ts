@@ -99,11 +99,7 @@ const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Heade
 
 /** The LALR parser's reduce callback: what each header rule contributes (other rules carry nothing). */
 export function reduceHeader(origin: string, children: unknown[]): unknown {
-  if (origin === grammar.RULE_HEADER) {
-    const header = new Header();
-    Object.assign(header, ...children); // a header's children are its parts
-    return header;
-  }
+  if (origin === grammar.RULE_HEADER) return Object.assign(new Header(), ...children); // a header's children are its parts
   const part = PARTS[origin];
   const word = children.find((child): child is Word => Array.isArray(child) && child.length === 2) ?? ["", ""];
   return part === undefined ? null : part(word, children.length);
