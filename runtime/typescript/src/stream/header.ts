@@ -34,7 +34,7 @@ import { GrammarError, type IncrementalParser } from "../lalr.js";
 import { cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
-import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
+import { spellingOf } from "./lexer.js";
 
 export type Report = (rule: string, detail: string, text: string, position: number) => void;
 export type Fail = (message: string, position: number) => never;
@@ -42,10 +42,10 @@ export type Fail = (message: string, position: number) => never;
 export const T_ROLE = grammar.LEXER_TERMINAL_ROLE;
 export const T_TO = grammar.LEXER_TERMINAL_RECIPIENT;
 export const T_WORD = grammar.LEXER_TERMINAL_WORD;
-export const T_START = CONTROL_TERMINALS.get(spec.TOKEN_START) ?? "";
-export const T_MESSAGE = CONTROL_TERMINALS.get(spec.TOKEN_MESSAGE) ?? "";
-export const T_CHANNEL = CONTROL_TERMINALS.get(spec.TOKEN_CHANNEL) ?? "";
-export const T_CONSTRAIN = CONTROL_TERMINALS.get(spec.TOKEN_CONSTRAIN) ?? "";
+export const T_START = grammar.CONTROL_TERMINALS[spec.TOKEN_START] ?? "";
+export const T_MESSAGE = grammar.CONTROL_TERMINALS[spec.TOKEN_MESSAGE] ?? "";
+export const T_CHANNEL = grammar.CONTROL_TERMINALS[spec.TOKEN_CHANNEL] ?? "";
+export const T_CONSTRAIN = grammar.CONTROL_TERMINALS[spec.TOKEN_CONSTRAIN] ?? "";
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const CONSTRAIN = spec.SPELLING_CONSTRAIN;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
@@ -61,10 +61,9 @@ const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("
 const GLUED_ROLE_RE = new RegExp(`^(?:${spec.HEADER_GLUED_ROLE_PATTERN})$`, "u");
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
-/** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
-export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
-const NEAR_MISS_IN_HEADER_RE = new RegExp(alt([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown)), "u");
-const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
+const NEAR_MISSES = Object.keys(grammar.NEAR_MISS_SPELLINGS).sort(byLengthDown); // read as their token in a header
+const NEAR_MISS_IN_HEADER_RE = new RegExp(alt(NEAR_MISSES), "u");
+const NEAR_MISS_LONGEST = Math.max(...NEAR_MISSES.map((s) => s.length));
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
 export class Header {

@@ -19,10 +19,6 @@ import { HarmonyError } from "../errors.js";
 import { grammar, spec } from "../tables.js";
 import { decodeReplacing, Utf8Stream } from "../utf8.js";
 
-/** Token id → the grammar's terminal, for the control tokens the grammar names. */
-export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
-  Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
-);
 const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
   Object.entries(grammar.CONTROL_SPELLINGS).map(([terminal, spelling]) => [spelling, terminal]),
 );
@@ -58,7 +54,7 @@ export class TokenLexer {
   feed(tokens: Iterable<number>): void {
     const sink = this.sink;
     for (const token of tokens) {
-      const terminal = CONTROL_TERMINALS.get(token);
+      const terminal = grammar.CONTROL_TERMINALS[token];
       if (terminal !== undefined) {
         this.finish(); // a control token ends an unfinished character too
         sink.onControl(terminal, this.position);
@@ -123,8 +119,7 @@ export class TextLexer {
     this.position = start + size;
     let index = 0;
     let at = start; // the position of buf[index]
-    SPELLING_RE.lastIndex = 0;
-    for (let m = SPELLING_RE.exec(buf); m !== null; m = SPELLING_RE.exec(buf)) {
+    for (const m of buf.matchAll(SPELLING_RE)) {
       if (m.index > index) {
         const piece = buf.slice(index, m.index);
         sink.onText(piece, at);

@@ -34,7 +34,7 @@ import {
   type RepairValues,
 } from "./events.js";
 import {
-  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal, type Report,
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
@@ -393,7 +393,7 @@ export class HarmonyStreamParser {
       const [rest, at] = header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
-      const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
+      const terminal = grammar.NEAR_MISS_SPELLINGS[spelling] as string;
       this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
       if (!after) return;
