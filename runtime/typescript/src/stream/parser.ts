@@ -357,9 +357,7 @@ export class HarmonyStreamParser {
       p.lastStop = stop;
       if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END);
     },
-    set_aside: (p, t) => {
-      p.junk.push(spellingOf(t));
-    },
+    set_aside: (p, t) => p.junk.push(spellingOf(t)),
   };
 
   /** The spec's `control_triggers`: mode → region → terminal → action (a name the runtime lacks fails here). */
