@@ -16,6 +16,7 @@ language-neutral notation that each target maps to its own types:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,23 @@ def symbol(*parts: str) -> str:
 
 def _group(prefix: str, pairs: Iterable[tuple[str, Any]]) -> list[Fact]:
     return [Fact(symbol(prefix, key), value) for key, value in pairs]
+
+
+def _literal(text: str) -> str:
+    """`text` as a regular expression both runtimes read alike (JavaScript's `u` flag refuses needless escapes)."""
+    return re.sub(r"[\\^$.|?*+()\[\]{}]", r"\\\g<0>", text)
+
+
+def _glued_role_pattern(ir: ProjectIR) -> str:
+    """Roles longest first (a role may begin another), then any repeats, a channel (longest first), a recipient."""
+    roles = [r.value for r in ir.format.roles]
+    channels = [c.name for c in ir.format.channels]
+
+    def longest_first(words: list[str]) -> str:
+        return "|".join(_literal(w) for w in sorted(words, key=len, reverse=True))
+
+    recipient = _literal(ir.format.header.recipient_keyword)
+    return f"({longest_first(roles)})(?:{'|'.join(map(_literal, roles))})*({longest_first(channels)})?({recipient}.+)?"
 
 
 def spec_facts(ir: ProjectIR) -> list[Fact]:
@@ -98,6 +116,14 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
             ("function_namespace", h.function_namespace),
             ("namespace_separator", h.namespace_separator),
         ],
+    )
+    out.append(
+        Fact(
+            "HEADER_GLUED_ROLE_PATTERN",
+            _glued_role_pattern(ir),
+            "A header word that is a role, perhaps repeated, then perhaps a channel and a recipient glued to it"
+            " (`assistantfinal`); its groups: the role, the channel, the recipient. Matched against the whole word.",
+        )
     )
     out.append(Fact("CONTENT_TYPES", tuple(c.name for c in h.content_types)))
     out += [Fact(symbol("content_type", p), c.name) for c in h.content_types for p in c.purposes]
@@ -168,6 +194,15 @@ def spec_facts(ir: ProjectIR) -> list[Fact]:
             },
             "Built-in tool namespaces (browser, python) as ToolNamespaceConfig data.",
             ("map", "str", namespace),
+        )
+    )
+    builtin = {ns.name for ns in ir.builtin_namespaces} | {i.namespace for i in ir.mapping.items if i.namespace}
+    out.append(
+        Fact(
+            "TOOL_NAMESPACES",
+            tuple(sorted(builtin)),
+            "The built-in tools' namespaces, and those the item table gives their own items (container included).",
+            ("seq", "str"),
         )
     )
     return out
@@ -399,6 +434,7 @@ def _control_triggers(ir: ProjectIR) -> dict[str, dict[str, dict[str, str]]]:
 def grammar_facts(ir: ProjectIR) -> list[Fact]:
     """The grammar's canonical LALR tables, and the names the runtime knows its terminals and rules by."""
     g = ir.grammar
+    token = {t.id: t for t in ir.tokens.named}
     origins = sorted({r.origin for r in g.rules if not r.origin.startswith("_")})  # not lark's helper rules
     out = [
         Fact("END", g.end_terminal, "The end-of-input terminal."),
@@ -408,6 +444,18 @@ def grammar_facts(ir: ProjectIR) -> list[Fact]:
             "CONTROL_TERMINALS",
             dict(g.control_terminals),
             "Token id → terminal, for the control tokens the grammar names.",
+        ),
+        Fact(
+            "CONTROL_SPELLINGS",
+            {terminal: token[tid].spelling for tid, terminal in g.control_terminals},
+            "Control terminal → the spelling of its token.",
+            ("map", "str", "str"),
+        ),
+        Fact(
+            "STOP_TERMINATORS",
+            {terminal: token[tid].terminator for tid, terminal in g.control_terminals if token[tid].terminator},
+            "Control terminal of a stop token → how a message it ends is said to end.",
+            ("map", "str", "str"),
         ),
         Fact(
             "NEAR_MISS_SPELLINGS",

@@ -35,6 +35,20 @@ CONTROL_TERMINALS: dict[int, str] = {
 }
 """Token id → terminal, for the control tokens the grammar names."""
 
+CONTROL_SPELLINGS: dict[str, str] = {
+    "END_DONE_SAMPLING": "<|return|>",
+    "CONSTRAIN": "<|constrain|>",
+    "CHANNEL": "<|channel|>",
+    "START": "<|start|>",
+    "END": "<|end|>",
+    "MESSAGE": "<|message|>",
+    "CALL": "<|call|>",
+}
+"""Control terminal → the spelling of its token."""
+
+STOP_TERMINATORS: dict[str, str] = {"END_DONE_SAMPLING": "return", "END": "end", "CALL": "call"}
+"""Control terminal of a stop token → how a message it ends is said to end."""
+
 NEAR_MISS_SPELLINGS: dict[str, str] = {
     "<return|>": "END_DONE_SAMPLING",
     "<|return>": "END_DONE_SAMPLING",

@@ -133,6 +133,9 @@ HEADER_FUNCTION_NAMESPACE: str = "functions"
 
 HEADER_NAMESPACE_SEPARATOR: str = "."
 
+HEADER_GLUED_ROLE_PATTERN: str = "(assistant|developer|system|user|tool)(?:user|assistant|system|developer|tool)*(commentary|analysis|final)?(to=.+)?"
+"""A header word that is a role, perhaps repeated, then perhaps a channel and a recipient glued to it (`assistantfinal`); its groups: the role, the channel, the recipient. Matched against the whole word."""
+
 CONTENT_TYPES: tuple[str, ...] = ("json", "code")
 
 CONTENT_TYPE_FUNCTION_ARGUMENTS: str = "json"
@@ -1506,4 +1509,7 @@ BUILTIN_NAMESPACES: dict[str, dict[str, Any]] = {
     },
 }
 """Built-in tool namespaces (browser, python) as ToolNamespaceConfig data."""
+
+TOOL_NAMESPACES: tuple[str, ...] = ("browser", "container", "python")
+"""The built-in tools' namespaces, and those the item table gives their own items (container included)."""
 

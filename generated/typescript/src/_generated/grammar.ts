@@ -21,6 +21,20 @@ export const CONTROL_TERMINALS: Readonly<Record<number, string>> = {
   "200012": "CALL",
 };
 
+/** Control terminal → the spelling of its token. */
+export const CONTROL_SPELLINGS: Readonly<Record<string, string>> = {
+  "END_DONE_SAMPLING": "<|return|>",
+  "CONSTRAIN": "<|constrain|>",
+  "CHANNEL": "<|channel|>",
+  "START": "<|start|>",
+  "END": "<|end|>",
+  "MESSAGE": "<|message|>",
+  "CALL": "<|call|>",
+};
+
+/** Control terminal of a stop token → how a message it ends is said to end. */
+export const STOP_TERMINATORS: Readonly<Record<string, string>> = { "END_DONE_SAMPLING": "return", "END": "end", "CALL": "call" };
+
 /** A near-miss spelling of a control token (a bar left out) → its terminal, read as that token in a header. */
 export const NEAR_MISS_SPELLINGS: Readonly<Record<string, string>> = {
   "<return|>": "END_DONE_SAMPLING",

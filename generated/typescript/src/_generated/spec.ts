@@ -154,6 +154,9 @@ export const HEADER_FUNCTION_NAMESPACE: string = "functions";
 
 export const HEADER_NAMESPACE_SEPARATOR: string = ".";
 
+/** A header word that is a role, perhaps repeated, then perhaps a channel and a recipient glued to it (`assistantfinal`); its groups: the role, the channel, the recipient. Matched against the whole word. */
+export const HEADER_GLUED_ROLE_PATTERN: string = "(assistant|developer|system|user|tool)(?:user|assistant|system|developer|tool)*(commentary|analysis|final)?(to=.+)?";
+
 export const CONTENT_TYPES: readonly string[] = ["json", "code"];
 
 export const CONTENT_TYPE_FUNCTION_ARGUMENTS: string = "json";
@@ -1491,4 +1494,7 @@ export const BUILTIN_NAMESPACES: Readonly<Record<string, BuiltinNamespacesRow>> 
     "tools": [],
   },
 };
+
+/** The built-in tools' namespaces, and those the item table gives their own items (container included). */
+export const TOOL_NAMESPACES: readonly string[] = ["browser", "container", "python"];
 

@@ -64,18 +64,10 @@ FUNCTIONS_PREFIX = _spec.HEADER_FUNCTION_NAMESPACE + _SEPARATOR
 ROLES = {role.value: role for role in Role}
 CHANNELS = frozenset(_spec.CHANNELS)
 CONTENT_TYPES = {ct.lower(): ct for ct in _spec.CONTENT_TYPES}
-BUILTIN_NAMESPACES = frozenset(_spec.BUILTIN_NAMESPACES)
-# Namespaces the spec's item table gives their own items (the built-in tools, container included).
-_BUILTIN_ITEM_NAMESPACES = frozenset(row["namespace"] for row in _spec.ITEM_KINDS.values() if row["namespace"])
+BUILTIN_NAMESPACES = frozenset(_spec.TOOL_NAMESPACES)
 _WORD_RE = re.compile(r"\S+")
 _PARTS = frozenset((_grammar.RULE_AUTHOR, _grammar.RULE_RECIPIENT, _grammar.RULE_CHANNEL, _grammar.RULE_CONTENT_TYPE))
-_ALT = "|".join
-_GLUED_ROLE_RE = re.compile(
-    "(" + _ALT(re.escape(r) for r in sorted(ROLES, key=len, reverse=True)) + ")"
-    "(?:" + _ALT(re.escape(r) for r in ROLES) + ")*"
-    "(" + _ALT(re.escape(c) for c in sorted(CHANNELS, key=len, reverse=True)) + ")?"
-    "(" + re.escape(_TO) + ".+)?"
-)
+_GLUED_ROLE_RE = re.compile(_spec.HEADER_GLUED_ROLE_PATTERN)
 _EDGE_PUNCTUATION_RE = re.compile(r"^[\W_]*(.*?)[\W_]*$", re.DOTALL)
 # Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 _BODY_START_RE = re.compile(r"(?:^|(?<=\s))[{\[\"]")
@@ -723,7 +715,7 @@ _CONDITIONS: dict[str, _Condition] = {
     "channel_allowed": lambda r, _: r._lalr.accepts(T_CHANNEL),
     "content_type": lambda r, word: word.lower() in CONTENT_TYPES,
     "role_word": lambda r, word: role_of(word) is not None,
-    "tool_name": lambda r, word: _SEPARATOR in word or word in BUILTIN_NAMESPACES or word in _BUILTIN_ITEM_NAMESPACES,
+    "tool_name": lambda r, word: _SEPARATOR in word or word in BUILTIN_NAMESPACES,
     "start_token": lambda r, terminal: terminal == T_START,
     "channel_token": lambda r, terminal: terminal == T_CHANNEL,
     "word_expected_only": lambda r, _: r._lalr.expected() == _ONLY_WORD,
@@ -775,7 +767,7 @@ def apply_declared_tools(header: Header, tools: Iterable[str], report: Report, p
     parts = name.split(_SEPARATOR)
     for i in range(1, len(parts)):  # `to=function.get_weather`, `to=functions.functions.get_weather`
         rest = _SEPARATOR.join(parts[i:])
-        if rest in declared and parts[0] not in BUILTIN_NAMESPACES and parts[0] not in _BUILTIN_ITEM_NAMESPACES:
+        if rest in declared and parts[0] not in BUILTIN_NAMESPACES:
             fix(
                 _spec.RECOVERY_WRONG_NAMESPACE,
                 position,

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from ..encoding import HarmonyEncoding
 
 CONTROL_TERMINALS: dict[int, str] = dict(_grammar.CONTROL_TERMINALS)
-_SPELLING_BY_ID = {tid: spelling for spelling, tid in _spec.NAMED_TOKENS.items()}
-SPELLINGS: dict[str, str] = {terminal: _SPELLING_BY_ID[tid] for tid, terminal in CONTROL_TERMINALS.items()}
+SPELLINGS: dict[str, str] = dict(_grammar.CONTROL_SPELLINGS)
 """Terminal → the spelling of its control token."""
 _TERMINAL_OF_SPELLING = {spelling: terminal for terminal, spelling in SPELLINGS.items()}
 _SPELLING_RE = re.compile("|".join(re.escape(s) for s in sorted(_TERMINAL_OF_SPELLING, key=len, reverse=True)))

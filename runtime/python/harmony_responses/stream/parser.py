@@ -72,11 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["FUNCTIONS_PREFIX", "HarmonyStreamParser", "Region", "parse_text", "parse_tokens"]
 
 _TEXT = _grammar.LEXER_TERMINAL_TEXT
-_TERMINATOR_OF: dict[str, Terminator] = {
-    terminal: Terminator(_spec.TERMINATORS[tid])
-    for tid, terminal in _grammar.CONTROL_TERMINALS.items()
-    if tid in _spec.TERMINATORS
-}
+_TERMINATOR_OF = {terminal: Terminator(value) for terminal, value in _grammar.STOP_TERMINATORS.items()}
 _EOS = Terminator(_spec.PARSE_EOS_TERMINATOR)
 _END = Terminator(_spec.TERMINATORS[_spec.TOKEN_END])
 _CALL = Terminator(_spec.TERMINATORS[_spec.TOKEN_CALL])

@@ -34,7 +34,7 @@ import { GrammarError, type IncrementalParser } from "../lalr.js";
 import { cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
-import { CONTROL_TERMINALS, spellingOf } from "./lexer.js";
+import { spellingOf } from "./lexer.js";
 
 export type Report = (rule: string, detail: string, text: string, position: number) => void;
 export type Fail = (message: string, position: number) => never;
@@ -42,10 +42,10 @@ export type Fail = (message: string, position: number) => never;
 export const T_ROLE = grammar.LEXER_TERMINAL_ROLE;
 export const T_TO = grammar.LEXER_TERMINAL_RECIPIENT;
 export const T_WORD = grammar.LEXER_TERMINAL_WORD;
-export const T_START = CONTROL_TERMINALS.get(spec.TOKEN_START) ?? "";
-export const T_MESSAGE = CONTROL_TERMINALS.get(spec.TOKEN_MESSAGE) ?? "";
-export const T_CHANNEL = CONTROL_TERMINALS.get(spec.TOKEN_CHANNEL) ?? "";
-export const T_CONSTRAIN = CONTROL_TERMINALS.get(spec.TOKEN_CONSTRAIN) ?? "";
+export const T_START = grammar.CONTROL_TERMINALS[spec.TOKEN_START] ?? "";
+export const T_MESSAGE = grammar.CONTROL_TERMINALS[spec.TOKEN_MESSAGE] ?? "";
+export const T_CHANNEL = grammar.CONTROL_TERMINALS[spec.TOKEN_CHANNEL] ?? "";
+export const T_CONSTRAIN = grammar.CONTROL_TERMINALS[spec.TOKEN_CONSTRAIN] ?? "";
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const CONSTRAIN = spec.SPELLING_CONSTRAIN;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
@@ -54,26 +54,16 @@ export const ROLES: ReadonlyMap<string, Role> = new Map(ROLE_VALUES.map((r) => [
 export const CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 /** A content type, lower-cased → as the spec writes it. */
 export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_TYPES.map((ct) => [ct.toLowerCase(), ct]));
-/** The built-in tools' namespaces (`browser`, `python`), and those the spec's item table gives their own items (the
- * built-in tools, container included). */
-const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set([
-  ...Object.keys(spec.BUILTIN_NAMESPACES),
-  ...Object.values(spec.ITEM_KINDS).flatMap((row) => (row.namespace ? [row.namespace] : [])),
-]);
+const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(spec.TOOL_NAMESPACES);
 export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
 const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
-const GLUED_ROLE_RE = new RegExp(
-  `^(${alt([...ROLES.keys()].sort(byLengthDown))})(?:${alt([...ROLES.keys()])})*` +
-    `(${alt([...spec.CHANNELS].sort(byLengthDown))})?(${escapeRegExp(TO)}.+)?$`,
-  "u",
-);
+const GLUED_ROLE_RE = new RegExp(`^(?:${spec.HEADER_GLUED_ROLE_PATTERN})$`, "u");
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
-/** Near-miss spellings read as their control token inside a header (the spec's `near_miss_spellings`). */
-export const NEAR_MISS_IN_HEADER: ReadonlyMap<string, string> = new Map(Object.entries(grammar.NEAR_MISS_SPELLINGS));
-const NEAR_MISS_IN_HEADER_RE = new RegExp(alt([...NEAR_MISS_IN_HEADER.keys()].sort(byLengthDown)), "u");
-const NEAR_MISS_LONGEST = Math.max(...[...NEAR_MISS_IN_HEADER.keys()].map((s) => s.length));
+const NEAR_MISSES = Object.keys(grammar.NEAR_MISS_SPELLINGS).sort(byLengthDown); // read as their token in a header
+const NEAR_MISS_IN_HEADER_RE = new RegExp(alt(NEAR_MISSES), "u");
+const NEAR_MISS_LONGEST = Math.max(...NEAR_MISSES.map((s) => s.length));
 
 /** What a complete header says: its author (a role's value, or a tool's name), recipient, channel, type. */
 export class Header {
@@ -108,22 +98,14 @@ const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Heade
 
 /** The LALR parser's reduce callback: what each header rule contributes (other rules carry nothing). */
 export function reduceHeader(origin: string, children: unknown[]): unknown {
-  if (origin === grammar.RULE_HEADER) {
-    const header = new Header();
-    Object.assign(header, ...children); // a header's children are its parts
-    return header;
-  }
+  if (origin === grammar.RULE_HEADER) return Object.assign(new Header(), ...children); // a header's children are its parts
   const part = PARTS[origin];
   const word = children.find((child): child is Word => Array.isArray(child) && child.length === 2) ?? ["", ""];
   return part === undefined ? null : part(word, children.length);
 }
 
-const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu; // what `isAlnum` does not take, at either edge
-
-/** `word` without the punctuation (anything not a letter or a digit, `_` included) at its two edges. */
-export function edgeCore(word: string): string {
-  return word.replace(EDGE_PUNCTUATION, "");
-}
+// the punctuation at a word's two edges: anything `isAlnum` does not take (not a letter or a digit, `_` included)
+const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu;
 
 /**
  * A channel word as a model wrote it → the known channel it names and whether anything was dropped.
@@ -132,7 +114,7 @@ export function edgeCore(word: string): string {
  */
 export function channelOf(word: string): [string, boolean] {
   if (CHANNELS.has(word)) return [word, false];
-  const core = edgeCore(word).toLowerCase();
+  const core = word.replace(EDGE_PUNCTUATION, "").toLowerCase();
   if (CHANNELS.has(core)) return [core, true];
   const channel = [...CHANNELS].find((c) => core.startsWith(c) && !isAlnum(String.fromCodePoint(core.codePointAt(c.length) ?? 0)));
   return channel !== undefined ? [channel, true] : [word, false];
@@ -174,18 +156,13 @@ function bisectRight(sorted: readonly number[], value: number): number {
  * token it came in). */
 export class Stretch {
   text = "";
-  private readonly offsets: number[] = []; // where each piece begins in `text`
+  readonly offsets: number[] = []; // where each piece begins in `text`
   private readonly starts: number[] = []; // and in the input
 
   add(text: string, position: number): void {
     this.offsets.push(this.text.length);
     this.starts.push(position);
     this.text += text;
-  }
-
-  /** Where the last piece begins in `text`. */
-  get last(): number {
-    return this.offsets[this.offsets.length - 1] ?? 0;
   }
 
   /** Where offset `at` of the text is in the input: its character, or the token it came in. */
@@ -319,7 +296,7 @@ export class HeaderReader {
    * words (one ending earlier was found when its own piece came): where it begins in that text, and the spelling.
    * Only the last piece and the few characters before it are searched. */
   findNearMiss(): [number, string] | null {
-    const from = Math.max(0, this.stretch.last - NEAR_MISS_LONGEST + 1);
+    const from = Math.max(0, (this.stretch.offsets.at(-1) ?? 0) - NEAR_MISS_LONGEST + 1);
     const match = NEAR_MISS_IN_HEADER_RE.exec(this.stretch.text.slice(from));
     return match === null ? null : [from + match.index, match[0]];
   }
@@ -653,7 +630,7 @@ export function applyDeclaredTools(header: Header, tools: ReadonlySet<string>, r
   if (tools.has(recipient)) return fix(spec.RECOVERY_MISSING_FUNCTIONS_PREFIX, {}, recipient);
   const name = recipient.startsWith(FUNCTIONS_PREFIX) ? recipient.slice(FUNCTIONS_PREFIX.length) : recipient;
   if (tools.has(name)) return;
-  const core = edgeCore(name);
+  const core = name.replace(EDGE_PUNCTUATION, "");
   if (tools.has(core)) {
     // `to=functions.get_weather,`
     const at = name.indexOf(core);

@@ -19,17 +19,9 @@ import { HarmonyError } from "../errors.js";
 import { grammar, spec } from "../tables.js";
 import { decodeReplacing, Utf8Stream } from "../utf8.js";
 
-/** Token id → the grammar's terminal, for the control tokens the grammar names. */
-export const CONTROL_TERMINALS: ReadonlyMap<number, string> = new Map(
-  Object.entries(grammar.CONTROL_TERMINALS).map(([id, terminal]) => [Number(id), terminal]),
-);
-/** Control token spelling → its terminal. */
 const TERMINAL_OF_SPELLING: ReadonlyMap<string, string> = new Map(
-  Object.entries(spec.NAMED_TOKENS)
-    .filter(([, id]) => CONTROL_TERMINALS.has(id))
-    .map(([spelling, id]) => [spelling, CONTROL_TERMINALS.get(id) ?? ""]),
+  Object.entries(grammar.CONTROL_SPELLINGS).map(([terminal, spelling]) => [spelling, terminal]),
 );
-const SPELLINGS = new Map([...TERMINAL_OF_SPELLING].map(([spelling, terminal]) => [terminal, spelling]));
 const LONGEST_FIRST = [...TERMINAL_OF_SPELLING.keys()].sort((a, b) => b.length - a.length);
 const SPELLING_RE = new RegExp(LONGEST_FIRST.map(escapeRegExp).join("|"), "gu");
 const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text without it holds no control token
@@ -37,9 +29,8 @@ const OPEN = spec.SPELLING_OPEN[0] ?? ""; // every spelling starts with it: text
 const PREFIXES: ReadonlySet<string> = new Set(LONGEST_FIRST.flatMap((s) => [...s].slice(1).map((_, i) => s.slice(0, i + 1))));
 const MAX_PREFIX = (LONGEST_FIRST[0] ?? "").length - 1;
 
-/** The spelling of a control terminal. */
 export function spellingOf(terminal: string): string {
-  return SPELLINGS.get(terminal) ?? "";
+  return grammar.CONTROL_SPELLINGS[terminal] ?? "";
 }
 
 /** Where a lexer sends what it reads. */
@@ -63,7 +54,7 @@ export class TokenLexer {
   feed(tokens: Iterable<number>): void {
     const sink = this.sink;
     for (const token of tokens) {
-      const terminal = CONTROL_TERMINALS.get(token);
+      const terminal = grammar.CONTROL_TERMINALS[token];
       if (terminal !== undefined) {
         this.finish(); // a control token ends an unfinished character too
         sink.onControl(terminal, this.position);
@@ -128,8 +119,7 @@ export class TextLexer {
     this.position = start + size;
     let index = 0;
     let at = start; // the position of buf[index]
-    SPELLING_RE.lastIndex = 0;
-    for (let m = SPELLING_RE.exec(buf); m !== null; m = SPELLING_RE.exec(buf)) {
+    for (const m of buf.matchAll(SPELLING_RE)) {
       if (m.index > index) {
         const piece = buf.slice(index, m.index);
         sink.onText(piece, at);

@@ -34,30 +34,20 @@ import {
   type RepairValues,
 } from "./events.js";
 import {
-  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, NEAR_MISS_IN_HEADER, reduceHeader, refusal, type Report,
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal, type Report,
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
-import { CONTROL_TERMINALS, spellingOf, TextLexer, TokenLexer } from "./lexer.js";
+import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
 import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
 
-const TEXT = grammar.LEXER_TERMINAL_TEXT;
-
 /** A stop token's terminal → the terminator of the message it ends. */
-const TERMINATOR_OF: ReadonlyMap<string, Terminator> = new Map(
-  Object.entries(spec.TERMINATORS).map(([id, value]) => [CONTROL_TERMINALS.get(Number(id)) ?? "", value as Terminator]),
-);
+const TERMINATOR_OF = grammar.STOP_TERMINATORS as Readonly<Record<string, Terminator>>;
 const { Eos: EOS, End: END, Call: CALL, EndDoneSampling: TURN_END } = Terminator; // TURN_END: ends the model's turn
-const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const BOM = "\ufeff"; // a byte order mark: Unicode's, not the format's
 const GT = spec.SPELLING_CLOSE.slice(-1); // every spelling, near-misses too, ends with it
 const LEADING_SPACE = new RegExp(`^[${WHITESPACE}]+`, "u");
 const JSON_START = /^[{[]/; // what JSON arguments begin with
 const JSON_STRINGS = /"(?:[^"\\]|\\[^])*"/g; // a string's escaped quote never ends it, nor starts another
-
-/** `text.lstrip()`. */
-function lstrip(text: string): string {
-  return text.replace(LEADING_SPACE, "");
-}
 
 /** Where in the stream the parser is. */
 export enum Region {
@@ -209,7 +199,6 @@ export class HarmonyStreamParser {
     return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feedBytes(data));
   }
 
-  /** The events that reading in `unit` causes. */
   private collect(unit: string, read: () => void): Event[] {
     const out: Event[] = (this.out = []);
     this.unit = unit;
@@ -272,7 +261,7 @@ export class HarmonyStreamParser {
     const region = this.regionValue;
     if (region === Region.Body) {
       if (!this.bodyRun) {
-        this.lalr.feedToken(TEXT);
+        this.lalr.feedToken(grammar.LEXER_TERMINAL_TEXT);
         this.bodyRun = true;
       }
       this.bodyText(text);
@@ -328,7 +317,7 @@ export class HarmonyStreamParser {
     },
     extra_stop: (p, t) => {
       p.flushJunk();
-      p.lastStop = TERMINATOR_OF.get(t) ?? null;
+      p.lastStop = TERMINATOR_OF[t] ?? null;
       p.repair(spec.RECOVERY_EXTRA_STOP, { token: spellingOf(t) });
     },
     channel_opens_message: (p, t, at) => {
@@ -347,12 +336,7 @@ export class HarmonyStreamParser {
       if (header === null) p.regionValue = Region.Outside;
       else if (!p.cutInventedResult(header)) p.startBody(header);
     },
-    close_header: (p, t, at) => {
-      if (p.lenient && p.headerWithoutMessage(t, at)) return;
-      p.header.flushWords(p.byCharacter, t);
-      if (!p.lenient) p.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token: spellingOf(t) }), at);
-      p.closeHeader(t, at);
-    },
+    close_header: (p, t, at) => p.closeHeader(t, at),
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
     end_message: (p, t, at) => {
       if (p.byCharacter && p.lenient && p.insideJsonString()) {
@@ -361,21 +345,19 @@ export class HarmonyStreamParser {
         return;
       }
       p.lalr.feedToken(t);
-      p.endMessage(TERMINATOR_OF.get(t) as Terminator);
+      p.endMessage(TERMINATOR_OF[t] as Terminator);
     },
     end_stripped: (p, t, at) => {
       p.endStripped(END); // a control token after all: the stripped text ends, the token is read as outside
       p.act(Region.Outside, t, at);
     },
     end_stripped_at_stop: (p, t) => {
-      const stop = TERMINATOR_OF.get(t) as Terminator;
+      const stop = TERMINATOR_OF[t] as Terminator;
       p.endStripped(stop);
       p.lastStop = stop;
       if (p.stopAtTurnEnd && stop === TURN_END) p.stop(spec.RECOVERY_AFTER_TURN_END);
     },
-    set_aside: (p, t) => {
-      p.junk.push(spellingOf(t));
-    },
+    set_aside: (p, t) => p.junk.push(spellingOf(t)),
   };
 
   /** The spec's `control_triggers`: mode → region → terminal → action (a name the runtime lacks fails here). */
@@ -409,7 +391,7 @@ export class HarmonyStreamParser {
       const [rest, at] = header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
-      const terminal = NEAR_MISS_IN_HEADER.get(spelling) as string;
+      const terminal = grammar.NEAR_MISS_SPELLINGS[spelling] as string;
       this.repair(spec.RECOVERY_CONTROL_SPELLING, { word: spelling, token: spellingOf(terminal) }, spelling, at);
       this.onControl(terminal, at);
       if (!after) return;
@@ -433,11 +415,14 @@ export class HarmonyStreamParser {
   }
 
   /** A stop token inside a header (lenient): a call without arguments, a message whose header is missing, or
-   * nothing (the header's text is set aside), as `HeaderReader.cut` decides. */
+   * nothing (the header's text is set aside), as `HeaderReader.cut` decides. Strict: an error. */
   private closeHeader(stop: string, position: number): void {
+    if (this.lenient && this.headerWithoutMessage(stop, position)) return;
     const header = this.header;
     const token = spellingOf(stop);
-    const terminator = TERMINATOR_OF.get(stop) as Terminator;
+    header.flushWords(this.byCharacter, stop);
+    if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token }), position);
+    const terminator = TERMINATOR_OF[stop] as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
     const cut = header.cut();
     this.regionValue = Region.Outside; // until a body opens
@@ -473,7 +458,7 @@ export class HarmonyStreamParser {
     const text = this.junk.join("");
     const words = text.match(WORD_RE) ?? [];
     const channelFirst = words.length > 0 && CHANNELS.has(channelOf(words[0] as string)[0]);
-    if (!channelFirst && !words.some((w) => w.startsWith(TO))) return false;
+    if (!channelFirst && !words.some((w) => w.startsWith(spec.HEADER_RECIPIENT_KEYWORD))) return false;
     const at = this.junkPos;
     this.junk = [];
     const role = this.expectedRole;
@@ -564,7 +549,7 @@ export class HarmonyStreamParser {
    * token's spelling inside a string is indistinguishable from the token): a quote is left once the whole strings
    * are taken out. */
   private insideJsonString(): boolean {
-    const json = lstrip(this.body.join(""));
+    const json = this.body.join("").replace(LEADING_SPACE, "");
     if ((this.current?.recipient ?? null) === null || !JSON_START.test(json)) return false;
     return json.replace(JSON_STRINGS, "").includes('"');
   }
@@ -575,7 +560,7 @@ export class HarmonyStreamParser {
    * read it as such from here on. */
   private tryStripped(final: boolean): boolean {
     const text = this.junk.join("") + this.header.stretch.text;
-    const body = lstrip(text);
+    const body = text.replace(LEADING_SPACE, "");
     const decision = body || final ? strippedStart(body, final) : null;
     if (decision === null) return false;
     this.strippedPossible = false;
@@ -642,7 +627,7 @@ export class HarmonyStreamParser {
     const text = this.junk.join("");
     const at = this.junkPos;
     this.junk = [];
-    const body = lstrip(text);
+    const body = text.replace(LEADING_SPACE, "");
     if (this.regionValue === Region.Stopped) {
       this.repair(...this.stopRepair, text, at);
     } else if (atEnd && this.lastStop === END && body) {
