@@ -90,26 +90,20 @@ export class RequestError extends Error {
 
 // -- what the caller honours ------------------------------------------------------------------------------------
 
+/** A spec capability's flag: `max_output_tokens` → `maxOutputTokens`. */
+type Flag<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Flag<Tail>>}` : Name;
+
 /**
  * What the caller of the bridge does beyond turning the request into a prompt (the Python `Capabilities`; a
- * missing flag is false; each boolean flag is one of the spec's `capabilities`, camel-cased). The bridge itself
- * honours the fields that shape the prompt or are echoed; every other field asks the caller for something, and a
- * request that asks, with the flag for it off, is refused with a 400 naming the field (`checkSupported`). A value
- * that asks for nothing (`store: false`, `temperature: 1`) is always accepted.
+ * missing flag is false): a boolean flag for each of the spec's `capabilities` (what it does is written there),
+ * camel-cased. The bridge itself honours the fields that shape the prompt or are echoed; every other field asks
+ * the caller for something, and a request that asks, with the flag for it off, is refused with a 400 naming the
+ * field (`checkSupported`). A value that asks for nothing (`store: false`, `temperature: 1`) is always accepted.
  */
-export interface Capabilities {
-  readonly store?: boolean; // keeps responses: `store: true`, `previous_response_id`, `conversation`
-  readonly background?: boolean; // runs `background: true` requests for clients to poll
-  readonly sampling?: boolean; // samples the completion: `temperature`, `top_p`, the penalties, `seed`
-  readonly logprobs?: boolean; // returns log probabilities
-  readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
-  readonly truncation?: boolean; // shortens an input too long for the context
-  readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
-  readonly webSearch?: boolean; // runs `web_search` tools (a server's): include `web_search_call.action.sources`
-  readonly codeInterpreter?: boolean; // runs `code_interpreter` tools (a server's): include `code_interpreter_call.outputs`
+export type Capabilities = { readonly [Name in keyof typeof spec.CAPABILITIES as Flag<Name>]?: boolean } & {
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
   readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
-}
+};
 
 /** The bridge alone: every field that asks the caller for something is refused. */
 export const NOTHING_MORE: Capabilities = {};
