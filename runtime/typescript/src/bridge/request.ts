@@ -23,7 +23,7 @@ import {
 import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dumpAs, isVendorType, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
+import { dumpAs, isVendorType, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -77,14 +77,9 @@ export class RequestError extends Error {
     return new RequestError(entry.code, fill(entry.message, Object.fromEntries(values)), param);
   }
 
-  /** The error as the spec's `ErrorPayload` (the `error` of an error event or response body). */
-  toPayload(): JsonObject {
-    return make("ErrorPayload", { type: this.type, code: this.code, message: this.reason, param: this.param });
-  }
-
-  /** The HTTP 400 JSON body: `{"error": {...}}`. */
+  /** The HTTP 400 JSON body: `{"error": {...}}`, the error as the spec's `ErrorPayload`. */
   toBody(): JsonObject {
-    return { error: dumpAs("ErrorPayload", this.toPayload()) };
+    return { error: dumpAs("ErrorPayload", { type: this.type, code: this.code, message: this.reason, param: this.param }) };
   }
 }
 
@@ -272,7 +267,8 @@ export interface ToolPolicy {
 
 type Part = { readonly type?: string | null; readonly text?: string; readonly refusal?: string };
 
-function textParts(content: string | readonly Part[], where: string, accepted: readonly string[], key = "content"): string[] {
+function textParts(item: AnyItem, where: string, accepted: readonly string[], key = "content"): string[] {
+  const content = item[key] as string | readonly Part[];
   if (typeof content === "string") return [content];
   return content.map((part, j) => {
     const kind = part.type ?? null;
@@ -341,14 +337,12 @@ function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
 /** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
  * caller keeps its own). */
 function systemOf(body: CreateResponseBody, system: SystemContent | null): SystemContent {
-  const effort = body.reasoning?.effort ?? null;
-  if (effort === null) return system ?? SystemContent.new();
-  const found = EFFORTS.get(effort);
-  if (found === undefined) {
-    const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
-    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
-  }
   const base = system ?? SystemContent.new();
+  const effort = body.reasoning?.effort ?? null;
+  if (effort === null) return base;
+  const found = EFFORTS.get(effort);
+  const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+  if (found === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
@@ -390,7 +384,10 @@ function header(item: AnyItem, key: string, fallback: string | null): string | n
   return Object.hasOwn(item, key) ? optionalText(item[key]) : fallback;
 }
 
-function functionCall(item: AnyItem, calls: KnownCalls): Message {
+/** An input item at `where` read: the instructions it gives (their text), the turn it stands for, or nothing. */
+type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: ReasoningReader | null) => string | Message | null;
+
+function functionCall(item: AnyItem, _where: string, calls: KnownCalls): Message {
   const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
   const namespace = item[spec.RESPONSE_NAMESPACE_FIELD];
@@ -401,7 +398,7 @@ function functionCall(item: AnyItem, calls: KnownCalls): Message {
 
 /** The tool's message answering `call`: the output item's text, on the call's channel. */
 function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
-  const text = textParts(output["output"] as string | Part[], where, ["input_text"], "output").join("");
+  const text = textParts(output, where, ["input_text"], "output").join("");
   const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
   return call.channel !== null ? message.withChannel(call.channel) : message;
 }
@@ -425,6 +422,7 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     }
     return toolMessage(known, output, where);
   }
+  // a compaction summary too: nothing here opens one
   throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: kind });
 }
 
@@ -436,7 +434,7 @@ export type ReasoningReader = (item: JsonObject, where: string) => Message;
 
 /** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
  * (`encrypted_content`) is opened by `sealed`, and refused without it. */
-function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null = null): Message | null {
+function reasoning(item: AnyItem, where: string, _calls: KnownCalls, sealed: ReasoningReader | null): Message | null {
   if ((item["encrypted_content"] ?? null) !== null) {
     if (sealed !== null) return sealed(item, where);
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
@@ -447,6 +445,33 @@ function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null 
   const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
   return written || text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
 }
+
+const instructionsOf: ItemReader = (item, where) => textParts(item, where, ["input_text"]).join("");
+
+/** The reader of each input item model; any other item (a vendor-prefixed `ExtensionItem`) is read by `extension`. */
+const READERS: Readonly<Record<string, ItemReader>> = {
+  SystemMessageItemParam: instructionsOf,
+  DeveloperMessageItemParam: instructionsOf,
+  UserMessageItemParam: (item, where) =>
+    Message.fromRoleAndContents(Role.User, textParts(item, where, ["input_text"]).map((t) => new TextContent(t))),
+  AssistantMessageItemParam: (item, where) => {
+    // on its phase's channel, unless it names the channel the model wrote it on
+    const texts = textParts(item, where, [OUTPUT_TEXT, "refusal"]);
+    const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(String(item["phase"] ?? "")) ?? spec.CHANNEL_ANSWER);
+    return assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null));
+  },
+  FunctionCallItemParam: functionCall,
+  FunctionCallOutputItemParam: (item, where, calls) => {
+    const callId = String(item["call_id"] ?? "");
+    const known = calls.functions.get(callId);
+    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: callId });
+    return toolMessage(known, item, where);
+  },
+  ReasoningItemParam: reasoning,
+  ItemReferenceParam: (item, where) => {
+    throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: String(item["id"] ?? "") });
+  },
+};
 
 /**
  * Input items → the developer instructions they give and the Harmony messages they stand for, in order. An item's
@@ -461,52 +486,14 @@ export function itemsToMessages(
   sealed: ReasoningReader | null = null,
 ): ItemMessages {
   const instructions: string[] = [];
-  const turns: Message[] = [];
+  const messages: Message[] = [];
   for (const [i, raw] of [...items].entries()) {
     const item = raw as unknown as AnyItem;
-    const where = `${root}[${i}]`;
-    const str = (key: string): string => String(item[key] ?? "");
-    const content = item["content"] as string | Part[];
-    switch (modelOf(item)) {
-      case "SystemMessageItemParam":
-      case "DeveloperMessageItemParam":
-        instructions.push(textParts(content, where, ["input_text"]).join(""));
-        break;
-      case "UserMessageItemParam": {
-        const texts = textParts(content, where, ["input_text"]);
-        turns.push(Message.fromRoleAndContents(Role.User, texts.map((t) => new TextContent(t))));
-        break;
-      }
-      case "AssistantMessageItemParam": {
-        // on its phase's channel, unless it names the channel the model wrote it on
-        const texts = textParts(content, where, [OUTPUT_TEXT, "refusal"]);
-        const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(str("phase")) ?? spec.CHANNEL_ANSWER);
-        turns.push(assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)));
-        break;
-      }
-      case "FunctionCallItemParam":
-        turns.push(functionCall(item, calls));
-        break;
-      case "FunctionCallOutputItemParam": {
-        const known = calls.functions.get(str("call_id"));
-        if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
-        turns.push(toolMessage(known, item, where));
-        break;
-      }
-      case "ReasoningItemParam": {
-        const message = reasoning(item, where, sealed);
-        if (message !== null) turns.push(message);
-        break;
-      }
-      case "ItemReferenceParam":
-        throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: str("id") });
-      case "CompactionSummaryItemParam":
-        throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
-      default:
-        turns.push(extension(item, where, calls));
-    }
+    const read = (READERS[modelOf(item) ?? ""] ?? extension)(item, `${root}[${i}]`, calls, sealed);
+    if (typeof read === "string") instructions.push(read);
+    else if (read !== null) messages.push(read);
   }
-  return { instructions, messages: turns };
+  return { instructions, messages };
 }
 
 /**
@@ -548,5 +535,3 @@ export function requestToConversation(
   if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
   return Conversation.fromMessages([...messages, ...read.messages]);
 }
-
-export type { JsonData };
