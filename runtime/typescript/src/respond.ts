@@ -88,15 +88,14 @@ function turnCut(completion: readonly number[], budget: number, encoding: Harmon
 }
 
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
-  const completionFile = flags.completion;
-  if (flags.request === STDIN && completionFile === STDIN) {
+  if (flags.request === STDIN && flags.completion === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
   }
   const planned = planRequest(flags.request, RESPOND_CAPABILITIES, err);
   if (planned === null) return 2;
   const { body, encoding, prompt } = planned;
-  const text = flags.tokens === true ? null : readText(completionFile, COMPLETION_FLAG);
-  let ids = text === null ? completionIds(completionFile, encoding) : null;
+  const text = flags.tokens === true ? null : readText(flags.completion, COMPLETION_FLAG);
+  let ids = text === null ? completionIds(flags.completion, encoding) : null;
   let cut = false;
   const budget = body.max_output_tokens ?? null;
   if (budget !== null) {

@@ -7,6 +7,7 @@
 
 import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam, SpecificFunctionParam } from "#types";
 
+import { rethrow } from "../errors.js";
 import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
 import {
@@ -145,14 +146,13 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
 
 // -- validation errors, in the request's own words -----------------------------------------------------------
 
-/** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
-const ITEM_KINDS: ReadonlyMap<string, readonly string[]> = (() => {
-  const kinds = new Map<string, string[]>();
-  for (const { type, role } of responses.ITEM_UNIONS["ItemParam"]?.variants ?? []) {
-    if (type !== null) kinds.set(type, [...(kinds.get(type) ?? []), ...(role !== null ? [role] : [])]);
-  }
-  return new Map([...kinds].sort(([a], [b]) => compareCodePoints(a, b)).map(([k, v]) => [k, [...v].sort(compareCodePoints)]));
-})();
+const ITEM_VARIANTS = responses.ITEM_UNIONS["ItemParam"]?.variants ?? [];
+/** Each input item `type` the spec defines, read from the item union. */
+const ITEM_TYPES = [...new Set(ITEM_VARIANTS.flatMap((v) => (v.type !== null ? [v.type] : [])))].sort(compareCodePoints);
+
+function rolesOf(type: unknown): string[] {
+  return ITEM_VARIANTS.flatMap((v) => (v.type === type && v.role !== null ? [v.role] : [])).sort(compareCodePoints);
+}
 
 function choices(values: readonly unknown[]): string {
   return values.map((v) => writeJson(v)).join(", ");
@@ -163,36 +163,30 @@ function explainItem(where: string, item: unknown): RequestError {
   const obj = isJsonObject(item) ? item : null;
   const role = obj?.["role"] ?? null;
   let kind = obj?.["type"] ?? null;
-  if (kind === null && typeof role === "string") kind = [...ITEM_KINDS].find(([, r]) => r.length > 0)?.[0] ?? null; // an easy input message
-  const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
-  if (roles !== undefined && roles.length > 0) {
+  if (kind === null && typeof role === "string") kind = ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null; // an easy input message
+  const roles = rolesOf(kind);
+  if (roles.length > 0) {
     const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
     return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, fields);
   }
-  const fields = { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) };
+  const fields = { types: new Verbatim(choices(ITEM_TYPES)), found: new Verbatim(found(kind)) };
   return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, fields);
 }
 
 /** `value` within `jsonInput`'s limits (depth, lone surrogates, NaN), else a 400 at the place it breaks one. */
 function checkLimits(value: unknown, where: string): void {
-  try {
-    checkJsonValue(value, where);
-  } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
-    throw e;
-  }
+  const refused = (e: JSONInputError): Error =>
+    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
+  rethrow(JSONInputError, () => checkJsonValue(value, where), refused);
 }
 
 /** `value` validated as the named schema; a bad shape is a 400 at its place under `where`. */
 function validated<T>(schemaName: string, value: unknown, where = ""): T {
-  try {
-    return validateAs<T>(schemaName, value);
-  } catch (e) {
-    if (!(e instanceof ModelValidationError)) throw e;
+  return rethrow(ModelValidationError, () => validateAs<T>(schemaName, value), (e) => {
     const problem = explain(e.issues, value);
-    if (problem.union !== undefined) throw explainItem(problemPath(problem, where), problem.value);
-    throw RequestError.of(problem.error, problemPath(problem, where) || null, { reason: new Verbatim(problem.message) });
-  }
+    if (problem.union !== undefined) return explainItem(problemPath(problem, where), problem.value);
+    return RequestError.of(problem.error, problemPath(problem, where) || null, { reason: new Verbatim(problem.message) });
+  });
 }
 
 /** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
@@ -235,26 +229,22 @@ export type HostedTools = "omit" | "reject";
 const TOOL_TYPES: ReadonlySet<unknown> = new Set(
   ["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => responses.SCHEMAS[m]?.properties?.["type"]?.enum ?? []),
 );
-const HOSTED_REASON = spec.HOSTED_TOOL_REASONS["omitted"] ?? "";
 
 /** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
 export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
   const tools = raw["tools"];
   if (!Array.isArray(tools)) return [raw, []];
-  const kept: unknown[] = [];
   const unavailable: JsonObject[] = [];
-  tools.forEach((tool: unknown, i) => {
+  const kept = tools.filter((tool: unknown, i) => {
     const kind = isJsonObject(tool) ? tool["type"] : null;
-    if (typeof kind !== "string" || TOOL_TYPES.has(kind)) {
-      kept.push(tool);
-      return;
-    }
+    if (typeof kind !== "string" || TOOL_TYPES.has(kind)) return true;
     if (policy === "reject") {
       const reason = new Verbatim(spec.HOSTED_TOOL_REASONS["refused"] ?? "");
       throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, { type: kind, reason });
     }
     const name = (tool as JsonObject)["name"];
-    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: HOSTED_REASON });
+    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: spec.HOSTED_TOOL_REASONS["omitted"] ?? "" });
+    return false;
   });
   return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
 }
@@ -318,7 +308,6 @@ export function toolPolicy(body: CreateResponseBody): ToolPolicy {
   return toolsOf(body)[1];
 }
 
-/** The request's json_schema response format, or null. */
 function responseFormat(body: CreateResponseBody): JsonSchemaResponseFormatParam | null {
   const fmt = body.text?.format ?? null;
   return modelOf(fmt) === "JsonSchemaResponseFormatParam" ? (fmt as JsonSchemaResponseFormatParam) : null;
@@ -346,7 +335,6 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
-/** An assistant message on `channel`, with `contentType` (null: none). */
 export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
   const message = Message.fromRoleAndContent(Role.Assistant, text);
   if (channel !== null) message.withChannel(channel);
@@ -390,8 +378,7 @@ type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: Reas
 function functionCall(item: AnyItem, _where: string, calls: KnownCalls): Message {
   const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
-  const namespace = item[spec.RESPONSE_NAMESPACE_FIELD];
-  const author = recipient(qualified(String(item["name"] ?? ""), typeof namespace === "string" ? namespace : null));
+  const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
   calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
   return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
 }
@@ -518,9 +505,8 @@ export function requestToConversation(
     ToolDescription.new(d.tool.name, d.tool.description ?? "", (d.tool.parameters ?? null) as JsonObject | null);
   const functions = tools.filter((t) => t.namespace === null);
   if (functions.length > 0) developer.withFunctionTools(functions.map(describe));
-  const kept = new Set(tools.map((t) => t.name));
   for (const namespace of namespaceTools(body)) {
-    const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
+    const members = tools.filter((d) => d.namespace === namespace.name);
     const config = new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe));
     if (members.length > 0) developer.withTools(config);
   }
