@@ -129,7 +129,7 @@ function refuse(field: string, value: unknown, capabilities: Capabilities): void
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
  * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  const declared = model(BODY).byKey;
+  const declared = new Set(model(BODY).fields.map((f) => f.key));
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
     refuse(field, valueAt(body, field), capabilities);
   }
@@ -271,8 +271,7 @@ function textParts(item: AnyItem, where: string, accepted: readonly string[], ke
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  const input = body.input;
-  if (input === undefined || input === null) return [];
+  const input = body.input ?? [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
   return [...input];
 }

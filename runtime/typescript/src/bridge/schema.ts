@@ -136,15 +136,10 @@ export interface Field {
   readonly default: JsonData;
 }
 
-export interface Model {
-  readonly name: string;
-  readonly fields: readonly Field[];
-  readonly byKey: ReadonlyMap<string, Field>;
-}
+export type Model = { readonly fields: readonly Field[] };
 
 const MODELS = new Map<string, Model>();
 
-/** A list, or a list or null. */
 function isArrayField(prop: Schema): boolean {
   const types = (prop.anyOf ?? []).map((b) => b.type);
   return prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null"));
@@ -164,7 +159,7 @@ export function model(name: string): Model {
     const kind = isArrayField(prop) ? "list" : "value";
     return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
   });
-  found = { name, fields, byKey: new Map(fields.map((f) => [f.key, f])) };
+  found = { fields };
   MODELS.set(name, found);
   return found;
 }
@@ -187,7 +182,6 @@ function memberNamed(schema: Schema | undefined, tagValue: string): string | nul
   return member?.$ref !== undefined ? refName(member.$ref) : null;
 }
 
-/** The model of the streaming event whose `type` is `type`. */
 export function eventModelOf(type: string): string {
   const found = memberNamed(SCHEMAS["StreamingEvent"], type);
   if (found === null) throw new Error(`no streaming event of type ${type}`);
