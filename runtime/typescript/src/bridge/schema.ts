@@ -62,8 +62,7 @@ function prepare(node: unknown): unknown {
     if (key !== "discriminator" && key !== "properties") out[key === "oneOf" ? "anyOf" : key] = prepare(value);
   }
   if (schema.properties !== undefined) {
-    // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one
-    // may be null
+    // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one may be null
     const defaulted = (prop: Schema): boolean => "default" in prop || prop.enum?.length === 1;
     const required = (schema.required ?? []).filter((key) => !defaulted(schema.properties?.[key] ?? {}));
     const nullable = (prop: Schema): boolean => [prop, ...(prop.anyOf ?? prop.oneOf ?? [])].some((b) => b.type === "null");
