@@ -28,8 +28,7 @@ const UNIONS = responses.ITEM_UNIONS;
 
 /** A `slug:name` item type (the Python package's `is_vendor_type`). */
 export function isVendorType(value: unknown): boolean {
-  const colon = typeof value === "string" ? value.indexOf(":") : -1;
-  return colon > 0 && colon < (value as string).length - 1;
+  return typeof value === "string" && /^[^:]+:[\s\S]/.test(value); // something before the first colon and after it
 }
 
 function refName(ref: string): string {
