@@ -138,11 +138,6 @@ export type Model = { readonly fields: readonly Field[] };
 
 const MODELS = new Map<string, Model>();
 
-function isArrayField(prop: Schema): boolean {
-  const types = (prop.anyOf ?? []).map((b) => b.type);
-  return prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null"));
-}
-
 /** A model by its schema name: its fields in schema order, which are required and their defaults (a one-value
  * enum that is required is its own default). */
 export function model(name: string): Model {
@@ -154,17 +149,13 @@ export function model(name: string): Model {
     const required = schema.required?.includes(key) === true;
     const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
     const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
-    const kind = isArrayField(prop) ? "list" : "value";
+    const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
+    const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
     return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
   });
   found = { fields };
   MODELS.set(name, found);
   return found;
-}
-
-function isModel(name: string): boolean {
-  const schema = SCHEMAS[name];
-  return name === EXTENSION || (schema?.type === "object" && schema.properties !== undefined);
 }
 
 /** The members a schema node offers (through nullable unions and lists). */
@@ -244,9 +235,10 @@ function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
   if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
   if (schema.$ref !== undefined) {
     const name = refModel(refName(schema.$ref), value);
-    const props = SCHEMAS[name]?.properties ?? {};
-    if (isJsonObject(value) && isModel(name)) return atModel(name, value, (key) => walk(props[key] ?? {}, value[key], atModel));
-    return SCHEMAS[name] !== undefined ? walk(SCHEMAS[name], value, atModel) : value;
+    const named = SCHEMAS[name];
+    const isModel = name === EXTENSION || (named?.type === "object" && named.properties !== undefined);
+    if (isJsonObject(value) && isModel) return atModel(name, value, (key) => walk(named?.properties?.[key] ?? {}, value[key], atModel));
+    return named !== undefined ? walk(named, value, atModel) : value;
   }
   const branches = schema.anyOf ?? schema.oneOf;
   if (branches !== undefined) {
