@@ -204,11 +204,6 @@ export function make<T extends object>(name: string, value: T): T {
   return value;
 }
 
-/** The model a `$ref` to `name` takes for `value`: the member of an item union it is, else `name` itself. */
-function refModel(name: string, value: unknown): string {
-  return UNIONS[name] !== undefined ? (modelOf(value) ?? itemModel(name, value) ?? EXTENSION) : name;
-}
-
 /** The member of `branches` that `value` is: the model it is tagged with, by its tag where members have one, else
  * the first that takes it. */
 function memberFor(branches: readonly Schema[], value: unknown): Schema | undefined {
@@ -234,7 +229,8 @@ type AtModel = (name: string, value: JsonObject, field: (key: string) => unknown
 function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
   if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
   if (schema.$ref !== undefined) {
-    const name = refModel(refName(schema.$ref), value);
+    const ref = refName(schema.$ref); // a ref to an item union takes the member the value is
+    const name = UNIONS[ref] !== undefined ? (modelOf(value) ?? itemModel(ref, value) ?? EXTENSION) : ref;
     const named = SCHEMAS[name];
     const isModel = name === EXTENSION || (named?.type === "object" && named.properties !== undefined);
     if (isJsonObject(value) && isModel) return atModel(name, value, (key) => walk(named?.properties?.[key] ?? {}, value[key], atModel));

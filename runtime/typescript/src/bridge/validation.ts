@@ -16,10 +16,6 @@ import { ITEM_KEYWORD } from "./schema.js";
 const TEXTS = spec.VALIDATION_TEXTS;
 const FOUND_CHARS = 40; // a string found is shown up to this many characters
 const TAG = "type";
-/** An ajv keyword's kind in the table (`minLength` → `min_length`; an object's properties count as entries). */
-function kindOfKeyword(keyword: string): string {
-  return keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
-}
 const SKIPPED = new Set(["if", "anyOf", "oneOf", "allOf", "not"]); // they sum up errors told by their members
 
 /** The one thing to tell: where (the input's own path), the spec's error handle and what to say, what is there;
@@ -74,7 +70,8 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
 function phrase(error: ErrorObject): string | null {
   const params = error.params;
   if (error.keyword === "type") return String(params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
-  const text = TEXTS[kindOfKeyword(error.keyword)];
+  // the keyword's kind in the table: `minLength` → `min_length`; an object's properties count as entries
+  const text = TEXTS[error.keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())];
   return text !== undefined ? fill(text, { limit: params["limit"], pattern: params["pattern"] }) : null;
 }
 
