@@ -425,11 +425,10 @@ function reasoning(item: AnyItem, where: string, _calls: KnownCalls, sealed: Rea
     if (sealed !== null) return sealed(item, where);
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
   }
-  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null);
   const content = item["content"];
   const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
   const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
-  return written || text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
+  return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
 }
 
 const instructionsOf: ItemReader = (item, where) => textParts(item, where, ["input_text"]).join("");
