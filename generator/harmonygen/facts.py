@@ -32,6 +32,7 @@ class Fact:
     value: Any
     doc: str = ""
     shape: Shape = None  # None: the type follows from the value
+    keyed: bool = False  # a table whose keys a runtime types by (TypeScript: their union is the key type)
 
 
 def symbol(*parts: str) -> str:
@@ -337,6 +338,7 @@ def _request_facts(ir: ProjectIR) -> list[Fact]:
             r.capabilities,
             "What a caller of the bridge may add → what it does (each a flag of the runtime's Capabilities).",
             ("map", "str", "str"),
+            keyed=True,
         ),
         Fact(
             "HOSTED_TOOL_REASONS",

@@ -32,7 +32,7 @@ from ..errors import SpecError
 from ..facts import Fact, Shape, grammar_facts, spec_facts
 from ..ir import ProjectIR
 from ..responses_ir import lower_bundle
-from ..tsprint import ts_literal, ts_type
+from ..tsprint import ts_literal, ts_string, ts_type
 from .base import Output
 
 TARGET = "typescript"
@@ -101,7 +101,14 @@ def type_of_shape(shape: Shape) -> str:
 
 
 def constant_of(fact: Fact) -> Constant:
-    return constant(fact.name, fact.value, type_of_shape(fact.shape) if fact.shape is not None else "", fact.doc)
+    c = constant(fact.name, fact.value, type_of_shape(fact.shape) if fact.shape is not None else "", fact.doc)
+    if not fact.keyed:
+        return c
+    # a table keyed by the names a runtime types by: its key type is their union (`keyof typeof spec.CAPABILITIES`)
+    head = "Readonly<Record<string, "
+    assert c.type.startswith(head), c.type
+    keys = " | ".join(ts_string(str(k)) for k in fact.value)
+    return Constant(c.name, f"Readonly<Record<{keys}, " + c.type.removeprefix(head), c.literal, c.doc)
 
 
 def spec_constants(ir: ProjectIR) -> list[Constant]:

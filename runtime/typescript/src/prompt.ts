@@ -21,9 +21,7 @@ import { writeJson } from "./json.js";
 import { Role } from "./tables.js";
 
 /** What `prompt` accepts beyond the prompt's own fields: everything that leaves the prompt as it is. */
-export const PROMPT_CAPABILITIES: Capabilities = {
-  store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true, truncation: false,
-};
+export const PROMPT_CAPABILITIES: Capabilities = { store: true, background: true, sampling: true, logprobs: true, maxOutputTokens: true };
 /** The flag naming the request file, in `prompt` and `respond`. */
 export const REQUEST_FLAG = "--request";
 

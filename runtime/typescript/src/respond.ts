@@ -15,7 +15,7 @@ import { chatCompletionChunks, toChatCompletion } from "./bridge/chat.js";
 import { buildResponse, type Completion, countingIds, randomId, streamResponse, tokensFromText } from "./bridge/items.js";
 import type { Capabilities } from "./bridge/request.js";
 import { dumpAs } from "./bridge/schema.js";
-import { DONE, OPENAI_REASONING_EVENTS, type ReasoningNames, streamSse, type StreamSSEOptions } from "./bridge/sse.js";
+import { DONE_FRAME, OPENAI_REASONING_EVENTS, type ReasoningNames, streamSse, type StreamSSEOptions } from "./bridge/sse.js";
 import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } from "./cliio.js";
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError, rethrow } from "./errors.js";
@@ -88,15 +88,14 @@ function turnCut(completion: readonly number[], budget: number, encoding: Harmon
 }
 
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
-  const completionFile = flags.completion;
-  if (flags.request === STDIN && completionFile === STDIN) {
+  if (flags.request === STDIN && flags.completion === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
   }
   const planned = planRequest(flags.request, RESPOND_CAPABILITIES, err);
   if (planned === null) return 2;
   const { body, encoding, prompt } = planned;
-  const text = flags.tokens === true ? null : readText(completionFile, COMPLETION_FLAG);
-  let ids = text === null ? completionIds(completionFile, encoding) : null;
+  const text = flags.tokens === true ? null : readText(flags.completion, COMPLETION_FLAG);
+  let ids = text === null ? completionIds(flags.completion, encoding) : null;
   let cut = false;
   const budget = body.max_output_tokens ?? null;
   if (budget !== null) {
@@ -119,7 +118,7 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (streaming) {
     const chunks = chatCompletionChunks(streamResponse(completion, encoding, body, options));
     for (const chunk of chunks) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
-    out(`data: ${DONE}\n\n`);
+    out(DONE_FRAME);
     return 0;
   }
   const response = buildResponse(completion, encoding, body, options);

@@ -1423,7 +1423,7 @@ export const INCLUDES: Readonly<Record<string, string | null>> = {
 };
 
 /** What a caller of the bridge may add → what it does (each a flag of the runtime's Capabilities). */
-export const CAPABILITIES: Readonly<Record<string, string>> = {
+export const CAPABILITIES: Readonly<Record<"store" | "background" | "sampling" | "logprobs" | "max_output_tokens" | "truncation" | "encrypted_reasoning" | "web_search" | "code_interpreter", string>> = {
   "store": "keeps responses: `store: true`, `previous_response_id`, `conversation`",
   "background": "runs `background: true` requests for clients to poll",
   "sampling": "samples the completion: `temperature`, `top_p`, the penalties, `seed`",

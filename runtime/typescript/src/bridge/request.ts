@@ -7,6 +7,7 @@
 
 import type { CreateResponseBody, ItemParamOrExtension, JsonSchemaResponseFormatParam, SpecificFunctionParam } from "#types";
 
+import { rethrow } from "../errors.js";
 import { isJsonObject, type JsonData, JsonFloat, type JsonObject, keysOf, writeJson } from "../json.js";
 import { checkJsonValue, JSONInputError, MAX_SCHEMA_CHARS } from "../jsonInput.js";
 import {
@@ -23,7 +24,7 @@ import {
 import { cpLength, fill, pyrepr } from "../texts.js";
 import { ItemKind, REASONING_EFFORT_VALUES, type ReasoningEffort, responses, Role, spec } from "../tables.js";
 import { compareCodePoints } from "../toolNamespace.js";
-import { dumpAs, isVendorType, make, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
+import { dumpAs, isVendorType, model, ModelValidationError, modelOf, validateAs } from "./schema.js";
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, problemPath } from "./validation.js";
 
@@ -77,39 +78,28 @@ export class RequestError extends Error {
     return new RequestError(entry.code, fill(entry.message, Object.fromEntries(values)), param);
   }
 
-  /** The error as the spec's `ErrorPayload` (the `error` of an error event or response body). */
-  toPayload(): JsonObject {
-    return make("ErrorPayload", { type: this.type, code: this.code, message: this.reason, param: this.param });
-  }
-
-  /** The HTTP 400 JSON body: `{"error": {...}}`. */
+  /** The HTTP 400 JSON body: `{"error": {...}}`, the error as the spec's `ErrorPayload`. */
   toBody(): JsonObject {
-    return { error: dumpAs("ErrorPayload", this.toPayload()) };
+    return { error: dumpAs("ErrorPayload", { type: this.type, code: this.code, message: this.reason, param: this.param }) };
   }
 }
 
 // -- what the caller honours ------------------------------------------------------------------------------------
 
+/** A spec capability's flag: `max_output_tokens` → `maxOutputTokens`. */
+type Flag<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Flag<Tail>>}` : Name;
+
 /**
  * What the caller of the bridge does beyond turning the request into a prompt (the Python `Capabilities`; a
- * missing flag is false; each boolean flag is one of the spec's `capabilities`, camel-cased). The bridge itself
- * honours the fields that shape the prompt or are echoed; every other field asks the caller for something, and a
- * request that asks, with the flag for it off, is refused with a 400 naming the field (`checkSupported`). A value
- * that asks for nothing (`store: false`, `temperature: 1`) is always accepted.
+ * missing flag is false): a boolean flag for each of the spec's `capabilities` (what it does is written there),
+ * camel-cased. The bridge itself honours the fields that shape the prompt or are echoed; every other field asks
+ * the caller for something, and a request that asks, with the flag for it off, is refused with a 400 naming the
+ * field (`checkSupported`). A value that asks for nothing (`store: false`, `temperature: 1`) is always accepted.
  */
-export interface Capabilities {
-  readonly store?: boolean; // keeps responses: `store: true`, `previous_response_id`, `conversation`
-  readonly background?: boolean; // runs `background: true` requests for clients to poll
-  readonly sampling?: boolean; // samples the completion: `temperature`, `top_p`, the penalties, `seed`
-  readonly logprobs?: boolean; // returns log probabilities
-  readonly maxOutputTokens?: boolean; // stops at `max_output_tokens` and answers `incomplete`
-  readonly truncation?: boolean; // shortens an input too long for the context
-  readonly encryptedReasoning?: boolean; // seals reasoning items: include `reasoning.encrypted_content`
-  readonly webSearch?: boolean; // runs `web_search` tools (a server's): include `web_search_call.action.sources`
-  readonly codeInterpreter?: boolean; // runs `code_interpreter` tools (a server's): include `code_interpreter_call.outputs`
+export type Capabilities = { readonly [Name in keyof typeof spec.CAPABILITIES as Flag<Name>]?: boolean } & {
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
   readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
-}
+};
 
 /** The bridge alone: every field that asks the caller for something is refused. */
 export const NOTHING_MORE: Capabilities = {};
@@ -139,7 +129,7 @@ function refuse(field: string, value: unknown, capabilities: Capabilities): void
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
  * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  const declared = model(BODY).byKey;
+  const declared = new Set(model(BODY).fields.map((f) => f.key));
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
     refuse(field, valueAt(body, field), capabilities);
   }
@@ -156,14 +146,13 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
 
 // -- validation errors, in the request's own words -----------------------------------------------------------
 
-/** Each input item `type` the spec defines → the roles it takes (empty: no role), read from the item union. */
-const ITEM_KINDS: ReadonlyMap<string, readonly string[]> = (() => {
-  const kinds = new Map<string, string[]>();
-  for (const { type, role } of responses.ITEM_UNIONS["ItemParam"]?.variants ?? []) {
-    if (type !== null) kinds.set(type, [...(kinds.get(type) ?? []), ...(role !== null ? [role] : [])]);
-  }
-  return new Map([...kinds].sort(([a], [b]) => compareCodePoints(a, b)).map(([k, v]) => [k, [...v].sort(compareCodePoints)]));
-})();
+const ITEM_VARIANTS = responses.ITEM_UNIONS["ItemParam"]?.variants ?? [];
+/** Each input item `type` the spec defines, read from the item union. */
+const ITEM_TYPES = [...new Set(ITEM_VARIANTS.flatMap((v) => (v.type !== null ? [v.type] : [])))].sort(compareCodePoints);
+
+function rolesOf(type: unknown): string[] {
+  return ITEM_VARIANTS.flatMap((v) => (v.type === type && v.role !== null ? [v.role] : [])).sort(compareCodePoints);
+}
 
 function choices(values: readonly unknown[]): string {
   return values.map((v) => writeJson(v)).join(", ");
@@ -174,36 +163,30 @@ function explainItem(where: string, item: unknown): RequestError {
   const obj = isJsonObject(item) ? item : null;
   const role = obj?.["role"] ?? null;
   let kind = obj?.["type"] ?? null;
-  if (kind === null && typeof role === "string") kind = [...ITEM_KINDS].find(([, r]) => r.length > 0)?.[0] ?? null; // an easy input message
-  const roles = typeof kind === "string" ? ITEM_KINDS.get(kind) : undefined;
-  if (roles !== undefined && roles.length > 0) {
+  if (kind === null && typeof role === "string") kind = ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null; // an easy input message
+  const roles = rolesOf(kind);
+  if (roles.length > 0) {
     const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
     return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, fields);
   }
-  const fields = { types: new Verbatim(choices([...ITEM_KINDS.keys()])), found: new Verbatim(found(kind)) };
+  const fields = { types: new Verbatim(choices(ITEM_TYPES)), found: new Verbatim(found(kind)) };
   return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, fields);
 }
 
 /** `value` within `jsonInput`'s limits (depth, lone surrogates, NaN), else a 400 at the place it breaks one. */
 function checkLimits(value: unknown, where: string): void {
-  try {
-    checkJsonValue(value, where);
-  } catch (e) {
-    if (e instanceof JSONInputError) throw RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
-    throw e;
-  }
+  const refused = (e: JSONInputError): Error =>
+    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
+  rethrow(JSONInputError, () => checkJsonValue(value, where), refused);
 }
 
 /** `value` validated as the named schema; a bad shape is a 400 at its place under `where`. */
 function validated<T>(schemaName: string, value: unknown, where = ""): T {
-  try {
-    return validateAs<T>(schemaName, value);
-  } catch (e) {
-    if (!(e instanceof ModelValidationError)) throw e;
+  return rethrow(ModelValidationError, () => validateAs<T>(schemaName, value), (e) => {
     const problem = explain(e.issues, value);
-    if (problem.union !== undefined) throw explainItem(problemPath(problem, where), problem.value);
-    throw RequestError.of(problem.error, problemPath(problem, where) || null, { reason: new Verbatim(problem.message) });
-  }
+    if (problem.union !== undefined) return explainItem(problemPath(problem, where), problem.value);
+    return RequestError.of(problem.error, problemPath(problem, where) || null, { reason: new Verbatim(problem.message) });
+  });
 }
 
 /** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
@@ -246,26 +229,22 @@ export type HostedTools = "omit" | "reject";
 const TOOL_TYPES: ReadonlySet<unknown> = new Set(
   ["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => responses.SCHEMAS[m]?.properties?.["type"]?.enum ?? []),
 );
-const HOSTED_REASON = spec.HOSTED_TOOL_REASONS["omitted"] ?? "";
 
 /** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
 export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
   const tools = raw["tools"];
   if (!Array.isArray(tools)) return [raw, []];
-  const kept: unknown[] = [];
   const unavailable: JsonObject[] = [];
-  tools.forEach((tool: unknown, i) => {
+  const kept = tools.filter((tool: unknown, i) => {
     const kind = isJsonObject(tool) ? tool["type"] : null;
-    if (typeof kind !== "string" || TOOL_TYPES.has(kind)) {
-      kept.push(tool);
-      return;
-    }
+    if (typeof kind !== "string" || TOOL_TYPES.has(kind)) return true;
     if (policy === "reject") {
       const reason = new Verbatim(spec.HOSTED_TOOL_REASONS["refused"] ?? "");
       throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, { type: kind, reason });
     }
     const name = (tool as JsonObject)["name"];
-    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: HOSTED_REASON });
+    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: spec.HOSTED_TOOL_REASONS["omitted"] ?? "" });
+    return false;
   });
   return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
 }
@@ -278,7 +257,8 @@ export interface ToolPolicy {
 
 type Part = { readonly type?: string | null; readonly text?: string; readonly refusal?: string };
 
-function textParts(content: string | readonly Part[], where: string, accepted: readonly string[], key = "content"): string[] {
+function textParts(item: AnyItem, where: string, accepted: readonly string[], key = "content"): string[] {
+  const content = item[key] as string | readonly Part[];
   if (typeof content === "string") return [content];
   return content.map((part, j) => {
     const kind = part.type ?? null;
@@ -291,8 +271,7 @@ function textParts(content: string | readonly Part[], where: string, accepted: r
 
 function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
   refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  const input = body.input;
-  if (input === undefined || input === null) return [];
+  const input = body.input ?? [];
   if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
   return [...input];
 }
@@ -328,7 +307,6 @@ export function toolPolicy(body: CreateResponseBody): ToolPolicy {
   return toolsOf(body)[1];
 }
 
-/** The request's json_schema response format, or null. */
 function responseFormat(body: CreateResponseBody): JsonSchemaResponseFormatParam | null {
   const fmt = body.text?.format ?? null;
   return modelOf(fmt) === "JsonSchemaResponseFormatParam" ? (fmt as JsonSchemaResponseFormatParam) : null;
@@ -347,18 +325,15 @@ function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
 /** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
  * caller keeps its own). */
 function systemOf(body: CreateResponseBody, system: SystemContent | null): SystemContent {
-  const effort = body.reasoning?.effort ?? null;
-  if (effort === null) return system ?? SystemContent.new();
-  const found = EFFORTS.get(effort);
-  if (found === undefined) {
-    const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
-    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
-  }
   const base = system ?? SystemContent.new();
+  const effort = body.reasoning?.effort ?? null;
+  if (effort === null) return base;
+  const found = EFFORTS.get(effort);
+  const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+  if (found === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
-/** An assistant message on `channel`, with `contentType` (null: none). */
 export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
   const message = Message.fromRoleAndContent(Role.Assistant, text);
   if (channel !== null) message.withChannel(channel);
@@ -396,18 +371,20 @@ function header(item: AnyItem, key: string, fallback: string | null): string | n
   return Object.hasOwn(item, key) ? optionalText(item[key]) : fallback;
 }
 
-function functionCall(item: AnyItem, calls: KnownCalls): Message {
+/** An input item at `where` read: the instructions it gives (their text), the turn it stands for, or nothing. */
+type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: ReasoningReader | null) => string | Message | null;
+
+function functionCall(item: AnyItem, _where: string, calls: KnownCalls): Message {
   const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
   const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
-  const namespace = item[spec.RESPONSE_NAMESPACE_FIELD];
-  const author = recipient(qualified(String(item["name"] ?? ""), typeof namespace === "string" ? namespace : null));
+  const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
   calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
   return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
 }
 
 /** The tool's message answering `call`: the output item's text, on the call's channel. */
 function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
-  const text = textParts(output["output"] as string | Part[], where, ["input_text"], "output").join("");
+  const text = textParts(output, where, ["input_text"], "output").join("");
   const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
   return call.channel !== null ? message.withChannel(call.channel) : message;
 }
@@ -431,6 +408,7 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     }
     return toolMessage(known, output, where);
   }
+  // a compaction summary too: nothing here opens one
   throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: kind });
 }
 
@@ -442,17 +420,43 @@ export type ReasoningReader = (item: JsonObject, where: string) => Message;
 
 /** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
  * (`encrypted_content`) is opened by `sealed`, and refused without it. */
-function reasoning(item: AnyItem, where: string, sealed: ReasoningReader | null = null): Message | null {
+function reasoning(item: AnyItem, where: string, _calls: KnownCalls, sealed: ReasoningReader | null): Message | null {
   if ((item["encrypted_content"] ?? null) !== null) {
     if (sealed !== null) return sealed(item, where);
     throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
   }
-  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null);
   const content = item["content"];
   const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
   const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
-  return written || text ? assistant(text, spec.CHANNEL_REASONING, contentType) : null;
+  return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
 }
+
+const instructionsOf: ItemReader = (item, where) => textParts(item, where, ["input_text"]).join("");
+
+/** The reader of each input item model; any other item (a vendor-prefixed `ExtensionItem`) is read by `extension`. */
+const READERS: Readonly<Record<string, ItemReader>> = {
+  SystemMessageItemParam: instructionsOf,
+  DeveloperMessageItemParam: instructionsOf,
+  UserMessageItemParam: (item, where) =>
+    Message.fromRoleAndContents(Role.User, textParts(item, where, ["input_text"]).map((t) => new TextContent(t))),
+  AssistantMessageItemParam: (item, where) => {
+    // on its phase's channel, unless it names the channel the model wrote it on
+    const texts = textParts(item, where, [OUTPUT_TEXT, "refusal"]);
+    const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(String(item["phase"] ?? "")) ?? spec.CHANNEL_ANSWER);
+    return assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null));
+  },
+  FunctionCallItemParam: functionCall,
+  FunctionCallOutputItemParam: (item, where, calls) => {
+    const callId = String(item["call_id"] ?? "");
+    const known = calls.functions.get(callId);
+    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: callId });
+    return toolMessage(known, item, where);
+  },
+  ReasoningItemParam: reasoning,
+  ItemReferenceParam: (item, where) => {
+    throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: String(item["id"] ?? "") });
+  },
+};
 
 /**
  * Input items → the developer instructions they give and the Harmony messages they stand for, in order. An item's
@@ -467,52 +471,14 @@ export function itemsToMessages(
   sealed: ReasoningReader | null = null,
 ): ItemMessages {
   const instructions: string[] = [];
-  const turns: Message[] = [];
+  const messages: Message[] = [];
   for (const [i, raw] of [...items].entries()) {
     const item = raw as unknown as AnyItem;
-    const where = `${root}[${i}]`;
-    const str = (key: string): string => String(item[key] ?? "");
-    const content = item["content"] as string | Part[];
-    switch (modelOf(item)) {
-      case "SystemMessageItemParam":
-      case "DeveloperMessageItemParam":
-        instructions.push(textParts(content, where, ["input_text"]).join(""));
-        break;
-      case "UserMessageItemParam": {
-        const texts = textParts(content, where, ["input_text"]);
-        turns.push(Message.fromRoleAndContents(Role.User, texts.map((t) => new TextContent(t))));
-        break;
-      }
-      case "AssistantMessageItemParam": {
-        // on its phase's channel, unless it names the channel the model wrote it on
-        const texts = textParts(content, where, [OUTPUT_TEXT, "refusal"]);
-        const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(str("phase")) ?? spec.CHANNEL_ANSWER);
-        turns.push(assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)));
-        break;
-      }
-      case "FunctionCallItemParam":
-        turns.push(functionCall(item, calls));
-        break;
-      case "FunctionCallOutputItemParam": {
-        const known = calls.functions.get(str("call_id"));
-        if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: str("call_id") });
-        turns.push(toolMessage(known, item, where));
-        break;
-      }
-      case "ReasoningItemParam": {
-        const message = reasoning(item, where, sealed);
-        if (message !== null) turns.push(message);
-        break;
-      }
-      case "ItemReferenceParam":
-        throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: str("id") });
-      case "CompactionSummaryItemParam":
-        throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_ITEM, `${where}.type`, { type: str("type") });
-      default:
-        turns.push(extension(item, where, calls));
-    }
+    const read = (READERS[modelOf(item) ?? ""] ?? extension)(item, `${root}[${i}]`, calls, sealed);
+    if (typeof read === "string") instructions.push(read);
+    else if (read !== null) messages.push(read);
   }
-  return { instructions, messages: turns };
+  return { instructions, messages };
 }
 
 /**
@@ -537,9 +503,8 @@ export function requestToConversation(
     ToolDescription.new(d.tool.name, d.tool.description ?? "", (d.tool.parameters ?? null) as JsonObject | null);
   const functions = tools.filter((t) => t.namespace === null);
   if (functions.length > 0) developer.withFunctionTools(functions.map(describe));
-  const kept = new Set(tools.map((t) => t.name));
   for (const namespace of namespaceTools(body)) {
-    const members = declaredTools(body).filter((d) => d.namespace === namespace.name && kept.has(d.name));
+    const members = tools.filter((d) => d.namespace === namespace.name);
     const config = new ToolNamespaceConfig(namespace.name, namespace.description ?? null, members.map(describe));
     if (members.length > 0) developer.withTools(config);
   }
@@ -554,5 +519,3 @@ export function requestToConversation(
   if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
   return Conversation.fromMessages([...messages, ...read.messages]);
 }
-
-export type { JsonData };

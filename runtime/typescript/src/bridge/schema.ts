@@ -28,8 +28,7 @@ const UNIONS = responses.ITEM_UNIONS;
 
 /** A `slug:name` item type (the Python package's `is_vendor_type`). */
 export function isVendorType(value: unknown): boolean {
-  const colon = typeof value === "string" ? value.indexOf(":") : -1;
-  return colon > 0 && colon < (value as string).length - 1;
+  return typeof value === "string" && /^[^:]+:[\s\S]/.test(value); // something before the first colon and after it
 }
 
 function refName(ref: string): string {
@@ -62,8 +61,7 @@ function prepare(node: unknown): unknown {
     if (key !== "discriminator" && key !== "properties") out[key === "oneOf" ? "anyOf" : key] = prepare(value);
   }
   if (schema.properties !== undefined) {
-    // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one
-    // may be null
+    // as the models read it: a field with a default (a one-value enum is its own) is optional, and an optional one may be null
     const defaulted = (prop: Schema): boolean => "default" in prop || prop.enum?.length === 1;
     const required = (schema.required ?? []).filter((key) => !defaulted(schema.properties?.[key] ?? {}));
     const nullable = (prop: Schema): boolean => [prop, ...(prop.anyOf ?? prop.oneOf ?? [])].some((b) => b.type === "null");
@@ -136,19 +134,9 @@ export interface Field {
   readonly default: JsonData;
 }
 
-export interface Model {
-  readonly name: string;
-  readonly fields: readonly Field[];
-  readonly byKey: ReadonlyMap<string, Field>;
-}
+export type Model = { readonly fields: readonly Field[] };
 
 const MODELS = new Map<string, Model>();
-
-/** A list, or a list or null. */
-function isArrayField(prop: Schema): boolean {
-  const types = (prop.anyOf ?? []).map((b) => b.type);
-  return prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null"));
-}
 
 /** A model by its schema name: its fields in schema order, which are required and their defaults (a one-value
  * enum that is required is its own default). */
@@ -161,17 +149,13 @@ export function model(name: string): Model {
     const required = schema.required?.includes(key) === true;
     const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
     const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
-    const kind = isArrayField(prop) ? "list" : "value";
+    const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
+    const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
     return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
   });
-  found = { name, fields, byKey: new Map(fields.map((f) => [f.key, f])) };
+  found = { fields };
   MODELS.set(name, found);
   return found;
-}
-
-function isModel(name: string): boolean {
-  const schema = SCHEMAS[name];
-  return name === EXTENSION || (schema?.type === "object" && schema.properties !== undefined);
 }
 
 /** The members a schema node offers (through nullable unions and lists). */
@@ -187,7 +171,6 @@ function memberNamed(schema: Schema | undefined, tagValue: string): string | nul
   return member?.$ref !== undefined ? refName(member.$ref) : null;
 }
 
-/** The model of the streaming event whose `type` is `type`. */
 export function eventModelOf(type: string): string {
   const found = memberNamed(SCHEMAS["StreamingEvent"], type);
   if (found === null) throw new Error(`no streaming event of type ${type}`);
@@ -221,11 +204,6 @@ export function make<T extends object>(name: string, value: T): T {
   return value;
 }
 
-/** The model a `$ref` to `name` takes for `value`: the member of an item union it is, else `name` itself. */
-function refModel(name: string, value: unknown): string {
-  return UNIONS[name] !== undefined ? (modelOf(value) ?? itemModel(name, value) ?? EXTENSION) : name;
-}
-
 /** The member of `branches` that `value` is: the model it is tagged with, by its tag where members have one, else
  * the first that takes it. */
 function memberFor(branches: readonly Schema[], value: unknown): Schema | undefined {
@@ -251,10 +229,12 @@ type AtModel = (name: string, value: JsonObject, field: (key: string) => unknown
 function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
   if (value === null || typeof value !== "object" || value instanceof JsonFloat) return value;
   if (schema.$ref !== undefined) {
-    const name = refModel(refName(schema.$ref), value);
-    const props = SCHEMAS[name]?.properties ?? {};
-    if (isJsonObject(value) && isModel(name)) return atModel(name, value, (key) => walk(props[key] ?? {}, value[key], atModel));
-    return SCHEMAS[name] !== undefined ? walk(SCHEMAS[name], value, atModel) : value;
+    const ref = refName(schema.$ref); // a ref to an item union takes the member the value is
+    const name = UNIONS[ref] !== undefined ? (modelOf(value) ?? itemModel(ref, value) ?? EXTENSION) : ref;
+    const named = SCHEMAS[name];
+    const isModel = name === EXTENSION || (named?.type === "object" && named.properties !== undefined);
+    if (isJsonObject(value) && isModel) return atModel(name, value, (key) => walk(named?.properties?.[key] ?? {}, value[key], atModel));
+    return named !== undefined ? walk(named, value, atModel) : value;
   }
   const branches = schema.anyOf ?? schema.oneOf;
   if (branches !== undefined) {

@@ -16,10 +16,6 @@ import { ITEM_KEYWORD } from "./schema.js";
 const TEXTS = spec.VALIDATION_TEXTS;
 const FOUND_CHARS = 40; // a string found is shown up to this many characters
 const TAG = "type";
-/** An ajv keyword's kind in the table (`minLength` → `min_length`; an object's properties count as entries). */
-function kindOfKeyword(keyword: string): string {
-  return keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
-}
 const SKIPPED = new Set(["if", "anyOf", "oneOf", "allOf", "not"]); // they sum up errors told by their members
 
 /** The one thing to tell: where (the input's own path), the spec's error handle and what to say, what is there;
@@ -39,11 +35,9 @@ export function problemPath(problem: Problem, root = ""): string {
 /** `an integer`, `an array`, `null`: a JSON value's kind. */
 export function kindOf(value: unknown): string {
   if (value === null || value === undefined) return TEXTS["null"] ?? "";
-  if (typeof value === "boolean") return TEXTS["boolean"] ?? "";
-  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return TEXTS["integer"] ?? "";
-  if (typeof value === "number" || value instanceof JsonFloat) return TEXTS["number"] ?? "";
-  if (typeof value === "string") return TEXTS["string"] ?? "";
-  return (Array.isArray(value) ? TEXTS["array"] : TEXTS["object"]) ?? "";
+  const integral = typeof value === "bigint" || Number.isInteger(value);
+  const kind = integral ? "integer" : value instanceof JsonFloat ? "number" : Array.isArray(value) ? "array" : typeof value;
+  return TEXTS[kind] ?? "";
 }
 
 /** `"robot"`, `5 (an integer)`, `an array`: short enough for one line, never the whole value. */
@@ -76,7 +70,8 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
 function phrase(error: ErrorObject): string | null {
   const params = error.params;
   if (error.keyword === "type") return String(params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
-  const text = TEXTS[kindOfKeyword(error.keyword)];
+  // the keyword's kind in the table: `minLength` → `min_length`; an object's properties count as entries
+  const text = TEXTS[error.keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())];
   return text !== undefined ? fill(text, { limit: params["limit"], pattern: params["pattern"] }) : null;
 }
 
@@ -85,10 +80,6 @@ function shadowed(error: ErrorObject, all: readonly ErrorObject[]): boolean {
   const schema = error.schemaPath.slice(0, error.schemaPath.lastIndexOf("/"));
   const length = (e: ErrorObject): boolean => e.keyword === "minLength" || e.keyword === "maxLength";
   return error.keyword === "pattern" && all.some((e) => length(e) && e.schemaPath === `${schema}/${e.keyword}`);
-}
-
-function same(a: readonly PathPart[], b: readonly PathPart[]): boolean {
-  return a.length === b.length && a.every((p, i) => p === b[i]);
 }
 
 /** The deepest place `raw` went wrong, and what would have fit there. */
@@ -104,18 +95,13 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
     return { parts, error: spec.REQUEST_ERROR_INVALID, message: "", value, union: String(chosen.error.params["union"]) };
   }
   if (!present) return { parts, error: spec.REQUEST_ERROR_MISSING, message: "", value: null };
-  const here = deepest.filter((t) => t.at[2] && same(t.at[0], parts)).map((t) => t.error);
-  const phrases: string[] = [];
-  const values: unknown[] = [];
-  for (const error of here) {
-    if (error.keyword === "enum" || error.keyword === "const") {
-      const allowed = error.keyword === "enum" ? (error.params["allowedValues"] as unknown[]) : [error.params["allowedValue"]];
-      for (const v of allowed) if (!values.includes(v)) values.push(v);
-      continue;
-    }
-    const p = shadowed(error, here) ? null : phrase(error);
-    if (p !== null && !phrases.includes(p)) phrases.push(p);
-  }
+  // what fits at `parts` (each deepest path is as long): the values an enum or const allows, a phrase for each other error
+  const here = deepest.filter((t) => t.at[2] && t.at[0].every((p, i) => p === parts[i])).map((t) => t.error);
+  const listed = (e: ErrorObject): boolean => e.keyword === "enum" || e.keyword === "const";
+  const allowed = (e: ErrorObject): unknown[] => (e.params["allowedValues"] as unknown[] | undefined) ?? [e.params["allowedValue"]];
+  const values = [...new Set(here.filter(listed).flatMap(allowed))];
+  const phrased = here.filter((e) => !listed(e) && !shadowed(e, here)).map(phrase);
+  const phrases = [...new Set(phrased)].filter((p): p is string => p !== null);
   // null is what an optional field may also be, and a kind all the allowed values are goes without saying
   const covered = new Set([TEXTS["null"], ...values.map(kindOf)]);
   const shown = phrases.length > 1 || values.length > 0 ? phrases.filter((p) => !covered.has(p)) : phrases;
