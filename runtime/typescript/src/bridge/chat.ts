@@ -10,7 +10,7 @@
 
 import type { FunctionCall, ResponseResource, StreamingEvent } from "#types";
 
-import type { JsonData, JsonObject } from "../json.js";
+import type { JsonObject } from "../json.js";
 import { ItemKind, Role, spec } from "../tables.js";
 import { Status } from "./items.js";
 import { dumpAs } from "./schema.js";
@@ -35,6 +35,8 @@ function finishReason(incomplete: boolean, hasCalls: boolean): string {
 type Part = { readonly type: string; readonly text?: string };
 /** What the projection reads of an output item: a function call's fields, or another item's content parts. */
 type Item = Partial<Omit<FunctionCall, "type">> & { readonly type: string; readonly content?: readonly Part[] | null };
+/** What the chunks read of an event. */
+type AnyEvent = { readonly type: string } & Partial<{ delta: string; item_id: string; item: Item | null; response: ResponseResource }>;
 
 function callOf(item: Item): JsonObject {
   return { id: item.call_id ?? "", type: "function", function: { name: item.name ?? "", arguments: item.arguments ?? "" } };
@@ -50,8 +52,7 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   const reasoning: string[] = [];
   const calls: JsonObject[] = [];
   const partial: JsonObject[] = [];
-  for (const raw of response.output as readonly unknown[]) {
-    const item = raw as Item;
+  for (const item of response.output as unknown as readonly Item[]) {
     if (item.type === MESSAGE?.type) content.push(texts(item, MESSAGE?.text?.["part"]).join(""));
     else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING?.text?.["part"]));
     else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
@@ -70,7 +71,6 @@ export function toChatCompletion(response: ResponseResource): JsonObject {
   };
 }
 
-type AnyEvent = { readonly type: string; readonly [key: string]: unknown };
 function usageOf(usage: NonNullable<ResponseResource["usage"]>): JsonObject {
   return {
     prompt_tokens: usage.input_tokens,
@@ -104,36 +104,30 @@ export class ChatChunks {
 
   feed(events: Iterable<StreamingEvent>): JsonObject[] {
     const out: JsonObject[] = [];
-    for (const raw of events) {
-      const event = raw as unknown as AnyEvent;
-      const type = event.type;
+    for (const event of events as unknown as Iterable<AnyEvent>) {
+      const { type, delta = "", item, response } = event;
       if (type === MESSAGE?.text?.["delta"]) {
-        let text = event["delta"] as string;
+        let text = delta;
         if (text && this.separate) {
           text = SEPARATOR + text;
           this.separate = false;
         }
         this.shown = this.shown || text.length > 0;
         out.push(this.chunk({ content: text }));
-      } else if (type === REASONING?.text?.["delta"]) out.push(this.chunk({ reasoning_content: event["delta"] as string }));
-      else if (type === CALL?.arguments?.["delta"]) {
-        this.held.get(event["item_id"] as string)?.push(event["delta"] as string);
-      } else if (type === spec.STREAM_OPENING[0]) {
-        this.head = headOf(event["response"] as ResponseResource, spec.CHAT_CHUNK_OBJECT);
+      } else if (type === REASONING?.text?.["delta"]) out.push(this.chunk({ reasoning_content: delta }));
+      else if (type === CALL?.arguments?.["delta"]) this.held.get(event.item_id ?? "")?.push(delta);
+      else if (type === spec.STREAM_OPENING[0]) {
+        this.head = headOf(response as ResponseResource, spec.CHAT_CHUNK_OBJECT);
         out.push(this.chunk({ role: Role.Assistant, content: "" }));
       } else if (type === spec.STREAM_ITEM_ADDED) {
-        const item = event["item"] as Item | null;
         if (item?.type === CALL?.type) this.held.set(item?.id ?? "", []);
         else if (item?.type === MESSAGE?.type && this.shown) this.separate = true;
-      } else if (type === spec.STREAM_ITEM_DONE && (event["item"] as Item | null)?.type === CALL?.type) {
-        out.push(...this.callDone(event["item"] as Item));
-      } else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
-        const done = event["response"] as ResponseResource;
-        out.push(this.chunk({}, finishReason(done.status === INCOMPLETE, this.calls > 0)));
-        if (done.usage) this.usage = usageOf(done.usage);
+      } else if (type === spec.STREAM_ITEM_DONE && item?.type === CALL?.type) out.push(...this.callDone(item as Item));
+      else if (type === spec.STREAM_CLOSING[Status.Completed] || type === spec.STREAM_CLOSING[INCOMPLETE]) {
+        out.push(this.chunk({}, finishReason(response?.status === INCOMPLETE, this.calls > 0)));
+        if (response?.usage) this.usage = usageOf(response.usage);
       } else if (type === spec.STREAM_CLOSING[Status.Failed]) {
-        const error = (event["response"] as ResponseResource).error ?? null;
-        out.push({ ...this.head, error: error !== null ? dumpAs("Error", error) : (null as JsonData) });
+        out.push({ ...this.head, error: response?.error ? dumpAs("Error", response.error) : null });
       }
     }
     return out;

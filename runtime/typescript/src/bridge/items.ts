@@ -43,16 +43,13 @@ import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, 
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { checkArguments } from "./arguments.js";
-import { type RepairRecord, responseSnapshot, type SnapshotState, usage } from "./resource.js";
+import { responseSnapshot, type SnapshotState, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
 import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./tools.js";
 
 export type IdFactory = (prefix: string) => string;
 export type RepairHook = (repair: Recovered) => void;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
-// the header a function call is rendered back with, unless it says otherwise
-const CALL_CHANNEL = spec.CHANNEL_TOOL_CALLS;
-const CALL_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
 const JSON_OPENERS = "{["; // what JSON arguments begin with
 const OPEN = spec.SPELLING_OPEN;
@@ -152,26 +149,18 @@ const KNOWN_CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 const KIND_OF_NAMESPACE = new Map(ITEM_KIND_VALUES.map((kind) => [spec.ITEM_KINDS[kind]?.namespace ?? null, kind]));
 const PHASES = Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {});
 const PHASE_OF_CHANNEL = new Map(PHASES.map(([purpose, phase]) => [spec.CHANNEL_BY_PURPOSE[purpose] ?? "", phase]));
-const DEFAULT_PHASE = PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
-
-/** The namespace a recipient names (all of it when it has no separator). */
-function namespaceOf(recipient: string): string {
-  const at = recipient.indexOf(SEPARATOR);
-  return at === -1 ? recipient : recipient.slice(0, at);
-}
 
 /** The kind of item a message becomes, by its recipient, author and channel; a call to a tool of one of the
  * request's namespace tools (`namespaces`) is a function call. */
 export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = new Set()): ItemKind {
   const { recipient, channel } = start;
   const assistant = start.role === Role.Assistant;
-  if (recipient !== null && (recipient.startsWith(FUNCTIONS_PREFIX) || (assistant && namespaces.has(namespaceOf(recipient))))) {
+  const namespace = recipient?.split(SEPARATOR, 1)[0] ?? null; // all of the recipient when it has no separator
+  if (recipient?.startsWith(FUNCTIONS_PREFIX) || (assistant && namespace !== null && namespaces.has(namespace))) {
     return ItemKind.FunctionCall;
   }
   if (!assistant) return ItemKind.ToolCall;
-  if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) {
-    return KIND_OF_NAMESPACE.get(namespaceOf(recipient)) ?? ItemKind.ToolCall;
-  }
+  if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) return KIND_OF_NAMESPACE.get(namespace) ?? ItemKind.ToolCall;
   // a channel the format does not know is hidden, as reasoning is
   return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
@@ -205,13 +194,14 @@ export class OpenItem {
     let contentTypeKept = contentType !== null;
     if (kind === ItemKind.Reasoning) item = { type, id: this.id, summary: [], content };
     else if (kind === ItemKind.Message) {
-      const phase = PHASE_OF_CHANNEL.get(channel ?? "") ?? DEFAULT_PHASE;
+      const phase = PHASE_OF_CHANNEL.get(channel ?? "") ?? PHASE_OF_CHANNEL.get(spec.CHANNEL_ANSWER) ?? null;
       item = { type, id: this.id, status, role: Role.Assistant, content, phase };
       channelKept = channel === null || !PHASE_OF_CHANNEL.has(channel);
     } else if (kind === ItemKind.FunctionCall) {
       item = { type, id: this.id, call_id: this.callId ?? "", name: this.name ?? "", arguments: text, status };
-      channelKept = channel !== CALL_CHANNEL;
-      contentTypeKept = contentType !== CALL_CONTENT_TYPE;
+      // the header a function call is rendered back with, unless it says otherwise
+      channelKept = channel !== spec.CHANNEL_TOOL_CALLS;
+      contentTypeKept = contentType !== spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
     } else {
       // A vendor-prefixed item: every key besides `type` is an extra field.
       return { type, id: this.id, status, recipient, arguments: text, channel, content_type: contentType };
@@ -291,7 +281,7 @@ export class ResponseBuilder<D, R = D[]> {
   private reasoningFrom = 0; // the token that opened the reasoning item being read
   private readonly text: string[] = []; // completion text, when it came as text (for usage)
   private started = false;
-  private finalResponse: ResponseResource | null = null; // set as the response ends
+  private finished = false; // the closing event is sent
 
   constructor(
     private readonly encoding: HarmonyEncoding,
@@ -319,25 +309,11 @@ export class ResponseBuilder<D, R = D[]> {
 
   // -- state -------------------------------------------------------------------------------------------------
 
-  get finished(): boolean {
-    return this.finalResponse !== null;
-  }
-
-  /** The response its closing event carried (completed, incomplete or failed), once it ended. */
-  get final(): ResponseResource | null {
-    return this.finalResponse;
-  }
-
-  get repairs(): Recovered[] {
-    return [...this.repairList];
-  }
-
   /** The response as it stands (an open item is included as `incomplete` unless in progress). */
   snapshot(status: Status, extra: Partial<SnapshotState> = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
-    const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
-    const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
+    const repairs = status !== Status.InProgress ? this.repairList.map(({ type, ...record }) => record) : null;
     const state = { responseId: this.responseId, createdAt: this.createdAt, model: this.options.model ?? "gpt-oss", status, output };
     return responseSnapshot(this.request, { ...state, repairs, ...extra });
   }
@@ -441,8 +417,9 @@ export class ResponseBuilder<D, R = D[]> {
   }
 
   private end(status: Status, extra: Partial<SnapshotState>): void {
-    this.finalResponse = this.snapshot(status, { usage: this.usage(), ...extra });
-    this.send(spec.STREAM_CLOSING[status] ?? "", { response: this.finalResponse as unknown as JsonData });
+    this.finished = true;
+    const response = this.snapshot(status, { usage: this.usage(), ...extra }) as unknown as JsonData;
+    this.send(spec.STREAM_CLOSING[status] ?? "", { response });
   }
 
   /** What this call wrote, and the writer's `last`: `finish` or `fail` ended the response (one the parser failed

@@ -116,7 +116,6 @@ export class SSEError extends Error {
 
 const LINE_END = /\r\n|\r|\n/;
 const FIELD = /^([^:]*)(?:: ?(.*))?$/s; // a field's name, and its value after the colon and one space
-const BOM = "\ufeff";
 
 function shortRepr(text: string): string {
   return JSON.stringify([...text].slice(0, 40).join(""));
@@ -132,10 +131,9 @@ function readEvent(number: number, name: string | null, payload: string, events:
     throw new SSEError(number, e.message, events);
   }
   if (!isJsonObject(raw)) throw new SSEError(number, `data: expected a JSON object (an event), found ${found(raw)}`, events);
-  let kind = raw["type"];
-  if (typeof kind !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(kind)}`, events);
-  const ours = FROM_OPENAI.get(kind);
-  if (ours !== undefined) raw["type"] = kind = ours;
+  const type = raw["type"];
+  if (typeof type !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(type)}`, events);
+  const kind = (raw["type"] = FROM_OPENAI.get(type) ?? type); // the spec's name of the event
   if (name !== null && (FROM_OPENAI.get(name) ?? name) !== kind) {
     throw new SSEError(number, `event name ${JSON.stringify(name)} differs from the body's type ${JSON.stringify(kind)}`, events);
   }
@@ -157,9 +155,8 @@ function readEvent(number: number, name: string | null, payload: string, events:
  * with the events read so far in `.events` (the Python package's `parse_sse`, same rules, same messages).
  */
 export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
-  let text = typeof lines === "string" ? lines : [...lines].join("");
-  if (text.startsWith(BOM)) text = text.slice(BOM.length);
-  const parts = text.split(LINE_END);
+  const text = typeof lines === "string" ? lines : [...lines].join("");
+  const parts = text.replace(/^\ufeff/, "").split(LINE_END); // a byte-order mark first is skipped
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = []; // what each SSEError carries: the events read before it
   let name: string | null = null;
