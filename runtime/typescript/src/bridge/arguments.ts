@@ -66,17 +66,15 @@ function uniqueItems(flag: boolean, data: unknown[]): boolean {
 }
 
 function validatorFor(schema: JsonObject): ValidateFunction | Error {
-  let found = compiled.get(schema);
-  if (found === undefined) {
+  if (!compiled.has(schema)) {
     try {
-      found = ajvFor(schema).compile(plain(schema) as object);
+      compiled.set(schema, ajvFor(schema).compile(plain(schema) as object));
     } catch (e) {
       if (!(e instanceof Error)) throw e;
-      found = e;
+      compiled.set(schema, e);
     }
-    compiled.set(schema, found);
   }
-  return found;
+  return compiled.get(schema) as ValidateFunction | Error;
 }
 
 // -- the spec's texts -------------------------------------------------------------------------------------------

@@ -140,9 +140,8 @@ export class ChatChunks {
     this.held.delete(id);
     if (call.status === INCOMPLETE) return [this.chunk({ [PARTIAL_CALLS]: [callOf(call)] })];
     const index = this.calls++;
-    const out = [this.chunk({ tool_calls: [{ index, ...callOf({ ...call, arguments: "" }) }] })];
-    for (const delta of deltas) out.push(this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }));
-    return out;
+    const first = this.chunk({ tool_calls: [{ index, ...callOf({ ...call, arguments: "" }) }] });
+    return [first, ...deltas.map((delta) => this.chunk({ tool_calls: [{ index, function: { arguments: delta } }] }))];
   }
 
   /** The usage chunk (`choices: []`), when it was asked for and the response finished. */

@@ -48,7 +48,6 @@ import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js
 import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./tools.js";
 
 export type IdFactory = (prefix: string) => string;
-export type RepairHook = (repair: Recovered) => void;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
 const JSON_OPENERS = "{["; // what JSON arguments begin with
@@ -114,11 +113,7 @@ function eventOf([type, fields]: EventSpec, sequenceNumber: number, values: Json
 function partMaker(itemType: string, partType: string): (text: string) => JsonObject {
   const name = fieldMember(itemModelOf("ItemField", itemType) ?? "", "content", partType);
   const lists = model(name).fields.filter((f) => f.required && f.type.kind === "list").map((f) => f.key);
-  return (text) => {
-    const part: JsonObject = { type: partType, text };
-    for (const key of lists) part[key] = [];
-    return make(name, part);
-  };
+  return (text) => make(name, { type: partType, text, ...Object.fromEntries(lists.map((key) => [key, []])) });
 }
 
 /** One kind of output item: its row of `ITEM_KINDS`, with its events from `EVENT_ORDER`: those before the repeated
@@ -249,7 +244,7 @@ export interface BuilderOptions {
   readonly stopAtTurnEnd?: boolean;
   readonly strict?: boolean;
   readonly tools?: Iterable<string> | null;
-  readonly onRepair?: RepairHook | null;
+  readonly onRepair?: ((repair: Recovered) => void) | null;
 }
 
 /**
@@ -366,20 +361,12 @@ export class ResponseBuilder<D, R = D[]> {
    */
   finish(stopped: boolean | null = null): R {
     if (this.finished) return this.take();
-    this.begin();
     const region = this.parser.region;
     let cut = region === Region.Body || region === Region.Header || region === Region.Stripped; // inside a message
     cut = cut && (this.parser.tokensRead > 0 || this.text.some((t) => t !== "")); // an empty completion is not cut
     if (stopped === null) stopped = !cut || (this.text.length > 0 && this.stopTokenMayEndIt());
     const status = stopped ? Status.Completed : Status.Incomplete;
-    let events: Event[];
-    try {
-      events = this.parser.close();
-    } catch (e) {
-      if (!(e instanceof HarmonyParseError)) throw e;
-      events = []; // strict mode, a header cut short: that is the budget's doing, not a failure
-    }
-    this.handle(events, status);
+    this.read(() => this.parser.close(), status);
     if (this.item !== null) this.close(status, this.parser.currentContent);
     this.end(status, stopped ? { completedAt: Math.floor(this.clock()) } : { incompleteReason: spec.RESPONSE_INCOMPLETE_REASON });
     return this.last();
@@ -452,17 +439,18 @@ export class ResponseBuilder<D, R = D[]> {
 
   // -- parser events → item events ---------------------------------------------------------------------------
 
-  /** Start when not started, and hand the parser's events to `handle`; a parse error (strict mode) fails. */
-  private read(parse: () => Event[]): void {
+  /** Start when not started, and hand the parser's events to `handle`; a parse error (strict mode) fails, but not at
+   * the end (`eosStatus` given): a header cut short there is the budget's doing, not a failure. */
+  private read(parse: () => Event[], eosStatus?: Status): void {
     this.begin();
-    let events: Event[];
+    let events: Event[] = [];
     try {
       events = parse();
     } catch (e) {
       if (!(e instanceof HarmonyParseError)) throw e;
-      return this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
+      if (eosStatus === undefined) return this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
     }
-    this.handle(events);
+    this.handle(events, eosStatus);
   }
 
   private handle(events: readonly Event[], eosStatus: Status = Status.Incomplete): void {

@@ -20,10 +20,6 @@ export interface DeclaredTool {
   readonly where: string; // its place in the request: `tools[2]`, `tools[7].tools[1]`
 }
 
-function isNamespace(tool: FunctionToolParam | NamespaceToolParam): tool is NamespaceToolParam {
-  return tool.type === "namespace";
-}
-
 /** The name calls use for function `name` of `namespace` (null: a top-level function). */
 export function qualified(name: string, namespace: string | null | undefined): string {
   return namespace === null || namespace === undefined ? name : namespace + SEPARATOR + name;
@@ -37,17 +33,17 @@ export function recipient(name: string): string {
 /** Every function the request declares, in order: top-level functions and each namespace tool's functions. */
 export function declaredTools(body: CreateResponseBody | null): DeclaredTool[] {
   return (body?.tools ?? []).flatMap((tool, i): DeclaredTool[] =>
-    isNamespace(tool)
+    tool.type === "namespace"
       ? tool.tools.map((t, j) => ({ name: qualified(t.name, tool.name), tool: t, namespace: tool.name, where: `tools[${i}].tools[${j}]` }))
       : [{ name: tool.name, tool, namespace: null, where: `tools[${i}]` }],
   );
 }
 
 export function namespaceTools(body: CreateResponseBody | null): NamespaceToolParam[] {
-  return (body?.tools ?? []).filter(isNamespace);
+  return (body?.tools ?? []).filter((t) => t.type === "namespace");
 }
 
 /** The top-level function tools of the request (what the response's `tools` echo). */
 export function functionTools(body: CreateResponseBody | null): FunctionToolParam[] {
-  return (body?.tools ?? []).filter((t): t is FunctionToolParam => !isNamespace(t));
+  return (body?.tools ?? []).filter((t) => t.type !== "namespace");
 }
