@@ -48,15 +48,12 @@ function texts(item: Item, type: unknown): string[] {
 
 /** The response as a Chat Completions object: `content`, `reasoning_content`, `tool_calls`, `finish_reason`. */
 export function toChatCompletion(response: ResponseResource): JsonObject {
-  const content: string[] = []; // the text of each message item
-  const reasoning: string[] = [];
-  const calls: JsonObject[] = [];
-  const partial: JsonObject[] = [];
-  for (const item of response.output as unknown as readonly Item[]) {
-    if (item.type === MESSAGE?.type) content.push(texts(item, MESSAGE?.text?.["part"]).join(""));
-    else if (item.type === REASONING?.type) reasoning.push(...texts(item, REASONING?.text?.["part"]));
-    else if (item.type === CALL?.type) (item.status === INCOMPLETE ? partial : calls).push(callOf(item));
-  }
+  const output = response.output as unknown as readonly Item[];
+  const ofKind = (row: typeof CALL): Item[] => output.filter((item) => item.type === row?.type);
+  const content = ofKind(MESSAGE).map((item) => texts(item, MESSAGE?.text?.["part"]).join("")); // the text of each message item
+  const reasoning = ofKind(REASONING).flatMap((item) => texts(item, REASONING?.text?.["part"]));
+  const calls = ofKind(CALL).filter((item) => item.status !== INCOMPLETE).map(callOf);
+  const partial = ofKind(CALL).filter((item) => item.status === INCOMPLETE).map(callOf);
   const message: JsonObject = {
     role: Role.Assistant,
     content: content.filter((text) => text !== "").join(SEPARATOR) || null, // empty text is no content

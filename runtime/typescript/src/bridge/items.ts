@@ -50,7 +50,6 @@ import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./to
 export type IdFactory = (prefix: string) => string;
 const SEPARATOR = spec.HEADER_NAMESPACE_SEPARATOR;
 const EMPTY_ARGUMENTS = "{}"; // JSON's empty object: what a call without arguments passes
-const JSON_OPENERS = "{["; // what JSON arguments begin with
 const OPEN = spec.SPELLING_OPEN;
 const SPECIALS = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
 const OUTPUT_INVALID = spec.ERRORS[spec.ERROR_MODEL_OUTPUT_INVALID]; // the error of an output that is not Harmony
@@ -139,7 +138,6 @@ export type KindSpec = ReturnType<typeof kindSpec>;
 
 export const KINDS: ReadonlyMap<ItemKind, KindSpec> = new Map(ITEM_KIND_VALUES.map((k) => [k, kindSpec(k)]));
 const REASONING_CHANNEL = spec.CHANNEL_BY_PURPOSE[spec.ITEM_KINDS[ItemKind.Reasoning]?.channel_purpose ?? ""] ?? "";
-const KNOWN_CHANNELS: ReadonlySet<string> = new Set(spec.CHANNELS);
 // the kinds a namespace names (the kinds that none names under null, which no recipient's namespace is)
 const KIND_OF_NAMESPACE = new Map(ITEM_KIND_VALUES.map((kind) => [spec.ITEM_KINDS[kind]?.namespace ?? null, kind]));
 const PHASES = Object.entries(spec.ITEM_KINDS[ItemKind.Message]?.phases ?? {});
@@ -157,7 +155,7 @@ export function kindOf(start: MessageStart, namespaces: ReadonlySet<string> = ne
   if (!assistant) return ItemKind.ToolCall;
   if (recipient !== null && recipient !== spec.HEADER_BROADCAST_RECIPIENT) return KIND_OF_NAMESPACE.get(namespace) ?? ItemKind.ToolCall;
   // a channel the format does not know is hidden, as reasoning is
-  return channel === REASONING_CHANNEL || (channel !== null && !KNOWN_CHANNELS.has(channel)) ? ItemKind.Reasoning : ItemKind.Message;
+  return channel === REASONING_CHANNEL || (channel !== null && !spec.CHANNELS.includes(channel)) ? ItemKind.Reasoning : ItemKind.Message;
 }
 
 export class OpenItem {
@@ -427,7 +425,7 @@ export class ResponseBuilder<D, R = D[]> {
     const text = strip(this.parser.currentContent);
     if (!text) return false; // cut right after its header
     if (item.kind.part !== null) return item.kind.kind !== ItemKind.Reasoning;
-    if (!JSON_OPENERS.includes(text[0] as string)) return true;
+    if (!/^[{[]/.test(text)) return true; // not JSON, which arguments begin with `{` or `[`
     try {
       readJson(text);
     } catch (e) {

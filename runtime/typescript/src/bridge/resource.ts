@@ -68,8 +68,6 @@ export function responseSnapshot(body: CreateResponseBody | null, state: Snapsho
   const tools = functionTools(b).map(({ name, description, parameters, strict }) =>
     make("FunctionTool", { name, description: description ?? null, parameters: (parameters ?? null) as JsonData, strict: strict ?? null }),
   );
-  const asked = b.reasoning ?? null;
-  const reasoning = asked !== null ? make("Reasoning", { effort: asked.effort ?? null, summary: asked.summary ?? null }) : null;
   const out: JsonObject = {
     id: state.responseId,
     created_at: state.createdAt,
@@ -91,7 +89,7 @@ export function responseSnapshot(body: CreateResponseBody | null, state: Snapsho
     frequency_penalty: b.frequency_penalty || 0,
     top_logprobs: b.top_logprobs || 0,
     temperature: b.temperature ?? 1,
-    reasoning,
+    reasoning: b.reasoning ? make("Reasoning", { effort: b.reasoning.effort ?? null, summary: b.reasoning.summary ?? null }) : null,
     usage: (state.usage ?? null) as JsonData,
     max_output_tokens: b.max_output_tokens ?? null,
     max_tool_calls: b.max_tool_calls ?? null,

@@ -114,7 +114,6 @@ export class SSEError extends Error {
   }
 }
 
-const LINE_END = /\r\n|\r|\n/;
 const FIELD = /^([^:]*)(?:: ?(.*))?$/s; // a field's name, and its value after the colon and one space
 
 function shortRepr(text: string): string {
@@ -156,7 +155,7 @@ function readEvent(number: number, name: string | null, payload: string, events:
  */
 export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   const text = typeof lines === "string" ? lines : [...lines].join("");
-  const parts = text.replace(/^\ufeff/, "").split(LINE_END); // a byte-order mark first is skipped
+  const parts = text.replace(/^\ufeff/, "").split(/\r\n|\r|\n/); // a byte-order mark first is skipped
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = []; // what each SSEError carries: the events read before it
   let name: string | null = null;
