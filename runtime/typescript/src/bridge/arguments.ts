@@ -113,12 +113,9 @@ export function checkArguments(argumentsText: string, schema: JsonObject): Valid
   if (validate(plain(value))) return new Validation(true);
   const errors = validate.errors ?? [];
   const folded = errors.filter((e) => FOLDING.has(e.keyword)).map((e) => e.schemaPath + "/");
-  const found = new Map<string, { path: string; message: string }>();
-  for (const e of errors) {
-    if (WRAPPERS.has(e.keyword) || folded.some((p) => e.schemaPath.startsWith(p))) continue;
-    const one = { path: e.instancePath, message: message(e) };
-    found.set(`${one.path}\u0000${one.message}`, one);
-  }
-  const sorted = [...found.values()].sort((a, b) => compareCodePoints(a.path, b.path) || compareCodePoints(a.message, b.message));
+  const kept = errors.filter((e) => !WRAPPERS.has(e.keyword) && !folded.some((p) => e.schemaPath.startsWith(p)));
+  const found = kept.map((e) => ({ path: e.instancePath, message: message(e) }));
+  const once = new Map(found.map((one) => [`${one.path}\u0000${one.message}`, one]));
+  const sorted = [...once.values()].sort((a, b) => compareCodePoints(a.path, b.path) || compareCodePoints(a.message, b.message));
   return new Validation(errors.length === 0, sorted);
 }

@@ -158,21 +158,21 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
   const parts = text.replace(/^\ufeff/, "").split(/\r\n|\r|\n/); // a byte-order mark first is skipped
   if (parts[parts.length - 1] === "") parts.pop(); // the text ends with a line end: no unterminated last line
   const events: StreamingEvent[] = []; // what each SSEError carries: the events read before it
+  let number = 0; // the line being read
+  const fail = (message: string, line = number): SSEError => new SSEError(line, message, events);
   let name: string | null = null;
   let data: (readonly [number, string])[] = []; // the pending event's `data` fields: each one's line and value
   let first = 0; // the line of its first field
   let done = 0; // the line of `data: [DONE]` once dispatched
-  for (const [i, line] of parts.entries()) {
-    const number = i + 1;
+  for (const line of parts) {
+    number += 1;
     if (line === "") {
       if (data.length > 0) {
         const payload = data.map(([, value]) => value).join("\n");
-        if (done) throw new SSEError(number - 1, `an event after data: ${DONE} (line ${done})`, events);
+        if (done) throw fail(`an event after data: ${DONE} (line ${done})`, number - 1);
         if (payload === DONE) done = first;
         else events.push(readEvent(data[0]?.[0] ?? first, name, payload, events));
-      } else if (name !== null) {
-        throw new SSEError(first, `event ${JSON.stringify(name)} has no data`, events);
-      }
+      } else if (name !== null) throw fail(`event ${JSON.stringify(name)} has no data`, first);
       name = null;
       data = [];
       first = 0;
@@ -181,19 +181,13 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
     if (line.startsWith(":")) continue; // a comment
     const [, field, value = ""] = FIELD.exec(line) ?? [];
     first = first || number;
-    if (field === "data") {
-      data.push([number, value]);
-    } else if (field === "event") {
-      name = value || null;
-    } else if (field === "id") {
-      if (value.includes("\0")) throw new SSEError(number, "an id holding NUL, which readers ignore", events);
-    } else if (field === "retry") {
-      if (!/^[0-9]+$/.test(value)) throw new SSEError(number, `retry expects a number of milliseconds, found ${shortRepr(value)}`, events);
-    } else {
-      throw new SSEError(number, `not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`, events);
-    }
+    if (field === "data") data.push([number, value]);
+    else if (field === "event") name = value || null;
+    else if (field === "id" && value.includes("\0")) throw fail("an id holding NUL, which readers ignore");
+    else if (field === "retry" && !/^[0-9]+$/.test(value)) throw fail(`retry expects a number of milliseconds, found ${shortRepr(value)}`);
+    else if (field !== "id" && field !== "retry") throw fail(`not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`);
   }
-  if (first) throw new SSEError(first, "the stream ends inside an event: no blank line after it, so it is never dispatched", events);
-  if (!done) throw new SSEError(parts.length, `the stream ends before data: ${DONE}: it was cut`, events);
+  if (first) throw fail("the stream ends inside an event: no blank line after it, so it is never dispatched", first);
+  if (!done) throw fail(`the stream ends before data: ${DONE}: it was cut`, parts.length);
   return events;
 }
