@@ -14,6 +14,7 @@ import { Ajv } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 
+import { recover } from "../errors.js";
 import { isJsonObject, type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
 import { spec } from "../tables.js";
 import { fill } from "../texts.js";
@@ -66,15 +67,12 @@ function uniqueItems(flag: boolean, data: unknown[]): boolean {
 }
 
 function validatorFor(schema: JsonObject): ValidateFunction | Error {
-  if (!compiled.has(schema)) {
-    try {
-      compiled.set(schema, ajvFor(schema).compile(plain(schema) as object));
-    } catch (e) {
-      if (!(e instanceof Error)) throw e;
-      compiled.set(schema, e);
-    }
+  let found = compiled.get(schema);
+  if (found === undefined) {
+    found = recover(Error, (): ValidateFunction | Error => ajvFor(schema).compile(plain(schema) as object), (e) => e);
+    compiled.set(schema, found);
   }
-  return compiled.get(schema) as ValidateFunction | Error;
+  return found;
 }
 
 // -- the spec's texts -------------------------------------------------------------------------------------------
@@ -101,13 +99,8 @@ function message(error: ErrorObject): string {
 
 /** Validate a call's `arguments` (a JSON text) against `schema`; never throws on what the model wrote. */
 export function checkArguments(argumentsText: string, schema: JsonObject): Validation {
-  let value: JsonData;
-  try {
-    value = readJson(argumentsText);
-  } catch (e) {
-    if (!(e instanceof JsonSyntaxError)) throw e;
-    return new Validation(false, [{ path: "", message: e.message }]);
-  }
+  const value = recover(JsonSyntaxError, (): JsonData | JsonSyntaxError => readJson(argumentsText), (e) => e);
+  if (value instanceof JsonSyntaxError) return new Validation(false, [{ path: "", message: value.message }]);
   const validate = validatorFor(schema);
   if (validate instanceof Error) return new Validation(null, [{ path: "", message: BAD_SCHEMA + validate.message }]);
   if (validate(plain(value))) return new Validation(true);

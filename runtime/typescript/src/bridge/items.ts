@@ -37,6 +37,7 @@ import { randomBytes } from "node:crypto";
 import type { CreateResponseBody, ResponseResource, StreamingEvent, Usage } from "#types";
 
 import type { HarmonyEncoding } from "../encoding.js";
+import { recover } from "../errors.js";
 import { type JsonData, type JsonObject, JsonSyntaxError, readJson } from "../json.js";
 import { fill, strip } from "../texts.js";
 import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, Recovered } from "../stream/events.js";
@@ -426,13 +427,8 @@ export class ResponseBuilder<D, R = D[]> {
     if (!text) return false; // cut right after its header
     if (item.kind.part !== null) return item.kind.kind !== ItemKind.Reasoning;
     if (!/^[{[]/.test(text)) return true; // not JSON, which arguments begin with `{` or `[`
-    try {
-      readJson(text);
-    } catch (e) {
-      if (e instanceof JsonSyntaxError) return false; // cut inside the JSON
-      throw e;
-    }
-    return true;
+    const read = recover(JsonSyntaxError, (): JsonData | JsonSyntaxError => readJson(text), (e) => e);
+    return !(read instanceof JsonSyntaxError); // a syntax error: cut inside the JSON
   }
 
   // -- parser events → item events ---------------------------------------------------------------------------
@@ -441,13 +437,10 @@ export class ResponseBuilder<D, R = D[]> {
    * the end (`eosStatus` given): a header cut short there is the budget's doing, not a failure. */
   private read(parse: () => Event[], eosStatus?: Status): void {
     this.begin();
-    let events: Event[] = [];
-    try {
-      events = parse();
-    } catch (e) {
-      if (!(e instanceof HarmonyParseError)) throw e;
-      if (eosStatus === undefined) return this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
-    }
+    const events = recover(HarmonyParseError, parse, (e): Event[] => {
+      if (eosStatus === undefined) this.failed(fill(OUTPUT_INVALID?.message ?? "{detail}", { detail: e.message }));
+      return [];
+    });
     this.handle(events, eosStatus);
   }
 

@@ -30,8 +30,7 @@ function textField(body: CreateResponseBody): JsonObject {
     echoed = make("JsonSchemaResponseFormat", { name: name ?? "", description: description ?? null, schema: null, strict: !!strict });
   }
   const verbosity = body.text?.verbosity ?? null;
-  // an absent verbosity stays absent
-  return make("TextField", verbosity !== null ? { format: echoed, verbosity } : { format: echoed });
+  return make("TextField", { format: echoed, ...(verbosity !== null && { verbosity }) }); // an absent verbosity stays absent
 }
 
 export function usage(inputTokens: number, outputTokens: number, reasoningTokens: number, cachedTokens = 0): Usage {

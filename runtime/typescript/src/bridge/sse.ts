@@ -3,7 +3,8 @@
 import type { CreateResponseBody, StreamingEvent } from "#types";
 
 import type { HarmonyEncoding } from "../encoding.js";
-import { isJsonObject, type JsonData } from "../json.js";
+import { rethrow } from "../errors.js";
+import { isJsonObject } from "../json.js";
 import { JSONInputError, loadJson } from "../jsonInput.js";
 import { spec } from "../tables.js";
 import { type BuilderOptions, type Completion, drive, EVENTS, type OpenItem, ResponseBuilder } from "./items.js";
@@ -122,13 +123,7 @@ function shortRepr(text: string): string {
 
 /** One event's `data` (on lines from `number`) as a typed event; every problem an `SSEError` carrying `events`. */
 function readEvent(number: number, name: string | null, payload: string, events: StreamingEvent[]): StreamingEvent {
-  let raw: JsonData;
-  try {
-    raw = loadJson(payload, "data");
-  } catch (e) {
-    if (!(e instanceof JSONInputError)) throw e;
-    throw new SSEError(number, e.message, events);
-  }
+  const raw = rethrow(JSONInputError, () => loadJson(payload, "data"), (e) => new SSEError(number, e.message, events));
   if (!isJsonObject(raw)) throw new SSEError(number, `data: expected a JSON object (an event), found ${found(raw)}`, events);
   const type = raw["type"];
   if (typeof type !== "string") throw new SSEError(number, `data.type: expected a string, found ${found(type)}`, events);
@@ -136,13 +131,10 @@ function readEvent(number: number, name: string | null, payload: string, events:
   if (name !== null && (FROM_OPENAI.get(name) ?? name) !== kind) {
     throw new SSEError(number, `event name ${JSON.stringify(name)} differs from the body's type ${JSON.stringify(kind)}`, events);
   }
-  try {
-    return validateAs<StreamingEvent>(EVENT_UNION, raw);
-  } catch (e) {
-    if (!(e instanceof ModelValidationError)) throw e;
+  return rethrow(ModelValidationError, () => validateAs<StreamingEvent>(EVENT_UNION, raw), (e) => {
     const problem = explain(e.issues, raw);
-    throw new SSEError(number, `${problemPath(problem, "data")}: ${problem.message} (event ${JSON.stringify(kind)})`, events);
-  }
+    return new SSEError(number, `${problemPath(problem, "data")}: ${problem.message} (event ${JSON.stringify(kind)})`, events);
+  });
 }
 
 /**
