@@ -95,15 +95,11 @@ function kind(value: unknown): string {
   return fraction ? `${floatRepr(Number(value))} (a number with a fraction)` : kindOf(value);
 }
 
-function isTokenId(value: unknown): boolean {
-  return typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value));
-}
-
 /** A JSON array of integers (`true` and `1.5` are not ids); whether each is in the vocabulary is the caller's. */
 export function readTokenIds(file: string, flag: string | null = null): number[] {
   const data = readJsonFile(file, flag);
   if (!Array.isArray(data)) throw new InputError(file, "$", `expected a JSON list of token ids, found ${kind(data)}`, flag);
-  const bad = data.findIndex((token) => !isTokenId(token));
+  const bad = data.findIndex((token) => typeof token !== "bigint" && !Number.isInteger(token));
   if (bad >= 0) throw new InputError(file, `$[${bad}]`, `expected a JSON list of token ids (integers), found ${kind(data[bad])}`, flag);
   return data as number[];
 }
