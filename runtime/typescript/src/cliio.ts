@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 
 import { kindOf } from "./bridge/validation.js";
 import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
-import { HarmonyError, rethrow } from "./errors.js";
+import { rethrow } from "./errors.js";
 import { floatRepr, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
 import { spec } from "./tables.js";
@@ -44,10 +44,9 @@ export class CommandError extends Error {
   }
 }
 
-/** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
+/** The Harmony encoding: its vocabulary comes with the package, so (unlike Python's) loading it cannot fail. */
 export function loadEncoding(): HarmonyEncoding {
-  const load = (): HarmonyEncoding => loadHarmonyEncoding(spec.ENCODING_NAME);
-  return rethrow(HarmonyError, load, (e) => new CommandError(`cannot load the vocabulary: ${e.message}`, 1));
+  return loadHarmonyEncoding(spec.ENCODING_NAME);
 }
 
 /** `--completion out.txt`, `<stdin>`: how errors name an input. */
