@@ -84,11 +84,10 @@ export class HarmonyEncoding {
   }
 
   /** Encode text; spellings of special tokens throw unless allowed or no longer disallowed. */
-  encode(text: string, options: EncodeOptions = {}): number[] {
+  encode(text: string, { allowedSpecial = new Set(), disallowedSpecial = "all" }: EncodeOptions = {}): number[] {
     const all = this.vocab.specials;
-    const allowed = new Set(options.allowedSpecial === "all" ? all.keys() : (options.allowedSpecial ?? []));
-    const disallowedOption = options.disallowedSpecial ?? "all";
-    const disallowed = disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
+    const allowed = new Set(allowedSpecial === "all" ? all.keys() : allowedSpecial);
+    const disallowed = disallowedSpecial === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedSpecial];
     const match = disallowed.length > 0 ? this.specialRegex(disallowed).exec(text) : null;
     if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
     const usable = [...allowed].filter((s) => all.has(s));

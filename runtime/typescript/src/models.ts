@@ -58,11 +58,9 @@ function str(value: unknown, loc: Loc): string {
 
 const optStr = nullable(str);
 
-/** The words (and integers) pydantic's lax mode reads as a boolean. */
-const BOOL_WORDS: ReadonlyMap<string, boolean> = new Map([
-  ...["1", "on", "t", "true", "y", "yes"].map((w): [string, boolean] => [w, true]),
-  ...["0", "off", "f", "false", "n", "no"].map((w): [string, boolean] => [w, false]),
-]);
+/** The words (and integers) pydantic's lax mode reads as true, and as false. */
+const TRUE_WORDS = ["1", "on", "t", "true", "y", "yes"];
+const FALSE_WORDS = ["0", "off", "f", "false", "n", "no"];
 
 function bool(value: unknown, loc: Loc): boolean {
   if (typeof value === "boolean") return value;
@@ -70,9 +68,9 @@ function bool(value: unknown, loc: Loc): boolean {
   const integral = typeof value === "bigint" || Number.isInteger(value);
   const word = typeof value === "string" ? value.toLowerCase() : integral ? String(value) : null;
   if (word === null) throw new ValidationError(loc, "Input should be a valid boolean");
-  const found = BOOL_WORDS.get(word);
-  if (found === undefined) throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
-  return found;
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
 }
 
 /** An object, read as a plain dictionary or (`model`) as the model of that name. */

@@ -91,8 +91,7 @@ function objectType(schema: JsonObject, indent: string): string {
   let out = (desc === null ? "" : `${indent}${COMMENT}${desc}\n`) + "{\n";
   const props = schema["properties"];
   if (isJsonObject(props)) {
-    const req = schema["required"];
-    const required = new Set(Array.isArray(req) ? req.filter((r): r is string => typeof r === "string") : []);
+    const required = new Set(Array.isArray(schema["required"]) ? schema["required"] : []); // only strings can be a key
     for (const [key, val] of entriesOf(props)) {
       const optional = required.has(key) ? "" : "?";
       const title = get(val, "title");
@@ -145,10 +144,9 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
   for (const line of rustLines(ns.description ?? "")) lines.push(prefix + line); // no description, no lines
   if (ns.tools.length > 0) {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
-    for (const tool of ns.tools) {
-      for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
-      const name = tool.name;
-      const params = tool.parameters === null ? null : schemaToTypescript(tool.parameters, "");
+    for (const { name, description, parameters } of ns.tools) {
+      for (const line of rustLines(description)) lines.push(COMMENT + line);
+      const params = parameters === null ? null : schemaToTypescript(parameters, "");
       lines.push(params === null ? fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name }) : fill(spec.TOOLS_TOOL_WITH_PARAMS, { name, params }));
     }
     lines.push(fill(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));
