@@ -45,8 +45,10 @@ function jsonDisplay(value: unknown): string {
   return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: ryu });
 }
 
-/** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
-function defaultComment(schema: unknown, value: unknown, inline = false): string {
+/** The `default: …` comment, or null; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
+function defaultOf(schema: unknown, inline = false): string | null {
+  if (!has(schema, "default")) return null;
+  const value = (schema as JsonObject)["default"];
   const values = get(schema, "enum");
   if (typeof value === "string" && !(Array.isArray(values) && values.length > 0)) return `default: "${value}"`;
   return typeof value === "string" && !inline ? `default: ${value}` : `default: ${jsonDisplay(value)}`;
@@ -68,16 +70,12 @@ function descriptionOf(schema: unknown): string | null {
   return typeof desc === "string" ? desc : null;
 }
 
-function defaultOf(schema: unknown, inline = false): string | null {
-  return has(schema, "default") ? defaultComment(schema, (schema as JsonObject)["default"], inline) : null;
-}
-
 function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[], optional: string, indent: string): string {
   let out = "";
   const propDesc = descriptionOf(val);
   const descAbove = propDesc !== null && descriptionOf(variants[0]) !== propDesc;
   if (descAbove) out += `${indent}${COMMENT}${propDesc}\n`;
-  if (has(val, "default")) out += `${indent}${COMMENT}${defaultComment(val, val["default"])}\n`;
+  if (has(val, "default")) out += `${indent}${COMMENT}${defaultOf(val)}\n`;
   out += `${indent}${key}${optional}:\n`;
   variants.forEach((variant, i) => {
     const vdesc = i === 0 && descAbove ? null : descriptionOf(variant);
