@@ -219,8 +219,7 @@ function namespacesToDict(tools: ReadonlyMap<string, ToolNamespaceConfig> | null
   return tools === null ? null : Object.fromEntries([...tools].map(([key, ns]) => [key, ns.toDict()]));
 }
 
-function namespacesFromDict(raw: unknown, loc: Loc): Map<string, ToolNamespaceConfig> | null {
-  if (raw === null || raw === undefined) return null;
+function namespacesFromDict(raw: unknown, loc: Loc): Map<string, ToolNamespaceConfig> {
   const obj = dict(raw, loc);
   return new Map(keysOf(obj).map((key) => [key, ToolNamespaceConfig.fromDict(obj[key], [...loc, key])]));
 }
@@ -277,7 +276,7 @@ export class SystemContent {
     out.conversationStartDate = optional(obj, loc, "conversation_start_date", optStr, out.conversationStartDate);
     out.knowledgeCutoff = optional(obj, loc, "knowledge_cutoff", optStr, out.knowledgeCutoff);
     out.channelConfig = optional(obj, loc, "channel_config", nullable(ChannelConfig.fromDict), out.channelConfig);
-    out.tools = optional(obj, loc, "tools", namespacesFromDict, out.tools);
+    out.tools = optional(obj, loc, "tools", nullable(namespacesFromDict), out.tools);
     return out;
   }
 }
@@ -307,7 +306,7 @@ export class DeveloperContent {
     const obj = dict(raw, loc, "DeveloperContent");
     const out = new DeveloperContent();
     out.instructions = optional(obj, loc, "instructions", optStr, null);
-    out.tools = optional(obj, loc, "tools", namespacesFromDict, null);
+    out.tools = optional(obj, loc, "tools", nullable(namespacesFromDict), null);
     return out;
   }
 }
