@@ -201,9 +201,7 @@ function tools(file: string, flags: ToolsFlags, out: Out): void {
   out(rethrow(TypeError, render, (e) => new Crash(e.message)) + "\n");
 }
 
-const STOP_SPELLINGS = Object.entries(spec.NAMED_TOKENS)
-  .filter(([, id]) => spec.STOP_TOKENS.includes(id))
-  .map(([spelling]) => spelling);
+const STOP_SPELLINGS = Object.keys(spec.NAMED_TOKENS).filter((s) => spec.STOP_TOKENS.includes(spec.NAMED_TOKENS[s] ?? -1));
 
 /** One line for standard error: what lenient parsing repaired and set aside, by rule (messages hide it). */
 function setAsideNote(file: string, events: readonly Event[]): string | null {

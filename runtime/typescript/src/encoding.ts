@@ -17,7 +17,7 @@ import {
   TextContent,
 } from "./models.js";
 import { StreamableParser } from "./parser.js";
-import { escapeRegExp, fill } from "./texts.js";
+import { alt, fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -78,7 +78,7 @@ export class HarmonyEncoding {
     const key = sorted.join("\u0000");
     const cached = this.specialRegexCache.get(key);
     if (cached !== undefined) return cached;
-    const regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
+    const regex = new RegExp(`(${alt(sorted)})`); // the group: split keeps the spellings
     this.specialRegexCache.set(key, regex);
     return regex;
   }

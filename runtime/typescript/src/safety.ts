@@ -25,7 +25,7 @@ const ESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}*)${esc(OPEN_REST)}`, 
 const UNESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}+)${esc(OPEN_REST)}`, "g");
 const [RESERVED_HEAD = "", RESERVED_TAIL = ""] = spec.RESERVED_SPELLING.split("{id}");
 const LONGEST_FIRST = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
-const SPECIAL_RE = new RegExp([...LONGEST_FIRST.map(esc), `${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`].join("|"), "g");
+const SPECIAL_RE = new RegExp(`${alt(LONGEST_FIRST)}|${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`, "g");
 const FUNCTION_RECIPIENT = spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 // SPACE: the spec's white space (Python's isspace; JavaScript's `\s` adds U+FEFF, lacks U+001C–U+001F, U+0085), flag `u`.
 const RECIPIENT_RE = new RegExp(`${esc(FUNCTION_RECIPIENT)}[^${SPACE}]*`, "gu");
