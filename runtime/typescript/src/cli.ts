@@ -111,10 +111,9 @@ function program(out: Out, err: Out, run: { code: number }): Command {
   respondCommand(root).action((flags: RespondFlags) => exitWith(respond(flags, out, err)));
   promptCommand(root).action((flags: PromptFlags) => exitWith(prompt(flags, out, err)));
   for (const [name, help] of PYTHON_ONLY) {
-    const refuse = (): never => {
+    root.command(name).description(help).action(() => {
       throw new CommandError(`${name}: the server is the Python package's (harmony_responses.server); run the Python CLI`, USAGE_ERROR);
-    };
-    root.command(name).description(help).action(refuse);
+    });
   }
   return root;
 }
@@ -135,7 +134,7 @@ function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
-  const messages = data["messages"].map((raw, i): Message => {
+  return new Conversation(data["messages"].map((raw, i): Message => {
     const where = `$.messages[${i}]`;
     if (!isJsonObject(raw)) throw new InputError(file, where, "expected a message object");
     const role = raw["role"];
@@ -155,8 +154,7 @@ function loadConversation(file: string): Conversation {
     });
     const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
     return Message.withHeader(new Author(parseRole(role), field("name")), items, field);
-  });
-  return new Conversation(messages);
+  }));
 }
 
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
