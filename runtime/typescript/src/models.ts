@@ -193,9 +193,7 @@ export class ToolNamespaceConfig {
 
   /** The spec's built-in namespaces, in the spec's order (browser, python). */
   private static builtin(index: number): ToolNamespaceConfig {
-    const data = Object.values(spec.BUILTIN_NAMESPACES)[index];
-    if (data === undefined) throw new Error(`the spec has no built-in namespace number ${index}`);
-    return ToolNamespaceConfig.fromDict(readJson(JSON.stringify(data)));
+    return ToolNamespaceConfig.fromDict(readJson(JSON.stringify(Object.values(spec.BUILTIN_NAMESPACES)[index] ?? null)));
   }
 
   toDict(): JsonObject {
