@@ -36,15 +36,14 @@ export function decodeReplacing(bytes: Uint8Array): string {
   return replacing.decode(bytes);
 }
 
+// A maximal subpart that reaches the end: a character more bytes could finish (at most 3 of its bytes are there).
+const UNFINISHED = new RegExp(`(?:${SUBPART.source})$`);
+
 /** Where the data ends inside a character that more bytes could finish (its first byte), else `bytes.length`. */
 function unfinishedTail(bytes: Uint8Array): number {
-  const n = bytes.length;
-  for (let k = 1; k <= Math.min(3, n); k++) {
-    const b = bytes[n - k] ?? 0;
-    if (b < 0x80) return n;
-    if (b >= 0xc0) return firstUtf8Problem(bytes.subarray(n - k))?.incomplete === true ? n - k : n;
-  }
-  return n;
+  const tail = Buffer.from(bytes.subarray(-3)).toString("latin1");
+  const found = UNFINISHED.exec(tail);
+  return found === null ? bytes.length : bytes.length - tail.length + found.index;
 }
 
 /** UTF-8 bytes in pieces → text: the bytes of an unfinished character are held (`pending`) until the next piece
