@@ -70,10 +70,8 @@ export class Crash extends Error {
 
 /** The file's (or standard input's) text, decoded as strict UTF-8. */
 export function readText(file: string, flag: string | null = null): string {
-  const unreadable = (e: NodeJS.ErrnoException): Error => {
-    const code = e.code ?? "";
-    return new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
-  };
+  const unreadable = ({ code = "" }: NodeJS.ErrnoException): Error =>
+    new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
   const data = rethrow(Error, () => readFileSync(file === STDIN ? 0 : file), unreadable);
   const problem = firstUtf8Problem(data);
   if (problem !== null) {
