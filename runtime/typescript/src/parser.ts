@@ -140,7 +140,10 @@ export class StreamableParser {
         const tokens = this.headerTokens;
         this.stateValue = StreamState.ExpectStart;
         this.headerTokens = [];
-        this.header = this.parseHeader(tokens, this.nextRole);
+        const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(UNDECODABLE_HEADER));
+        const [header, rest] = parseHeaderText(text, this.nextRole, true);
+        if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
+        this.header = header;
         this.nextRole = null;
         this.stateValue = StreamState.Content;
       } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
@@ -163,13 +166,6 @@ export class StreamableParser {
     } else if (token !== null) {
       throw new HarmonyError(fill(spec.ERR_PARSE_EXPECTED_START, { token, start: spec.TOKEN_START }));
     }
-  }
-
-  private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
-    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(UNDECODABLE_HEADER));
-    const [header, rest] = parseHeaderText(text, role, true);
-    if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
-    return header;
   }
 
   private contentToken(token: number): void {
