@@ -71,18 +71,15 @@ interface ParseFlags {
 }
 
 /** A command on one input file: a format error (strict parsing, rendering) is bad input, named by the file. */
-function onFile<F>(command: (file: string, flags: F) => number): (file: string, flags: F) => number {
+function onFile<F>(command: (file: string, flags: F) => void): (file: string, flags: F) => void {
   return (file, flags) => rethrow(HarmonyError, () => command(file, flags), (e) => new CommandError(`${displayName(file)}: ${e.message}`));
 }
 
-/** The command line; each action leaves its exit code in `run.code` (commander ignores what an action returns). */
+/** The command line; `respond` and `prompt` leave their exit code in `run.code` (commander ignores what an action returns). */
 function program(out: Out, err: Out, run: { code: number }): Command {
-  const act =
-    <A extends unknown[]>(command: (...args: A) => number) =>
-    (...args: A): void => {
-      run.code = command(...args);
-    };
-  const roles = ROLE_VALUES.map((r) => String(r));
+  const exitWith = (code: number): void => {
+    run.code = code;
+  };
   const root = new Command(PROG)
     .description("Harmony format tools, and an Open Responses server for gpt-oss (serve; demo shows it).")
     .version(`${PROG} ${packageVersion()}`, "--version")
@@ -91,33 +88,32 @@ function program(out: Out, err: Out, run: { code: number }): Command {
   const fileCommand = (name: string, description: string, file: string): Command =>
     root.command(name).description(description).argument("<file>", `${file}, or - for standard input`);
   fileCommand("render", "render a conversation (reference JSON form) to Harmony text", "conversation JSON file")
-    .addOption(new Option("--next-role <NEXT_ROLE>", `append ${spec.SPELLING_START}ROLE for completion`).choices(roles))
+    .addOption(new Option("--next-role <NEXT_ROLE>", `append ${spec.SPELLING_START}ROLE for completion`).choices(ROLE_VALUES))
     .option("--training", `end a final answer with ${spec.SPELLING_END_DONE_SAMPLING}`)
     .option("--no-drop-analysis", `keep ${spec.CHANNEL_REASONING} before the ${spec.CHANNEL_ANSWER} answer`)
     .option("--tokens", "print token ids (JSON) instead of text")
-    .action(act(onFile((file, flags: RenderFlags) => render(file, flags, out))));
+    .action(onFile((file, flags: RenderFlags) => render(file, flags, out)));
   fileCommand("tools", "render a tools list as a TypeScript-like namespace", "tools JSON file")
     .option("--namespace <NAMESPACE>", `namespace name (default: the file's, else ${spec.HEADER_FUNCTION_NAMESPACE})`)
     .option("--description <DESCRIPTION>", "namespace description")
-    .action(act(onFile((file, flags: ToolsFlags) => tools(file, flags, out))));
+    .action(onFile((file, flags: ToolsFlags) => tools(file, flags, out)));
   const modes = "lenient (default, as the bridge and the server read completions): repair and report; strict: fail";
   const start = spec.SPELLING_START;
   const role = `role the completion starts in (the prompt ended with ${start}ROLE); ${NO_ROLE}: it starts with ${start}`;
   fileCommand("parse", "parse a completion (text, or token ids) into messages as JSON Lines", "completion file")
     .option("--tokens", "the file holds a JSON list of token ids")
     .addOption(new Option("--mode <MODE>", modes).choices(["strict", "lenient"]).default("lenient"))
-    .addOption(new Option("--role <ROLE>", role).choices([...roles, NO_ROLE]).default(Role.Assistant))
+    .addOption(new Option("--role <ROLE>", role).choices([...ROLE_VALUES, NO_ROLE]).default(Role.Assistant))
     .option("--tool <TOOL>", "a declared function name (repeatable; lenient repairs)", (name, seen?: string[]) => [...(seen ?? []), name])
     .option("--events", "print the event stream instead of the messages")
-    .action(act(onFile((file, flags: ParseFlags) => parse(file, flags, out, err))));
+    .action(onFile((file, flags: ParseFlags) => parse(file, flags, out, err)));
   // no file argument: their errors name the files
-  respondCommand(root).action(act((flags: RespondFlags) => respond(flags, out, err)));
-  promptCommand(root).action(act((flags: PromptFlags) => prompt(flags, out, err)));
+  respondCommand(root).action((flags: RespondFlags) => exitWith(respond(flags, out, err)));
+  promptCommand(root).action((flags: PromptFlags) => exitWith(prompt(flags, out, err)));
   for (const [name, help] of PYTHON_ONLY) {
-    const refuse = (): never => {
+    root.command(name).description(help).action(() => {
       throw new CommandError(`${name}: the server is the Python package's (harmony_responses.server); run the Python CLI`, USAGE_ERROR);
-    };
-    root.command(name).description(help).action(refuse);
+    });
   }
   return root;
 }
@@ -138,7 +134,7 @@ function loadConversation(file: string): Conversation {
   const data = readJsonFile(file);
   if (!isJsonObject(data) || !Array.isArray(data["messages"])) throw new InputError(file, "$.messages", "expected a list of messages");
   const roles = ROLE_VALUES.map((r) => String(r)).sort(compareCodePoints);
-  const messages = data["messages"].map((raw, i): Message => {
+  return new Conversation(data["messages"].map((raw, i): Message => {
     const where = `$.messages[${i}]`;
     if (!isJsonObject(raw)) throw new InputError(file, where, "expected a message object");
     const role = raw["role"];
@@ -157,10 +153,8 @@ function loadConversation(file: string): Conversation {
       return rethrow(ValidationError, () => contentFromDict(item), (e) => new InputError(file, loc(cwhere, e.loc), e.msg));
     });
     const field = (key: string): string | null => optionalText(file, raw, key, where, "expected a string or null");
-    const author = new Author(parseRole(role), field("name"));
-    return Message.withHeader(author, items, field);
-  });
-  return new Conversation(messages);
+    return Message.withHeader(new Author(parseRole(role), field("name")), items, field);
+  }));
 }
 
 /** A list of tools, or `{"name", "description", "tools"}` for a whole namespace. */
@@ -186,7 +180,7 @@ function loadTools(file: string): [string | null, string | null, JsonObject[]] {
   return [name, description, list as JsonObject[]];
 }
 
-function render(file: string, flags: RenderFlags, out: Out): number {
+function render(file: string, flags: RenderFlags, out: Out): void {
   const conversation = loadConversation(file);
   const encoding = loadEncoding();
   const config = new RenderConversationConfig(flags.dropAnalysis);
@@ -195,30 +189,25 @@ function render(file: string, flags: RenderFlags, out: Out): number {
   else if (flags.nextRole !== undefined) tokens = encoding.renderConversationForCompletion(conversation, parseRole(flags.nextRole), config);
   else tokens = encoding.renderConversation(conversation, config);
   out((flags.tokens === true ? writeJson(tokens) : encoding.decodeUtf8(tokens)) + "\n");
-  return 0;
 }
 
-function tools(file: string, flags: ToolsFlags, out: Out): number {
+function tools(file: string, flags: ToolsFlags, out: Out): void {
   const [name, description, list] = loadTools(file);
   // an empty flag or name counts as not given, as in the Python CLI
   const ns = flags.namespace || name || spec.HEADER_FUNCTION_NAMESPACE;
   const render = (): string => renderToolNamespace(ns, list, flags.description || description);
   out(rethrow(TypeError, render, (e) => new Crash(e.message)) + "\n");
-  return 0;
 }
 
-const STOP_SPELLINGS = Object.entries(spec.NAMED_TOKENS)
-  .filter(([, id]) => spec.STOP_TOKENS.includes(id))
-  .map(([spelling]) => spelling);
+const STOP_SPELLINGS = Object.keys(spec.NAMED_TOKENS).filter((s) => spec.STOP_TOKENS.includes(spec.NAMED_TOKENS[s] ?? -1));
 
 /** One line for standard error: what lenient parsing repaired and set aside, by rule (messages hide it). */
 function setAsideNote(file: string, events: readonly Event[]): string | null {
   const recovered = events.filter((e): e is Recovered => e instanceof Recovered);
   if (recovered.length === 0) return null;
-  const counts = new Map<string, number>();
-  for (const e of recovered) counts.set(e.rule, (counts.get(e.rule) ?? 0) + 1);
+  const names = recovered.map((e) => e.rule);
   const chars = recovered.reduce((n, e) => n + [...e.text].length, 0);
-  const rules = [...counts].sort(([a], [b]) => compareCodePoints(a, b)).map(([rule, n]) => `${rule} x${n}`).join(", ");
+  const rules = [...new Set(names)].sort(compareCodePoints).map((rule) => `${rule} x${names.filter((r) => r === rule).length}`).join(", ");
   const aside = chars ? `${chars} characters set aside` : "no text set aside";
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }
@@ -229,7 +218,7 @@ function completionText(file: string): string {
   return text.endsWith("\n") && STOP_SPELLINGS.some((s) => text.slice(0, -1).endsWith(s)) ? text.slice(0, -1) : text;
 }
 
-function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
+function parse(file: string, flags: ParseFlags, out: Out, err: Out): void {
   const encoding = loadEncoding();
   const role = flags.role === NO_ROLE ? null : parseRole(flags.role);
   const parser = new HarmonyStreamParser(encoding, role, flags.mode, flags.tool ?? null);
@@ -241,7 +230,6 @@ function parse(file: string, flags: ParseFlags, out: Out, err: Out): number {
   }
   const note = flags.events === true ? null : setAsideNote(file, events);
   if (note !== null) err(`${PROG}: ${note}\n`);
-  return 0;
 }
 
 /** Run the CLI; returns the exit code. Output goes through `out` and `err` (stdout and stderr by default). */

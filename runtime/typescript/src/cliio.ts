@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 
 import { kindOf } from "./bridge/validation.js";
 import { type HarmonyEncoding, loadHarmonyEncoding } from "./encoding.js";
-import { HarmonyError, rethrow } from "./errors.js";
+import { rethrow } from "./errors.js";
 import { floatRepr, JsonFloat, type JsonData } from "./json.js";
 import { JSONInputError, loadJson } from "./jsonInput.js";
 import { spec } from "./tables.js";
@@ -44,10 +44,9 @@ export class CommandError extends Error {
   }
 }
 
-/** The Harmony encoding; a missing or wrong vocabulary is reported as such, not as a problem of the input. */
+/** The Harmony encoding: its vocabulary comes with the package, so (unlike Python's) loading it cannot fail. */
 export function loadEncoding(): HarmonyEncoding {
-  const load = (): HarmonyEncoding => loadHarmonyEncoding(spec.ENCODING_NAME);
-  return rethrow(HarmonyError, load, (e) => new CommandError(`cannot load the vocabulary: ${e.message}`, 1));
+  return loadHarmonyEncoding(spec.ENCODING_NAME);
 }
 
 /** `--completion out.txt`, `<stdin>`: how errors name an input. */
@@ -71,10 +70,8 @@ export class Crash extends Error {
 
 /** The file's (or standard input's) text, decoded as strict UTF-8. */
 export function readText(file: string, flag: string | null = null): string {
-  const unreadable = (e: NodeJS.ErrnoException): Error => {
-    const code = e.code ?? "";
-    return new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
-  };
+  const unreadable = ({ code = "" }: NodeJS.ErrnoException): Error =>
+    new InputError(file, "$", `cannot read file (${STRERROR[code] ?? code})`, flag);
   const data = rethrow(Error, () => readFileSync(file === STDIN ? 0 : file), unreadable);
   const problem = firstUtf8Problem(data);
   if (problem !== null) {
@@ -95,15 +92,11 @@ function kind(value: unknown): string {
   return fraction ? `${floatRepr(Number(value))} (a number with a fraction)` : kindOf(value);
 }
 
-function isTokenId(value: unknown): boolean {
-  return typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value));
-}
-
 /** A JSON array of integers (`true` and `1.5` are not ids); whether each is in the vocabulary is the caller's. */
 export function readTokenIds(file: string, flag: string | null = null): number[] {
   const data = readJsonFile(file, flag);
   if (!Array.isArray(data)) throw new InputError(file, "$", `expected a JSON list of token ids, found ${kind(data)}`, flag);
-  const bad = data.findIndex((token) => !isTokenId(token));
+  const bad = data.findIndex((token) => typeof token !== "bigint" && !Number.isInteger(token));
   if (bad >= 0) throw new InputError(file, `$[${bad}]`, `expected a JSON list of token ids (integers), found ${kind(data[bad])}`, flag);
   return data as number[];
 }

@@ -8,7 +8,7 @@
 import { HarmonyError } from "./errors.js";
 import {
   type Content,
-  Conversation,
+  type Conversation,
   DeveloperContent,
   type Message,
   RenderConversationConfig,
@@ -17,7 +17,7 @@ import {
   TextContent,
 } from "./models.js";
 import { StreamableParser } from "./parser.js";
-import { escapeRegExp, fill } from "./texts.js";
+import { alt, fill } from "./texts.js";
 import { HarmonyEncodingName, type Role, Role as Roles, spec } from "./tables.js";
 import { renderToolsSection } from "./toolNamespace.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
@@ -78,17 +78,16 @@ export class HarmonyEncoding {
     const key = sorted.join("\u0000");
     const cached = this.specialRegexCache.get(key);
     if (cached !== undefined) return cached;
-    const regex = new RegExp(`(${sorted.map(escapeRegExp).join("|")})`); // the group: split keeps the spellings
+    const regex = new RegExp(`(${alt(sorted)})`); // the group: split keeps the spellings
     this.specialRegexCache.set(key, regex);
     return regex;
   }
 
   /** Encode text; spellings of special tokens throw unless allowed or no longer disallowed. */
-  encode(text: string, options: EncodeOptions = {}): number[] {
+  encode(text: string, { allowedSpecial = new Set(), disallowedSpecial = "all" }: EncodeOptions = {}): number[] {
     const all = this.vocab.specials;
-    const allowed = new Set(options.allowedSpecial === "all" ? all.keys() : (options.allowedSpecial ?? []));
-    const disallowedOption = options.disallowedSpecial ?? "all";
-    const disallowed = disallowedOption === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedOption];
+    const allowed = new Set(allowedSpecial === "all" ? all.keys() : allowedSpecial);
+    const disallowed = disallowedSpecial === "all" ? [...all.keys()].filter((s) => !allowed.has(s)) : [...disallowedSpecial];
     const match = disallowed.length > 0 ? this.specialRegex(disallowed).exec(text) : null;
     if (match !== null) throw new HarmonyError(fill(spec.ERR_DISALLOWED_SPECIAL, { token: match[0] }));
     const usable = [...allowed].filter((s) => all.has(s));
@@ -202,13 +201,11 @@ export class HarmonyEncoding {
     return this.renderInto(message, [], renderOptions?.conversationHasFunctionTools ?? false);
   }
 
-  /** Every message's tokens (analysis dropped as `config` says), and the messages. */
-  private conversationTokens(
-    conversation: Conversation | Iterable<Message>,
-    config: RenderConversationConfig | null,
-  ): [number[], Message[]] {
+  /** Render every message; analysis before the first final is dropped when the last assistant message is
+   * final (unless `autoDropAnalysis` is false). */
+  renderConversation(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
     const out: number[] = [];
-    const messages = conversation instanceof Conversation ? conversation.messages : [...conversation];
+    const messages = [...conversation];
     const functions = (c: Content): boolean => c instanceof DeveloperContent && (c.tools?.get(FUNCTIONS)?.tools.length ?? 0) > 0;
     const functionTools = messages.some((msg) => msg.content.some(functions));
     const autoDrop = config === null ? spec.CONV_AUTO_DROP_ANALYSIS_DEFAULT : config.autoDropAnalysis;
@@ -218,13 +215,7 @@ export class HarmonyEncoding {
     messages.forEach((msg, index) => {
       if (index >= dropBefore || msg.channel !== spec.CHANNEL_REASONING) this.renderInto(msg, out, functionTools);
     });
-    return [out, messages];
-  }
-
-  /** Render every message; analysis before the first final is dropped when the last assistant message is
-   * final (unless `autoDropAnalysis` is false). */
-  renderConversation(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    return this.conversationTokens(conversation, config)[0];
+    return out;
   }
 
   /** Render the conversation, then `<|start|>` and the role that is to speak next. */
@@ -233,15 +224,15 @@ export class HarmonyEncoding {
     nextTurnRole: Role,
     config: RenderConversationConfig | null = null,
   ): number[] {
-    const [out] = this.conversationTokens(conversation, config);
+    const out = this.renderConversation(conversation, config);
     this.pushParts(out, [spec.TOKEN_START, nextTurnRole]);
     return out;
   }
 
   /** Render the conversation; a trailing assistant final ends with `<|return|>`. */
   renderConversationForTraining(conversation: Conversation, config: RenderConversationConfig | null = null): number[] {
-    const [out, messages] = this.conversationTokens(conversation, config);
-    const last = messages.at(-1); // an assistant final is never dropped, so its end is the last token
+    const out = this.renderConversation(conversation, config);
+    const last = [...conversation].at(-1); // an assistant final is never dropped, so its end is the last token
     if (last?.author.role === Roles.Assistant && last.channel === spec.CHANNEL_ANSWER) out[out.length - 1] = spec.TOKEN_END_DONE_SAMPLING;
     return out;
   }

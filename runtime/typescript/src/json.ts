@@ -77,25 +77,21 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
     return m;
   };
   const skip = (): void => void at(WS);
-  const expect = (ch: string): boolean => text[i] === ch && ++i > 0;
+  const expect = (ch: string): boolean => (skip(), text[i] === ch && ++i > 0); // white space before `ch` is skipped
   const value = (): JsonData => {
-    skip();
     if (expect("{")) {
       const obj: JsonObject = {};
       const order: string[] = [];
-      skip();
       if (!expect("}")) {
         do {
           skip();
           const quoted = at(STRING);
           if (quoted === null) throw new JsonSyntaxError();
           const key = JSON.parse(quoted[0]) as string;
-          skip();
           if (!expect(":")) throw new JsonSyntaxError();
           const item = value();
           if (!Object.prototype.hasOwnProperty.call(obj, key)) order.push(key);
           Object.defineProperty(obj, key, { value: item, enumerable: true, writable: true, configurable: true });
-          skip();
         } while (expect(","));
         if (!expect("}")) throw new JsonSyntaxError();
       }
@@ -106,10 +102,9 @@ export function readJson(text: string, options: { readonly markNonFinite?: boole
     }
     if (expect("[")) {
       const out: JsonData[] = [];
-      skip();
       if (!expect("]")) {
         do out.push(value());
-        while ((skip(), expect(",")));
+        while (expect(","));
         if (!expect("]")) throw new JsonSyntaxError();
       }
       return out;

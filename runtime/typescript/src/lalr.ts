@@ -27,12 +27,9 @@ export class GrammarError extends HarmonyError {
   }
 }
 
-function action(state: number, symbol: string): number | undefined {
-  return (grammar.ACTIONS[state] as Readonly<Record<string, number>>)[symbol];
-}
-
-function top(states: readonly number[]): number {
-  return states[states.length - 1] as number;
+/** The table's action on `symbol` in the state on top of `states`. */
+function action(states: readonly number[], symbol: string): number | undefined {
+  return grammar.ACTIONS[states[states.length - 1] as number]?.[symbol];
 }
 
 const ACCEPTED = -1;
@@ -42,13 +39,13 @@ const ACCEPTED = -1;
  * action (undefined). */
 function drive(states: number[], terminal: string, reduced: (origin: string, size: number) => void): number | undefined {
   for (;;) {
-    const act = action(top(states), terminal);
+    const act = action(states, terminal);
     if (act === undefined || act >= 0) return act;
     const [origin, size] = grammar.RULES[~act] as readonly [string, number];
     states.length -= size;
     reduced(origin, size);
     if (terminal === END && origin === grammar.START_RULE && states.length === 1) return ACCEPTED;
-    states.push(action(top(states), origin) as number);
+    states.push(action(states, origin) as number);
   }
 }
 
@@ -60,7 +57,7 @@ export class IncrementalParser {
   constructor(private readonly reduce: Reducer = () => null) {}
 
   get state(): number {
-    return top(this.states);
+    return this.states[this.states.length - 1] as number;
   }
 
   /** The value on the stack at `index` (negative: from the top). */
@@ -70,12 +67,12 @@ export class IncrementalParser {
 
   /** Terminals with an action in the current state (a superset of what `accepts` allows). */
   expected(): ReadonlySet<string> {
-    return EXPECTED[top(this.states)] as ReadonlySet<string>;
+    return EXPECTED[this.state] as ReadonlySet<string>;
   }
 
   /** Whether `terminal` would be shifted (after any reductions) without an error. */
   accepts(terminal: string): boolean {
-    const first = action(top(this.states), terminal);
+    const first = action(this.states, terminal);
     if (first === undefined || first >= 0) return first !== undefined; // no action, or a shift: nothing to simulate
     return drive([...this.states], terminal, () => undefined) !== undefined;
   }

@@ -58,11 +58,9 @@ function str(value: unknown, loc: Loc): string {
 
 const optStr = nullable(str);
 
-/** The words (and integers) pydantic's lax mode reads as a boolean. */
-const BOOL_WORDS: ReadonlyMap<string, boolean> = new Map([
-  ...["1", "on", "t", "true", "y", "yes"].map((w): [string, boolean] => [w, true]),
-  ...["0", "off", "f", "false", "n", "no"].map((w): [string, boolean] => [w, false]),
-]);
+/** The words (and integers) pydantic's lax mode reads as true, and as false. */
+const TRUE_WORDS = ["1", "on", "t", "true", "y", "yes"];
+const FALSE_WORDS = ["0", "off", "f", "false", "n", "no"];
 
 function bool(value: unknown, loc: Loc): boolean {
   if (typeof value === "boolean") return value;
@@ -70,9 +68,9 @@ function bool(value: unknown, loc: Loc): boolean {
   const integral = typeof value === "bigint" || Number.isInteger(value);
   const word = typeof value === "string" ? value.toLowerCase() : integral ? String(value) : null;
   if (word === null) throw new ValidationError(loc, "Input should be a valid boolean");
-  const found = BOOL_WORDS.get(word);
-  if (found === undefined) throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
-  return found;
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  throw new ValidationError(loc, "Input should be a valid boolean, unable to interpret input");
 }
 
 /** An object, read as a plain dictionary or (`model`) as the model of that name. */
@@ -195,9 +193,7 @@ export class ToolNamespaceConfig {
 
   /** The spec's built-in namespaces, in the spec's order (browser, python). */
   private static builtin(index: number): ToolNamespaceConfig {
-    const data = Object.values(spec.BUILTIN_NAMESPACES)[index];
-    if (data === undefined) throw new Error(`the spec has no built-in namespace number ${index}`);
-    return ToolNamespaceConfig.fromDict(readJson(JSON.stringify(data)));
+    return ToolNamespaceConfig.fromDict(readJson(JSON.stringify(Object.values(spec.BUILTIN_NAMESPACES)[index] ?? null)));
   }
 
   toDict(): JsonObject {
@@ -221,8 +217,7 @@ function namespacesToDict(tools: ReadonlyMap<string, ToolNamespaceConfig> | null
   return tools === null ? null : Object.fromEntries([...tools].map(([key, ns]) => [key, ns.toDict()]));
 }
 
-function namespacesFromDict(raw: unknown, loc: Loc): Map<string, ToolNamespaceConfig> | null {
-  if (raw === null || raw === undefined) return null;
+function namespacesFromDict(raw: unknown, loc: Loc): Map<string, ToolNamespaceConfig> {
   const obj = dict(raw, loc);
   return new Map(keysOf(obj).map((key) => [key, ToolNamespaceConfig.fromDict(obj[key], [...loc, key])]));
 }
@@ -279,7 +274,7 @@ export class SystemContent {
     out.conversationStartDate = optional(obj, loc, "conversation_start_date", optStr, out.conversationStartDate);
     out.knowledgeCutoff = optional(obj, loc, "knowledge_cutoff", optStr, out.knowledgeCutoff);
     out.channelConfig = optional(obj, loc, "channel_config", nullable(ChannelConfig.fromDict), out.channelConfig);
-    out.tools = optional(obj, loc, "tools", namespacesFromDict, out.tools);
+    out.tools = optional(obj, loc, "tools", nullable(namespacesFromDict), out.tools);
     return out;
   }
 }
@@ -309,7 +304,7 @@ export class DeveloperContent {
     const obj = dict(raw, loc, "DeveloperContent");
     const out = new DeveloperContent();
     out.instructions = optional(obj, loc, "instructions", optStr, null);
-    out.tools = optional(obj, loc, "tools", namespacesFromDict, null);
+    out.tools = optional(obj, loc, "tools", nullable(namespacesFromDict), null);
     return out;
   }
 }

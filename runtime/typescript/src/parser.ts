@@ -9,7 +9,7 @@ import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError, recover, rethrow } from "./errors.js";
 import type { JsonObject } from "./json.js";
 import { Author, Message, TextContent } from "./models.js";
-import { escapeText, fill } from "./texts.js";
+import { escapeRegExp, escapeText, fill } from "./texts.js";
 import { type Role, Role as Roles, ROLE_VALUES, spec } from "./tables.js";
 import { decodeReplacing, firstUtf8Problem } from "./utf8.js";
 
@@ -20,7 +20,7 @@ const REPLACEMENT = "\ufffd";
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 // Rust's char::is_whitespace (Unicode White_Space), as a regular-expression class body.
 const UNICODE_WS = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
-const CHANNEL_VALUE = new RegExp(`^[^<${UNICODE_WS}]*`);
+const CHANNEL = new RegExp(`${escapeRegExp(spec.SPELLING_CHANNEL)}([^<${UNICODE_WS}]*)`); // the first one, and its value
 const RUST_TRIM = new RegExp(`^[${UNICODE_WS}]+|[${UNICODE_WS}]+$`, "g");
 const ASCII_WS = /[ \t\n\f\r]+/;
 
@@ -56,26 +56,15 @@ export function rustDebugStr(text: string): string {
 /** Split a decoded header into author, channel, recipient and content type (reference rules); the words
  * left over, joined by spaces, or null. */
 export function parseHeaderText(headerText: string, role: Role | null, parseRecipientAndType: boolean): [ParsedHeader, string | null] {
-  let header = headerText;
-  let channel: string | null = null;
-  const idx = header.indexOf(spec.SPELLING_CHANNEL);
-  if (idx >= 0) {
-    const after = header.slice(idx + spec.SPELLING_CHANNEL.length);
-    const end = CHANNEL_VALUE.exec(after)?.[0].length ?? 0;
-    if (end === 0) throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
-    channel = after.slice(0, end);
-    header = header.slice(0, idx) + after.slice(end);
-  }
-  header = header.replace(RUST_TRIM, "");
-  const constrain = spec.SPELLING_CONSTRAIN;
-  if (header.includes(constrain)) header = header.split(constrain).join(" " + constrain).replace(RUST_TRIM, "");
-  const parts = header.split(ASCII_WS).filter((p) => p !== "");
-  let roleText: string | null = null;
+  const channel = CHANNEL.exec(headerText)?.[1] ?? null;
+  if (channel === "") throw new HarmonyError(spec.ERR_PARSE_NO_CHANNEL_VALUE);
+  const header = headerText.replace(CHANNEL, "").replace(RUST_TRIM, "");
+  const constrain = spec.SPELLING_CONSTRAIN; // starts a word of its own
+  const parts = header.replaceAll(constrain, " " + constrain).split(ASCII_WS).filter((p) => p !== "");
+  const first = parts[0];
   let found: Role | null = role;
   if (found === null) {
-    const first = parts[0];
     if (first === undefined) throw new HarmonyError(spec.ERR_PARSE_NO_ROLE);
-    roleText = first;
     found = ROLE_VALUES.find((r) => r === first) ?? null;
     if (found === null) {
       // an unknown first word is a tool's name, when more follows or it names a recipient
@@ -88,15 +77,14 @@ export function parseHeaderText(headerText: string, role: Role | null, parseReci
   let recipient: string | null = null;
   let contentType: string | null = null;
   if (parseRecipientAndType && parts.length > 0) {
-    const count = parts.length;
     const last = parts.pop() ?? "";
     const bare = (word: string): string => (word.startsWith(TO) ? word.slice(TO.length) : word);
     // a last word without `to=` after another word is the content type, and the word before it the recipient
-    if (last.startsWith(TO) || count === 1) recipient = bare(last);
+    if (last.startsWith(TO) || parts.length === 0) recipient = bare(last);
     else [contentType, recipient] = [last, bare(parts.pop() ?? "")];
   }
   const remaining = parts.length > 0 ? parts.join(" ") : null;
-  const author = new Author(found, found === Roles.Tool ? roleText : null);
+  const author = new Author(found, found === Roles.Tool && role === null ? (first ?? null) : null); // a tool's name: the first word
   return [new ParsedHeader(author, recipient, channel, contentType), remaining];
 }
 
@@ -152,14 +140,16 @@ export class StreamableParser {
         const tokens = this.headerTokens;
         this.stateValue = StreamState.ExpectStart;
         this.headerTokens = [];
-        this.header = this.parseHeader(tokens, this.nextRole);
+        const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(UNDECODABLE_HEADER));
+        const [header, rest] = parseHeaderText(text, this.nextRole, true);
+        if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
+        this.header = header;
         this.nextRole = null;
         this.stateValue = StreamState.Content;
       } else if (token !== null && !this.strict && this.encoding.isStopToken(token)) {
         const role = this.nextRole;
         if (role !== null && this.headerTokens.length > 0) {
-          const text = this.encoding.decodeUtf8(this.headerTokens);
-          const [header, rest] = parseHeaderText(text, role, false);
+          const [header, rest] = parseHeaderText(this.encoding.decodeUtf8(this.headerTokens), role, false);
           this.done.push([header, rest ?? ""]);
         }
         this.headerTokens = [];
@@ -176,13 +166,6 @@ export class StreamableParser {
     } else if (token !== null) {
       throw new HarmonyError(fill(spec.ERR_PARSE_EXPECTED_START, { token, start: spec.TOKEN_START }));
     }
-  }
-
-  private parseHeader(tokens: readonly number[], role: Role | null): ParsedHeader {
-    const text = rethrow(HarmonyError, () => this.encoding.decodeUtf8(tokens), () => new HarmonyError(UNDECODABLE_HEADER));
-    const [header, rest] = parseHeaderText(text, role, true);
-    if (rest !== null) throw new HarmonyError(fill(spec.ERR_PARSE_HEADER_REMAINING, { rest: rustDebugStr(rest) }));
-    return header;
   }
 
   private contentToken(token: number): void {

@@ -14,7 +14,7 @@
 
 import { writeJson } from "./json.js";
 import { Role, spec } from "./tables.js";
-import { escapeRegExp as esc, WHITESPACE as SPACE } from "./texts.js";
+import { alt, escapeRegExp as esc, WHITESPACE as SPACE } from "./texts.js";
 
 const JOINER = "\u2060";
 const OPEN = spec.SPELLING_OPEN;
@@ -25,16 +25,14 @@ const ESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}*)${esc(OPEN_REST)}`, 
 const UNESCAPE_RE = new RegExp(`${esc(OPEN_FIRST)}(${JOINER}+)${esc(OPEN_REST)}`, "g");
 const [RESERVED_HEAD = "", RESERVED_TAIL = ""] = spec.RESERVED_SPELLING.split("{id}");
 const LONGEST_FIRST = Object.keys(spec.NAMED_TOKENS).sort((a, b) => b.length - a.length);
-const SPECIAL_RE = new RegExp([...LONGEST_FIRST.map(esc), `${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`].join("|"), "g");
-const CHANNEL_ALT = spec.CHANNELS.map(esc).join("|");
-const CONTENT_TYPE_ALT = spec.CONTENT_TYPES.map(esc).join("|");
+const SPECIAL_RE = new RegExp(`${alt(LONGEST_FIRST)}|${esc(RESERVED_HEAD)}[0-9]+${esc(RESERVED_TAIL)}`, "g");
 const FUNCTION_RECIPIENT = spec.HEADER_RECIPIENT_KEYWORD + spec.HEADER_FUNCTION_NAMESPACE + spec.HEADER_NAMESPACE_SEPARATOR;
 // SPACE: the spec's white space (Python's isspace; JavaScript's `\s` adds U+FEFF, lacks U+001C–U+001F, U+0085), flag `u`.
 const RECIPIENT_RE = new RegExp(`${esc(FUNCTION_RECIPIENT)}[^${SPACE}]*`, "gu");
-const GLUED_RE = new RegExp(`${esc(Role.Assistant)}(?:${CHANNEL_ALT})(?![a-z])`, "g");
+const GLUED_RE = new RegExp(`${esc(Role.Assistant)}(?:${alt(spec.CHANNELS)})(?![a-z])`, "g");
 const SIGNAL_SOURCE =
-  `(?:^|[${SPACE}]|${esc(Role.Assistant)})(?:${CHANNEL_ALT})(?![a-z])` +
-  `|(?:^|[${SPACE}])(?:${CONTENT_TYPE_ALT})(?=\\{|[${SPACE}]|$)|${esc(OPEN)}`;
+  `(?:^|[${SPACE}]|${esc(Role.Assistant)})(?:${alt(spec.CHANNELS)})(?![a-z])` +
+  `|(?:^|[${SPACE}])(?:${alt(spec.CONTENT_TYPES)})(?=\\{|[${SPACE}]|$)|${esc(OPEN)}`;
 const SIGNAL_RE = new RegExp(SIGNAL_SOURCE, "gu");
 const SIGNAL_TEST = new RegExp(SIGNAL_SOURCE, "u");
 const CODE_RE = /```[\s\S]*?(?:```|$)|`[^`\n]*`/g;

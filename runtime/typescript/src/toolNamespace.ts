@@ -45,8 +45,10 @@ function jsonDisplay(value: unknown): string {
   return writeJson(value, { ensureAscii: false, separators: [",", ":"], float: ryu });
 }
 
-/** The `default: …` comment; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
-function defaultComment(schema: unknown, value: unknown, inline = false): string {
+/** The `default: …` comment, or null; a top-level oneOf variant (`inline`) writes an enum's string default as JSON. */
+function defaultOf(schema: unknown, inline = false): string | null {
+  if (!has(schema, "default")) return null;
+  const value = (schema as JsonObject)["default"];
   const values = get(schema, "enum");
   if (typeof value === "string" && !(Array.isArray(values) && values.length > 0)) return `default: "${value}"`;
   return typeof value === "string" && !inline ? `default: ${value}` : `default: ${jsonDisplay(value)}`;
@@ -68,16 +70,12 @@ function descriptionOf(schema: unknown): string | null {
   return typeof desc === "string" ? desc : null;
 }
 
-function defaultOf(schema: unknown, inline = false): string | null {
-  return has(schema, "default") ? defaultComment(schema, (schema as JsonObject)["default"], inline) : null;
-}
-
 function oneOfProperty(key: string, val: JsonObject, variants: readonly unknown[], optional: string, indent: string): string {
   let out = "";
   const propDesc = descriptionOf(val);
   const descAbove = propDesc !== null && descriptionOf(variants[0]) !== propDesc;
   if (descAbove) out += `${indent}${COMMENT}${propDesc}\n`;
-  if (has(val, "default")) out += `${indent}${COMMENT}${defaultComment(val, val["default"])}\n`;
+  if (has(val, "default")) out += `${indent}${COMMENT}${defaultOf(val)}\n`;
   out += `${indent}${key}${optional}:\n`;
   variants.forEach((variant, i) => {
     const vdesc = i === 0 && descAbove ? null : descriptionOf(variant);
@@ -91,8 +89,7 @@ function objectType(schema: JsonObject, indent: string): string {
   let out = (desc === null ? "" : `${indent}${COMMENT}${desc}\n`) + "{\n";
   const props = schema["properties"];
   if (isJsonObject(props)) {
-    const req = schema["required"];
-    const required = new Set(Array.isArray(req) ? req.filter((r): r is string => typeof r === "string") : []);
+    const required = new Set(Array.isArray(schema["required"]) ? schema["required"] : []); // only strings can be a key
     for (const [key, val] of entriesOf(props)) {
       const optional = required.has(key) ? "" : "?";
       const title = get(val, "title");
@@ -145,10 +142,9 @@ function namespaceBlock(ns: ToolNamespaceConfig): string {
   for (const line of rustLines(ns.description ?? "")) lines.push(prefix + line); // no description, no lines
   if (ns.tools.length > 0) {
     lines.push(fill(spec.TOOLS_NAMESPACE_OPEN, { name: ns.name }));
-    for (const tool of ns.tools) {
-      for (const line of rustLines(tool.description)) lines.push(COMMENT + line);
-      const name = tool.name;
-      const params = tool.parameters === null ? null : schemaToTypescript(tool.parameters, "");
+    for (const { name, description, parameters } of ns.tools) {
+      for (const line of rustLines(description)) lines.push(COMMENT + line);
+      const params = parameters === null ? null : schemaToTypescript(parameters, "");
       lines.push(params === null ? fill(spec.TOOLS_TOOL_WITHOUT_PARAMS, { name }) : fill(spec.TOOLS_TOOL_WITH_PARAMS, { name, params }));
     }
     lines.push(fill(spec.TOOLS_NAMESPACE_CLOSE, { name: ns.name }));

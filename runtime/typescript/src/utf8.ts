@@ -6,14 +6,6 @@
 
 import { isUtf8 } from "node:buffer";
 
-/** The first problem in a byte string: `length` bytes from `start` are invalid, or (`incomplete`) the data
- * ends inside a character that starts at `start`. */
-export interface Utf8Problem {
-  readonly start: number;
-  readonly length: number;
-  readonly incomplete: boolean;
-}
-
 // Over the bytes read as Latin-1 (one character a byte): Unicode's table of well-formed sequences, and the
 // longest start of one (a maximal subpart).
 const WELL_FORMED = new RegExp(
@@ -28,8 +20,9 @@ const SUBPART = new RegExp(
 );
 const replacing = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
-/** The first invalid or unfinished sequence in `bytes`, or null if it is all valid UTF-8. */
-export function firstUtf8Problem(bytes: Uint8Array): Utf8Problem | null {
+/** The first invalid or unfinished sequence in `bytes`, or null if it is all valid UTF-8: `length` bytes from `start`
+ * are invalid, or (`incomplete`) the data ends inside a character that starts at `start`. */
+export function firstUtf8Problem(bytes: Uint8Array): { start: number; length: number; incomplete: boolean } | null {
   if (isUtf8(bytes)) return null;
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("latin1");
   WELL_FORMED.lastIndex = 0;
@@ -43,15 +36,14 @@ export function decodeReplacing(bytes: Uint8Array): string {
   return replacing.decode(bytes);
 }
 
+// A maximal subpart that reaches the end: a character more bytes could finish (at most 3 of its bytes are there).
+const UNFINISHED = new RegExp(`(?:${SUBPART.source})$`);
+
 /** Where the data ends inside a character that more bytes could finish (its first byte), else `bytes.length`. */
 function unfinishedTail(bytes: Uint8Array): number {
-  const n = bytes.length;
-  for (let k = 1; k <= Math.min(3, n); k++) {
-    const b = bytes[n - k] ?? 0;
-    if (b < 0x80) return n;
-    if (b >= 0xc0) return firstUtf8Problem(bytes.subarray(n - k))?.incomplete === true ? n - k : n;
-  }
-  return n;
+  const tail = Buffer.from(bytes.subarray(-3)).toString("latin1");
+  const found = UNFINISHED.exec(tail);
+  return found === null ? bytes.length : bytes.length - tail.length + found.index;
 }
 
 /** UTF-8 bytes in pieces → text: the bytes of an unfinished character are held (`pending`) until the next piece

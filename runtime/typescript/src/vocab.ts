@@ -95,6 +95,5 @@ let loaded: Vocabulary | null = null;
 
 /** The vocabulary, loaded once per process. */
 export function vocabulary(): Vocabulary {
-  loaded ??= new Vocabulary();
-  return loaded;
+  return (loaded ??= new Vocabulary());
 }
