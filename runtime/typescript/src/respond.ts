@@ -80,13 +80,6 @@ function completionIds(file: string, encoding: HarmonyEncoding): number[] {
   return ids;
 }
 
-/** True when keeping `budget` tokens drops some the turn still needed (it had not ended with a stop token). */
-function turnCut(completion: readonly number[], budget: number, encoding: HarmonyEncoding): boolean {
-  if (completion.length <= budget) return false;
-  const ends = new Set(encoding.stopTokensForAssistantActions());
-  return !completion.slice(0, budget).some((t) => ends.has(t));
-}
-
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (flags.request === STDIN && flags.completion === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
@@ -95,14 +88,12 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (planned === null) return 2;
   const { body, encoding, prompt } = planned;
   const text = flags.tokens === true ? null : readText(flags.completion, COMPLETION_FLAG);
-  let ids = text === null ? completionIds(flags.completion, encoding) : null;
-  let cut = false;
   const budget = body.max_output_tokens ?? null;
-  if (budget !== null) {
-    ids ??= [...tokensFromText([text ?? ""], encoding)];
-    cut = turnCut(ids, Number(budget), encoding);
-    ids = ids.slice(0, Number(budget));
-  }
+  const all = text === null ? completionIds(flags.completion, encoding) : budget !== null ? [...tokensFromText([text], encoding)] : null;
+  const ids = budget !== null ? (all?.slice(0, Number(budget)) ?? null) : all;
+  // The budget cut the turn when it dropped tokens the turn still needed: none of those kept is a stop token.
+  const ends = new Set(encoding.stopTokensForAssistantActions());
+  const cut = ids !== null && all !== null && ids.length < all.length && !ids.some((t) => ends.has(t));
   const completion: Completion = ids ?? [text ?? ""];
   // A budget that cut the turn overrides the finish reason given (the turn ends `incomplete`, even between two
   // messages); without either, the builder decides.

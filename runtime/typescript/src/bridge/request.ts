@@ -46,11 +46,6 @@ export class Verbatim {
   constructor(readonly text: string) {}
 }
 
-/** A value as an error message shows it: JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`). */
-function shown(value: unknown): string {
-  return writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
-}
-
 /**
  * A request the model cannot serve: an HTTP 400 with an Open Responses error body. `param` names the request field
  * (`input[2].content[0]`, `tools[1]`, `reasoning.effort`); `reason` is the message alone (Python's
@@ -74,7 +69,10 @@ export class RequestError extends Error {
   static of(handle: string, param: string | null = null, fields: Readonly<Record<string, unknown>> = {}): RequestError {
     const entry = spec.REQUEST_ERRORS[handle];
     if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
-    const values = Object.entries(fields).map(([key, value]) => [key, value instanceof Verbatim ? value.text : shown(value)]);
+    // a value is shown as JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`)
+    const shown = (value: unknown): string =>
+      value instanceof Verbatim ? value.text : writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
+    const values = Object.entries(fields).map(([key, value]) => [key, shown(value)]);
     return new RequestError(entry.code, fill(entry.message, Object.fromEntries(values)), param);
   }
 
@@ -175,9 +173,9 @@ function explainItem(where: string, item: unknown): RequestError {
 
 /** `value` within `jsonInput`'s limits (depth, lone surrogates, NaN), else a 400 at the place it breaks one. */
 function checkLimits(value: unknown, where: string): void {
-  const refused = (e: JSONInputError): Error =>
-    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
-  rethrow(JSONInputError, () => checkJsonValue(value, where), refused);
+  rethrow(JSONInputError, () => checkJsonValue(value, where), (e) =>
+    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) }),
+  );
 }
 
 /** `value` validated as the named schema; a bad shape is a 400 at its place under `where`. */
@@ -269,13 +267,6 @@ function textParts(item: AnyItem, where: string, accepted: readonly string[], ke
   });
 }
 
-function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  const input = body.input ?? [];
-  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
-  return [...input];
-}
-
 const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValueEnum"]?.enum ?? [];
 
 function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
@@ -315,11 +306,10 @@ function responseFormat(body: CreateResponseBody): JsonSchemaResponseFormatParam
 function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   if (!fmt.name) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name");
   if (fmt.schema === undefined || fmt.schema === null) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema");
-  const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
-  const described = fmt.description ? fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) : null;
-  const head = described !== null ? described + spec.SYS_LINE_SEPARATOR : "";
-  lines.push(head + writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] }));
-  return lines.join(spec.SYS_SECTION_SEPARATOR);
+  const described = fmt.description ? [fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description })] : [];
+  const schema = [...described, writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] })].join(spec.SYS_LINE_SEPARATOR);
+  const heading = fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name });
+  return [spec.DEV_RESPONSE_FORMATS_HEADING, heading, schema].join(spec.SYS_SECTION_SEPARATOR);
 }
 
 /** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
@@ -374,14 +364,6 @@ function header(item: AnyItem, key: string, fallback: string | null): string | n
 /** An input item at `where` read: the instructions it gives (their text), the turn it stands for, or nothing. */
 type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: ReasoningReader | null) => string | Message | null;
 
-function functionCall(item: AnyItem, _where: string, calls: KnownCalls): Message {
-  const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
-  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
-  const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
-  calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
-  return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
-}
-
 /** The tool's message answering `call`: the output item's text, on the call's channel. */
 function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
   const text = textParts(output, where, ["input_text"], "output").join("");
@@ -418,19 +400,6 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
  */
 export type ReasoningReader = (item: JsonObject, where: string) => Message;
 
-/** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
- * (`encrypted_content`) is opened by `sealed`, and refused without it. */
-function reasoning(item: AnyItem, where: string, _calls: KnownCalls, sealed: ReasoningReader | null): Message | null {
-  if ((item["encrypted_content"] ?? null) !== null) {
-    if (sealed !== null) return sealed(item, where);
-    throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
-  }
-  const content = item["content"];
-  const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
-  const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
-  return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
-}
-
 const instructionsOf: ItemReader = (item, where) => textParts(item, where, ["input_text"]).join("");
 
 /** The reader of each input item model; any other item (a vendor-prefixed `ExtensionItem`) is read by `extension`. */
@@ -445,14 +414,31 @@ const READERS: Readonly<Record<string, ItemReader>> = {
     const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(String(item["phase"] ?? "")) ?? spec.CHANNEL_ANSWER);
     return assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null));
   },
-  FunctionCallItemParam: functionCall,
+  FunctionCallItemParam: (item, _where, calls) => {
+    const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
+    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
+    const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
+    calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
+    return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
+  },
   FunctionCallOutputItemParam: (item, where, calls) => {
     const callId = String(item["call_id"] ?? "");
     const known = calls.functions.get(callId);
     if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: callId });
     return toolMessage(known, item, where);
   },
-  ReasoningItemParam: reasoning,
+  // the analysis message: the item's content (what the model wrote), else its summary; sealed reasoning
+  // (`encrypted_content`) is opened by `sealed`, and refused without it
+  ReasoningItemParam: (item, where, _calls, sealed) => {
+    if ((item["encrypted_content"] ?? null) !== null) {
+      if (sealed !== null) return sealed(item, where);
+      throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
+    }
+    const content = item["content"];
+    const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
+    const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
+    return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
+  },
   ItemReferenceParam: (item, where) => {
     throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: String(item["id"] ?? "") });
   },
@@ -494,7 +480,11 @@ export function requestToConversation(
 ): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
   const sysContent = systemOf(body, system);
-  const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
+  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
+  const input = body.input ?? [];
+  const items =
+    typeof input === "string" ? [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })] : input;
+  const read = itemsToMessages(items, "input", new KnownCalls(), sealed);
   const instructions = [...(body.instructions ? [body.instructions] : []), ...read.instructions];
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
@@ -510,12 +500,8 @@ export function requestToConversation(
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
   const fmt = responseFormat(body);
-  if (fmt !== null) {
-    // The section follows whatever the developer content renders (instructions, then tools).
-    const separator = contents.length > 0 ? spec.SYS_SECTION_SEPARATOR : "";
-    contents.push(new TextContent(separator + responseFormatSection(fmt)));
-  }
-  const messages = [Message.fromRoleAndContent(Role.System, sysContent)];
-  if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
-  return Conversation.fromMessages([...messages, ...read.messages]);
+  // The section follows whatever the developer content renders (instructions, then tools).
+  if (fmt !== null) contents.push(new TextContent((contents.length > 0 ? spec.SYS_SECTION_SEPARATOR : "") + responseFormatSection(fmt)));
+  const developerMessage = contents.length > 0 ? [Message.fromRoleAndContents(Role.Developer, contents)] : [];
+  return Conversation.fromMessages([Message.fromRoleAndContent(Role.System, sysContent), ...developerMessage, ...read.messages]);
 }

@@ -15,7 +15,6 @@ import { ITEM_KEYWORD } from "./schema.js";
 
 const TEXTS = spec.VALIDATION_TEXTS;
 const FOUND_CHARS = 40; // a string found is shown up to this many characters
-const TAG = "type";
 const SKIPPED = new Set(["if", "anyOf", "oneOf", "allOf", "not"]); // they sum up errors told by their members
 
 /** The one thing to tell: where (the input's own path), the spec's error handle and what to say, what is there;
@@ -88,7 +87,7 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
   const depth = Math.max(...told.map((t) => t.at[0].length));
   // Of the deepest: a wrong `type` first (it explains the rest of its object), then a wrong value, then a missing one.
   const deepest = told.filter((t) => t.at[0].length === depth);
-  const rank = (t: (typeof told)[number]): number => (!t.at[2] ? 2 : t.at[0][t.at[0].length - 1] === TAG ? 0 : 1);
+  const rank = (t: (typeof told)[number]): number => (!t.at[2] ? 2 : t.at[0][t.at[0].length - 1] === "type" ? 0 : 1);
   const chosen = [...deepest].sort((a, b) => rank(a) - rank(b))[0] as (typeof told)[number];
   const [parts, value, present] = chosen.at;
   if (chosen.error.keyword === ITEM_KEYWORD) {
