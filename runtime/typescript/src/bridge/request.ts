@@ -108,12 +108,6 @@ function honoured(capabilities: Capabilities, name: string | null | undefined): 
   return flag !== undefined && capabilities[flag as keyof Capabilities] === true;
 }
 
-/** The value at a dotted field path of the body (null: absent), a float of the JSON reader as its number. */
-function valueAt(body: CreateResponseBody, field: string): unknown {
-  const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
-  return value instanceof JsonFloat ? value.value : value;
-}
-
 const BODY = "CreateResponseBody";
 
 /** Throw the 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without
@@ -129,7 +123,9 @@ function refuse(field: string, value: unknown, capabilities: Capabilities): void
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
   const declared = new Set(model(BODY).fields.map((f) => f.key));
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
-    refuse(field, valueAt(body, field), capabilities);
+    // the value at the field's dotted path (null: absent), a float of the JSON reader as its number
+    const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
+    refuse(field, value instanceof JsonFloat ? value.value : value, capabilities);
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
@@ -158,10 +154,9 @@ function choices(values: readonly unknown[]): string {
 
 /** An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it. */
 function explainItem(where: string, item: unknown): RequestError {
-  const obj = isJsonObject(item) ? item : null;
-  const role = obj?.["role"] ?? null;
-  let kind = obj?.["type"] ?? null;
-  if (kind === null && typeof role === "string") kind = ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null; // an easy input message
+  const { role = null, type = null } = isJsonObject(item) ? item : ({} as JsonObject);
+  // a role without a type is an easy input message
+  const kind = type === null && typeof role === "string" ? (ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null) : type;
   const roles = rolesOf(kind);
   if (roles.length > 0) {
     const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
@@ -272,9 +267,8 @@ const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValue
 function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   const tools = declaredTools(body);
   const names = tools.map((t) => t.name);
-  names.forEach((name, i) => {
-    if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i]?.where ?? `tools[${i}]`, { name });
-  });
+  const duplicate = tools.find((t, i) => names.indexOf(t.name) !== i);
+  if (duplicate !== undefined) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, duplicate.where, { name: duplicate.name });
   const choice = body.tool_choice ?? "auto";
   // a mode alone, one function (`{"type": "function", "name": ...}`), or a list of them with a mode
   const specific = typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" ? (choice as SpecificFunctionParam) : null;
@@ -284,10 +278,9 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   }
   if (choice === "required" && tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
   const allowed = (specific !== null ? [specific] : (listed?.tools ?? [])).map((ref) => ref.name);
-  allowed.forEach((name, k) => {
-    const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${k}].name`;
-    if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name });
-  });
+  const unknown = allowed.findIndex((name) => !names.includes(name));
+  const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${unknown}].name`;
+  if (unknown >= 0) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name: allowed[unknown] });
   const mode = typeof choice === "string" ? choice : specific !== null ? "required" : (listed?.mode ?? "auto");
   const named = typeof choice === "string" ? names : names.filter((n) => allowed.includes(n));
   return mode === "none" ? [[], { mode, allowed: [] }] : [tools.filter((t) => named.includes(t.name)), { mode, allowed: named }];
@@ -325,9 +318,7 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
 }
 
 export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
-  const message = Message.fromRoleAndContent(Role.Assistant, text);
-  if (channel !== null) message.withChannel(channel);
-  return contentType !== null ? message.withContentType(contentType) : message;
+  return new Message(new Author(Role.Assistant), [new TextContent(text)], channel, null, contentType);
 }
 
 type AnyItem = JsonObject & { readonly type?: string | null };
@@ -367,8 +358,7 @@ type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: Reas
 /** The tool's message answering `call`: the output item's text, on the call's channel. */
 function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
   const text = textParts(output, where, ["input_text"], "output").join("");
-  const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
-  return call.channel !== null ? message.withChannel(call.channel) : message;
+  return new Message(Author.new(Role.Tool, call.author), [new TextContent(text)], call.channel, Role.Assistant);
 }
 
 function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
@@ -456,15 +446,10 @@ export function itemsToMessages(
   calls: KnownCalls = new KnownCalls(),
   sealed: ReasoningReader | null = null,
 ): ItemMessages {
-  const instructions: string[] = [];
-  const messages: Message[] = [];
-  for (const [i, raw] of [...items].entries()) {
-    const item = raw as unknown as AnyItem;
-    const read = (READERS[modelOf(item) ?? ""] ?? extension)(item, `${root}[${i}]`, calls, sealed);
-    if (typeof read === "string") instructions.push(read);
-    else if (read !== null) messages.push(read);
-  }
-  return { instructions, messages };
+  const read = [...items].map((item, i) =>
+    (READERS[modelOf(item) ?? ""] ?? extension)(item as unknown as AnyItem, `${root}[${i}]`, calls, sealed),
+  );
+  return { instructions: read.filter((r) => typeof r === "string"), messages: read.filter((r) => r instanceof Message) };
 }
 
 /**
