@@ -108,8 +108,6 @@ function honoured(capabilities: Capabilities, name: string | null | undefined): 
   return flag !== undefined && capabilities[flag as keyof Capabilities] === true;
 }
 
-const BODY = "CreateResponseBody";
-
 /** Throw the 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without
  * `capabilities` (a value outside the row's neutral ones asks for its capability). */
 function refuse(field: string, value: unknown, capabilities: Capabilities): void {
@@ -121,7 +119,7 @@ function refuse(field: string, value: unknown, capabilities: Capabilities): void
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
  * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  const declared = new Set(model(BODY).fields.map((f) => f.key));
+  const declared = new Set(model("CreateResponseBody").fields.map((f) => f.key));
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
     // the value at the field's dotted path (null: absent), a float of the JSON reader as its number
     const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
@@ -204,7 +202,7 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   if (!isJsonObject(raw)) throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   checkLimits(raw, "");
   const [split, unavailable] = splitTools(raw, capabilities.hostedTools ?? "omit");
-  const body = validated<CreateResponseBody>(BODY, split);
+  const body = validated<CreateResponseBody>("CreateResponseBody", split);
   checkSchemas(body);
   checkSupported(body, capabilities);
   if (unavailable.length > 0) (body as unknown as JsonObject)[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
@@ -231,12 +229,11 @@ export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, J
   const kept = tools.filter((tool: unknown, i) => {
     const kind = isJsonObject(tool) ? tool["type"] : null;
     if (typeof kind !== "string" || TOOL_TYPES.has(kind)) return true;
-    if (policy === "reject") {
-      const reason = new Verbatim(spec.HOSTED_TOOL_REASONS["refused"] ?? "");
-      throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, { type: kind, reason });
-    }
+    const reason = spec.HOSTED_TOOL_REASONS[policy === "reject" ? "refused" : "omitted"] ?? "";
+    const refused = { type: kind, reason: new Verbatim(reason) };
+    if (policy === "reject") throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, refused);
     const name = (tool as JsonObject)["name"];
-    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: spec.HOSTED_TOOL_REASONS["omitted"] ?? "" });
+    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason });
     return false;
   });
   return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
@@ -250,14 +247,12 @@ export interface ToolPolicy {
 
 type Part = { readonly type?: string | null; readonly text?: string; readonly refusal?: string };
 
-function textParts(item: AnyItem, where: string, accepted: readonly string[], key = "content"): string[] {
+function textParts(item: AnyItem, where: string, accepted: readonly unknown[], key = "content"): string[] {
   const content = item[key] as string | readonly Part[];
   if (typeof content === "string") return [content];
   return content.map((part, j) => {
     const kind = part.type ?? null;
-    if (kind === null || !accepted.includes(kind)) {
-      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, `${where}.${key}[${j}]`, { type: kind });
-    }
+    if (!accepted.includes(kind)) throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, `${where}.${key}[${j}]`, { type: kind });
     return (kind === "refusal" ? part.refusal : part.text) ?? "";
   });
 }
@@ -374,10 +369,8 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     const output = validated<AnyItem>(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
     const callId = String(output["call_id"]);
     const known = calls.tools.get(callId);
-    if (known === undefined) {
-      const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
-      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
-    }
+    const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
+    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
     return toolMessage(known, output, where);
   }
   // a compaction summary too: nothing here opens one

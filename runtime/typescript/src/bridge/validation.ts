@@ -10,7 +10,7 @@ import type { ErrorObject } from "ajv";
 import { isJsonObject, JsonFloat } from "../json.js";
 import { formatPath, type PathPart } from "../jsonInput.js";
 import { spec } from "../tables.js";
-import { fill } from "../texts.js";
+import { cpLength, cpPrefix, fill } from "../texts.js";
 import { ITEM_KEYWORD } from "./schema.js";
 
 const TEXTS = spec.VALIDATION_TEXTS;
@@ -42,8 +42,7 @@ export function kindOf(value: unknown): string {
 /** `"robot"`, `5 (an integer)`, `an array`: short enough for one line, never the whole value. */
 export function found(value: unknown): string {
   if (typeof value === "string") {
-    const chars = [...value];
-    const shown = chars.slice(0, FOUND_CHARS).join("") + (chars.length > FOUND_CHARS ? "…" : "");
+    const shown = cpPrefix(value, FOUND_CHARS) + (cpLength(value) > FOUND_CHARS ? "…" : "");
     return JSON.stringify(shown).replace(/[^\x00-\x7f]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   }
   if (value !== null && value !== undefined && typeof value === "object" && !(value instanceof JsonFloat)) return kindOf(value);
