@@ -136,25 +136,25 @@ export interface Field {
 
 export type Model = { readonly fields: readonly Field[] };
 
-const MODELS = new Map<string, Model>();
-
-/** A model by its schema name: its fields in schema order, which are required and their defaults (a one-value
+/** Each model by its schema name: its fields in schema order, which are required and their defaults (a one-value
  * enum that is required is its own default). */
+const MODELS: ReadonlyMap<string, Model> = new Map(
+  [...Object.entries(SCHEMAS), [EXTENSION, { properties: { [TAG]: {} }, required: [TAG] } as Schema] as const].map(([name, schema]) => {
+    const fields = Object.entries(schema.properties ?? {}).map(([key, prop]): Field => {
+      const required = schema.required?.includes(key) === true;
+      const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
+      const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
+      const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
+      const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
+      return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
+    });
+    return [name, { fields }];
+  }),
+);
+
 export function model(name: string): Model {
-  let found = MODELS.get(name);
-  if (found !== undefined) return found;
-  const schema = SCHEMAS[name] ?? (name === EXTENSION ? { properties: { [TAG]: {} }, required: [TAG] } : undefined);
-  if (schema === undefined) throw new Error(`no Open Responses schema named ${name}`);
-  const fields = Object.entries(schema.properties ?? {}).map(([key, prop]): Field => {
-    const required = schema.required?.includes(key) === true;
-    const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
-    const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
-    const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
-    const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
-    return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
-  });
-  found = { fields };
-  MODELS.set(name, found);
+  const found = MODELS.get(name);
+  if (found === undefined) throw new Error(`no Open Responses schema named ${name}`);
   return found;
 }
 
@@ -165,16 +165,15 @@ function members(schema: Schema): Schema[] {
   return branches !== undefined ? branches.flatMap(members) : [schema];
 }
 
-/** The model a schema node offers for `tagValue` (a tagged union, or a list of one). */
-function memberNamed(schema: Schema | undefined, tagValue: string): string | null {
+/** The model the schema node `what` offers for `tagValue` (a tagged union, or a list of one). */
+function memberNamed(what: string, schema: Schema | undefined, tagValue: string): string {
   const member = schema !== undefined ? members(schema).find((m) => m.$ref !== undefined && tagOf(m) === tagValue) : undefined;
-  return member?.$ref !== undefined ? refName(member.$ref) : null;
+  if (member?.$ref === undefined) throw new Error(`${what} takes no ${tagValue}`);
+  return refName(member.$ref);
 }
 
 export function eventModelOf(type: string): string {
-  const found = memberNamed(SCHEMAS["StreamingEvent"], type);
-  if (found === null) throw new Error(`no streaming event of type ${type}`);
-  return found;
+  return memberNamed("StreamingEvent", SCHEMAS["StreamingEvent"], type);
 }
 
 /** The model of an item union's variant for (`type`, `role`) (`ExtensionItem` for a vendor type), or null. */
@@ -184,9 +183,7 @@ export function itemModelOf(union: string, type: string, role: string | null = n
 
 /** The model that field `key` of model `name` (a list of a tagged union, or a tagged union) takes for `tagValue`. */
 export function fieldMember(name: string, key: string, tagValue: string): string {
-  const found = memberNamed(SCHEMAS[name]?.properties?.[key], tagValue);
-  if (found === null) throw new Error(`${name}.${key} takes no ${tagValue}`);
-  return found;
+  return memberNamed(`${name}.${key}`, SCHEMAS[name]?.properties?.[key], tagValue);
 }
 
 // -- model tags ----------------------------------------------------------------------------------------------
