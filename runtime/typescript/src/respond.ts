@@ -104,16 +104,14 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (streaming && flags.chat !== true) {
     // SSE text, deltas written straight from their text (the same bytes as `toSse`)
     for (const piece of streamSse(completion, encoding, body, options)) out(piece);
-    return 0;
-  }
-  if (streaming) {
+  } else if (streaming) {
     const chunks = chatCompletionChunks(streamResponse(completion, encoding, body, options));
     for (const chunk of chunks) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
     out(DONE_FRAME);
-    return 0;
+  } else {
+    const response = buildResponse(completion, encoding, body, options);
+    const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
+    out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   }
-  const response = buildResponse(completion, encoding, body, options);
-  const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
-  out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   return 0;
 }

@@ -180,17 +180,15 @@ function validated<T>(schemaName: string, value: unknown, where = ""): T {
   });
 }
 
-/** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
-function checkSchema(schema: unknown, where: string): void {
-  if (schema === undefined || schema === null) return;
-  checkLimits(schema, where);
-  const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
-  if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
-}
-
+/** Each schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
 function checkSchemas(body: CreateResponseBody): void {
-  for (const d of declaredTools(body)) checkSchema(d.tool.parameters, `${d.where}.parameters`);
-  checkSchema(responseFormat(body)?.schema, "text.format.schema");
+  const parameters = declaredTools(body).map((d): [unknown, string] => [d.tool.parameters, `${d.where}.parameters`]);
+  for (const [schema, where] of [...parameters, [responseFormat(body)?.schema, "text.format.schema"] as const]) {
+    if (schema === undefined || schema === null) continue;
+    checkLimits(schema, where);
+    const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
+    if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
+  }
 }
 
 /**

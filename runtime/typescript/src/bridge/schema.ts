@@ -246,10 +246,9 @@ function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
 
 /** Tag a model's object with its name, give it its fields' defaults, and tag the models its fields hold. */
 const tag: AtModel = (name, value, field) => {
-  make(name, value);
   for (const f of model(name).fields) if (!(f.key in value) && f.default !== null) value[f.key] = structuredClone(f.default);
   for (const key of Object.keys(SCHEMAS[name]?.properties ?? {})) if (key in value) field(key);
-  return value;
+  return make(name, value);
 };
 
 /** Validation failed: ajv's errors (their `instancePath` is the data's own path). */
