@@ -29,11 +29,6 @@ const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reas
 const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
 
-function namesPattern(names: readonly string[]): string {
-  const first = names[0] ?? "";
-  return first.slice(0, first.lastIndexOf(".")) + ".*";
-}
-
 export interface RespondFlags {
   readonly request: string;
   readonly completion: string;
@@ -47,8 +42,9 @@ export interface RespondFlags {
 
 /** The `respond` subcommand's flags (the Python CLI's `add_respond_parser`). */
 export function respondCommand(root: Command): Command {
-  const ours = namesPattern(Object.keys(OPENAI_REASONING_EVENTS));
-  const openai = namesPattern(Object.values(OPENAI_REASONING_EVENTS));
+  // each naming's event names as one pattern: its first name's prefix and `.*`
+  const namings = [Object.keys(OPENAI_REASONING_EVENTS), Object.values(OPENAI_REASONING_EVENTS)];
+  const [ours, openai] = namings.map(([first = ""]) => first.slice(0, first.lastIndexOf(".")) + ".*");
   const finish =
     "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
     "unknown by default (text is taken as stopped unless it ends inside a header, reasoning or a call's JSON; " +

@@ -397,9 +397,9 @@ const READERS: Readonly<Record<string, ItemReader>> = {
   },
   FunctionCallItemParam: (item, _where, calls) => {
     const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
-    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
     const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
     calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
+    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
     return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
   },
   FunctionCallOutputItemParam: (item, where, calls) => {

@@ -66,11 +66,10 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
 }
 
 function phrase(error: ErrorObject): string | null {
-  const params = error.params;
-  if (error.keyword === "type") return String(params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
+  if (error.keyword === "type") return String(error.params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
   // the keyword's kind in the table: `minLength` → `min_length`; an object's properties count as entries
   const text = TEXTS[error.keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())];
-  return text !== undefined ? fill(text, { limit: params["limit"], pattern: params["pattern"] }) : null;
+  return text !== undefined ? fill(text, { limit: error.params["limit"], pattern: error.params["pattern"] }) : null;
 }
 
 /** A string too short or too long is told that alone: its schema's pattern is not tried (pydantic's order). */
