@@ -20,7 +20,7 @@ import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } fro
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError, rethrow } from "./errors.js";
 import { writeJson } from "./json.js";
-import { planRequest, REQUEST_FLAG } from "./prompt.js";
+import { planRequest, type PromptFlags, REQUEST_FLAG } from "./prompt.js";
 import { Role, spec } from "./tables.js";
 
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
@@ -29,10 +29,9 @@ const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reas
 const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
 
-export interface RespondFlags {
-  readonly request: string;
+/** `respond` shares `prompt`'s `--request`, and its `--tokens` reads the completion as token ids. */
+export interface RespondFlags extends PromptFlags {
   readonly completion: string;
-  readonly tokens?: boolean;
   readonly stream?: boolean;
   readonly chat?: boolean;
   readonly reasoningEvents: ReasoningNames;

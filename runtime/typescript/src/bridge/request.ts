@@ -156,10 +156,8 @@ function explainItem(where: string, item: unknown): RequestError {
   // a role without a type is an easy input message
   const kind = type === null && typeof role === "string" ? (ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null) : type;
   const roles = rolesOf(kind);
-  if (roles.length > 0) {
-    const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
-    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, fields);
-  }
+  const byRole = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
+  if (roles.length > 0) return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, byRole);
   const fields = { types: new Verbatim(choices(ITEM_TYPES)), found: new Verbatim(found(kind)) };
   return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, fields);
 }
