@@ -28,7 +28,6 @@ import { dumpAs, isVendorType, model, ModelValidationError, modelOf, validateAs 
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, problemPath } from "./validation.js";
 
-const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
 const MESSAGE_KIND = spec.ITEM_KINDS[ItemKind.Message];
 const OUTPUT_TEXT = MESSAGE_KIND?.text?.["part"] ?? "";
@@ -96,7 +95,10 @@ type Flag<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `$
  */
 export type Capabilities = { readonly [Name in keyof typeof spec.CAPABILITIES as Flag<Name>]?: boolean } & {
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
-  readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
+  // A declared tool of a type the server would have to run itself (`web_search`, `custom`, ...): `omit` (the default)
+  // leaves it out of the prompt and says so in the response's `harmony:unavailable_tools`, `reject` refuses the
+  // request with a 400 naming the tool (`splitTools`).
+  readonly hostedTools?: "omit" | "reject";
 };
 
 /** The bridge alone: every field that asks the caller for something is refused. */
@@ -205,20 +207,13 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   return body;
 }
 
-/**
- * What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...):
- * `omit` leaves it out of the prompt and says so in the response's `harmony:unavailable_tools`, `reject` refuses
- * the request with a 400 naming the tool.
- */
-export type HostedTools = "omit" | "reject";
-
 // The tool types a request declares that the bridge renders (function and namespace tools).
 const TOOL_TYPES: ReadonlySet<unknown> = new Set(
   ["FunctionToolParam", "NamespaceToolParam"].flatMap((m) => responses.SCHEMAS[m]?.properties?.["type"]?.enum ?? []),
 );
 
 /** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
-export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
+export function splitTools(raw: JsonObject, policy: Capabilities["hostedTools"]): [JsonObject, JsonObject[]] {
   const tools = raw["tools"];
   if (!Array.isArray(tools)) return [raw, []];
   const unavailable: JsonObject[] = [];
@@ -397,7 +392,7 @@ const READERS: Readonly<Record<string, ItemReader>> = {
     const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
     const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
     calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
-    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
+    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS);
     return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
   },
   FunctionCallOutputItemParam: (item, where, calls) => {

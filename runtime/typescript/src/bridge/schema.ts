@@ -204,8 +204,7 @@ export function make<T extends object>(name: string, value: T): T {
 /** The member of `branches` that `value` is: the model it is tagged with, by its tag where members have one, else
  * the first that takes it. */
 function memberFor(branches: readonly Schema[], value: unknown): Schema | undefined {
-  const tagged = modelOf(value);
-  const named = tagged !== null ? branches.find((b) => b.$ref !== undefined && refName(b.$ref) === tagged) : undefined;
+  const named = branches.find((b) => b.$ref !== undefined && refName(b.$ref) === modelOf(value));
   const tag = isJsonObject(value) ? value[TAG] : undefined;
   return named ?? branches.find((b) => typeof tag === "string" && tagOf(b) === tag) ?? branches.find((b) => takes(b, value));
 }

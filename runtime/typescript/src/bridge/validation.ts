@@ -97,8 +97,7 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
   const listed = (e: ErrorObject): boolean => e.keyword === "enum" || e.keyword === "const";
   const allowed = (e: ErrorObject): unknown[] => (e.params["allowedValues"] as unknown[] | undefined) ?? [e.params["allowedValue"]];
   const values = [...new Set(here.filter(listed).flatMap(allowed))];
-  const phrased = here.filter((e) => !listed(e) && !shadowed(e, here)).map(phrase);
-  const phrases = [...new Set(phrased)].filter((p): p is string => p !== null);
+  const phrases = [...new Set(here.filter((e) => !listed(e) && !shadowed(e, here)).map(phrase))].filter((p) => p !== null);
   // null is what an optional field may also be, and a kind all the allowed values are goes without saying
   const covered = new Set([TEXTS["null"], ...values.map(kindOf)]);
   const shown = phrases.length > 1 || values.length > 0 ? phrases.filter((p) => !covered.has(p)) : phrases;
