@@ -26,7 +26,6 @@ import { Role, spec } from "./tables.js";
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
 export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
 const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reasons, as Chat Completions names them
-const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
 
 /** `respond` shares `prompt`'s `--request`, and its `--tokens` reads the completion as token ids. */
@@ -61,7 +60,7 @@ export function respondCommand(root: Command): Command {
         .choices(["spec", "openai"])
         .default("spec"),
     )
-    .addOption(new Option("--finish <FINISH>", finish).choices([STOP, LENGTH]))
+    .addOption(new Option("--finish <FINISH>", finish).choices([STOP, spec.CHAT_FINISH_REASONS["incomplete"] ?? ""]))
     .option("--fixed-ids", "counting ids and created_at 0, for reproducible output");
 }
 

@@ -30,7 +30,6 @@ import { explain, found, problemPath } from "./validation.js";
 
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
 const MESSAGE_KIND = spec.ITEM_KINDS[ItemKind.Message];
-const OUTPUT_TEXT = MESSAGE_KIND?.text?.["part"] ?? "";
 /** An assistant message's phase → the channel it was written on. */
 const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
@@ -384,7 +383,7 @@ const READERS: Readonly<Record<string, ItemReader>> = {
     Message.fromRoleAndContents(Role.User, textParts(item, where, ["input_text"]).map((t) => new TextContent(t))),
   AssistantMessageItemParam: (item, where) => {
     // on its phase's channel, unless it names the channel the model wrote it on
-    const texts = textParts(item, where, [OUTPUT_TEXT, "refusal"]);
+    const texts = textParts(item, where, [MESSAGE_KIND?.text?.["part"], "refusal"]);
     const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(String(item["phase"] ?? "")) ?? spec.CHANNEL_ANSWER);
     return assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null));
   },
