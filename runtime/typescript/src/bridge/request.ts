@@ -130,8 +130,7 @@ export function checkSupported(body: CreateResponseBody, capabilities: Capabilit
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
   });
   const raw = body as unknown as JsonObject;
-  for (const key of keysOf(raw)) {
-    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+  for (const key of keysOf(raw).filter((k) => !declared.has(k) && capabilities.extraFields?.has(k) !== true)) {
     if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
     refuse(key, raw[key], capabilities); // a label is kept
   }

@@ -118,8 +118,7 @@ function validator(name: string): ValidateFunction {
 /** JSON data as the plain JavaScript values ajv reads: a float or a big integer of the JSON reader as its number, and
  * every -0 as 0 (JSON Schema has no negative zero). */
 export function plain(value: unknown): unknown {
-  if (value instanceof JsonFloat) return plain(value.value);
-  if (typeof value === "number") return value + 0; // -0 + 0 is 0
+  if (value instanceof JsonFloat || typeof value === "number") return Number(value) + 0; // -0 + 0 is 0
   if (typeof value === "bigint") return Number(value);
   if (Array.isArray(value)) return value.map(plain);
   return isJsonObject(value) ? Object.fromEntries(keysOf(value).map((key) => [key, plain(value[key])])) : value;

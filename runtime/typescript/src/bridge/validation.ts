@@ -57,9 +57,8 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
   let node = raw;
   for (const seg of error.instancePath.split("/").slice(1)) {
     const key = seg.replace(/~1/g, "/").replace(/~0/g, "~");
-    const part: PathPart = Array.isArray(node) ? Number(key) : key;
-    parts.push(part);
-    node = Array.isArray(node) ? node[part as number] : isJsonObject(node) ? node[key] : undefined;
+    parts.push(Array.isArray(node) ? Number(key) : key);
+    node = Array.isArray(node) || isJsonObject(node) ? (node as Record<string, unknown>)[key] : undefined;
   }
   if (error.keyword === "required") return [[...parts, String(error.params["missingProperty"])], null, false];
   return [parts, node, true];
