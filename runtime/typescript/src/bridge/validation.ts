@@ -46,8 +46,7 @@ export function found(value: unknown): string {
     return JSON.stringify(shown).replace(/[^\x00-\x7f]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   }
   if (value !== null && value !== undefined && typeof value === "object" && !(value instanceof JsonFloat)) return kindOf(value);
-  const number = value instanceof JsonFloat ? value.value : value;
-  const text = typeof number === "bigint" ? String(number) : (JSON.stringify(number ?? null) ?? "null");
+  const text = typeof value === "bigint" ? String(value) : (JSON.stringify(value ?? null) ?? "null"); // a JsonFloat as its number
   return fill(TEXTS["found_scalar"] ?? "", { value: text, kind: kindOf(value) });
 }
 
