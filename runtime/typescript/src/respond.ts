@@ -20,24 +20,17 @@ import { CommandError, InputError, type Out, readText, readTokenIds, STDIN } fro
 import type { HarmonyEncoding } from "./encoding.js";
 import { HarmonyError, rethrow } from "./errors.js";
 import { writeJson } from "./json.js";
-import { planRequest, REQUEST_FLAG } from "./prompt.js";
+import { planRequest, type PromptFlags, REQUEST_FLAG } from "./prompt.js";
 import { Role, spec } from "./tables.js";
 
 /** What `respond` honours beyond the prompt: a token budget, by cutting the given completion. */
 export const RESPOND_CAPABILITIES: Capabilities = { maxOutputTokens: true };
 const STOP = spec.CHAT_FINISH_REASONS["stop"] ?? ""; // the engines' finish reasons, as Chat Completions names them
-const LENGTH = spec.CHAT_FINISH_REASONS["incomplete"] ?? "";
 const COMPLETION_FLAG = "--completion";
 
-function namesPattern(names: readonly string[]): string {
-  const first = names[0] ?? "";
-  return first.slice(0, first.lastIndexOf(".")) + ".*";
-}
-
-export interface RespondFlags {
-  readonly request: string;
+/** `respond` shares `prompt`'s `--request`, and its `--tokens` reads the completion as token ids. */
+export interface RespondFlags extends PromptFlags {
   readonly completion: string;
-  readonly tokens?: boolean;
   readonly stream?: boolean;
   readonly chat?: boolean;
   readonly reasoningEvents: ReasoningNames;
@@ -47,8 +40,9 @@ export interface RespondFlags {
 
 /** The `respond` subcommand's flags (the Python CLI's `add_respond_parser`). */
 export function respondCommand(root: Command): Command {
-  const ours = namesPattern(Object.keys(OPENAI_REASONING_EVENTS));
-  const openai = namesPattern(Object.values(OPENAI_REASONING_EVENTS));
+  // each naming's event names as one pattern: its first name's prefix and `.*`
+  const namings = [Object.keys(OPENAI_REASONING_EVENTS), Object.values(OPENAI_REASONING_EVENTS)];
+  const [ours, openai] = namings.map(([first = ""]) => first.slice(0, first.lastIndexOf(".")) + ".*");
   const finish =
     "how the engine ended the completion (its finish reason): on a stop token it may have left out, or at the token budget; " +
     "unknown by default (text is taken as stopped unless it ends inside a header, reasoning or a call's JSON; " +
@@ -66,7 +60,7 @@ export function respondCommand(root: Command): Command {
         .choices(["spec", "openai"])
         .default("spec"),
     )
-    .addOption(new Option("--finish <FINISH>", finish).choices([STOP, LENGTH]))
+    .addOption(new Option("--finish <FINISH>", finish).choices([STOP, spec.CHAT_FINISH_REASONS["incomplete"] ?? ""]))
     .option("--fixed-ids", "counting ids and created_at 0, for reproducible output");
 }
 
@@ -80,13 +74,6 @@ function completionIds(file: string, encoding: HarmonyEncoding): number[] {
   return ids;
 }
 
-/** True when keeping `budget` tokens drops some the turn still needed (it had not ended with a stop token). */
-function turnCut(completion: readonly number[], budget: number, encoding: HarmonyEncoding): boolean {
-  if (completion.length <= budget) return false;
-  const ends = new Set(encoding.stopTokensForAssistantActions());
-  return !completion.slice(0, budget).some((t) => ends.has(t));
-}
-
 export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (flags.request === STDIN && flags.completion === STDIN) {
     throw new CommandError(`${REQUEST_FLAG} and ${COMPLETION_FLAG} both read standard input; give one of them a file`);
@@ -95,14 +82,12 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (planned === null) return 2;
   const { body, encoding, prompt } = planned;
   const text = flags.tokens === true ? null : readText(flags.completion, COMPLETION_FLAG);
-  let ids = text === null ? completionIds(flags.completion, encoding) : null;
-  let cut = false;
   const budget = body.max_output_tokens ?? null;
-  if (budget !== null) {
-    ids ??= [...tokensFromText([text ?? ""], encoding)];
-    cut = turnCut(ids, Number(budget), encoding);
-    ids = ids.slice(0, Number(budget));
-  }
+  const all = text === null ? completionIds(flags.completion, encoding) : budget !== null ? [...tokensFromText([text], encoding)] : null;
+  const ids = budget !== null ? (all?.slice(0, Number(budget)) ?? null) : all;
+  // The budget cut the turn when it dropped tokens the turn still needed: none of those kept is a stop token.
+  const ends = new Set(encoding.stopTokensForAssistantActions());
+  const cut = ids !== null && all !== null && ids.length < all.length && !ids.some((t) => ends.has(t));
   const completion: Completion = ids ?? [text ?? ""];
   // A budget that cut the turn overrides the finish reason given (the turn ends `incomplete`, even between two
   // messages); without either, the builder decides.
@@ -113,16 +98,14 @@ export function respond(flags: RespondFlags, out: Out, err: Out): number {
   if (streaming && flags.chat !== true) {
     // SSE text, deltas written straight from their text (the same bytes as `toSse`)
     for (const piece of streamSse(completion, encoding, body, options)) out(piece);
-    return 0;
-  }
-  if (streaming) {
+  } else if (streaming) {
     const chunks = chatCompletionChunks(streamResponse(completion, encoding, body, options));
     for (const chunk of chunks) out(`data: ${writeJson(chunk, { ensureAscii: false })}\n\n`);
     out(DONE_FRAME);
-    return 0;
+  } else {
+    const response = buildResponse(completion, encoding, body, options);
+    const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
+    out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   }
-  const response = buildResponse(completion, encoding, body, options);
-  const data = flags.chat === true ? toChatCompletion(response) : dumpAs("ResponseResource", response);
-  out(writeJson(data, { ensureAscii: false, indent: 2 }) + "\n");
   return 0;
 }

@@ -28,10 +28,8 @@ import { dumpAs, isVendorType, model, ModelValidationError, modelOf, validateAs 
 import { type DeclaredTool, declaredTools, namespaceTools, qualified, recipient } from "./tools.js";
 import { explain, found, problemPath } from "./validation.js";
 
-const JSON_CONTENT_TYPE = spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS;
 const EFFORTS: ReadonlyMap<string, ReasoningEffort> = new Map(REASONING_EFFORT_VALUES.map((e) => [e.toLowerCase(), e]));
 const MESSAGE_KIND = spec.ITEM_KINDS[ItemKind.Message];
-const OUTPUT_TEXT = MESSAGE_KIND?.text?.["part"] ?? "";
 /** An assistant message's phase → the channel it was written on. */
 const CHANNEL_OF_PHASE: ReadonlyMap<string, string> = new Map(
   Object.entries(MESSAGE_KIND?.phases ?? {}).map(([purpose, phase]) => [phase, spec.CHANNEL_BY_PURPOSE[purpose] ?? ""]),
@@ -44,11 +42,6 @@ const CALL_TYPES: readonly string[] = Object.values(spec.ITEM_KINDS)
 /** A value for `RequestError.of` to put in its message as it is, not shown as JSON (a reason, a list already shown). */
 export class Verbatim {
   constructor(readonly text: string) {}
-}
-
-/** A value as an error message shows it: JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`). */
-function shown(value: unknown): string {
-  return writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
 }
 
 /**
@@ -74,7 +67,10 @@ export class RequestError extends Error {
   static of(handle: string, param: string | null = null, fields: Readonly<Record<string, unknown>> = {}): RequestError {
     const entry = spec.REQUEST_ERRORS[handle];
     if (entry === undefined) throw new Error(`the spec has no request error ${handle}`);
-    const values = Object.entries(fields).map(([key, value]) => [key, value instanceof Verbatim ? value.text : shown(value)]);
+    // a value is shown as JSON, ASCII only (Python's `json.dumps(value, ensure_ascii=True)`)
+    const shown = (value: unknown): string =>
+      value instanceof Verbatim ? value.text : writeJson(value instanceof JsonFloat ? value.value : value, { ensureAscii: true });
+    const values = Object.entries(fields).map(([key, value]) => [key, shown(value)]);
     return new RequestError(entry.code, fill(entry.message, Object.fromEntries(values)), param);
   }
 
@@ -98,7 +94,10 @@ type Flag<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `$
  */
 export type Capabilities = { readonly [Name in keyof typeof spec.CAPABILITIES as Flag<Name>]?: boolean } & {
   readonly extraFields?: ReadonlySet<string>; // fields outside the spec that the caller reads itself
-  readonly hostedTools?: HostedTools; // declared tools no one here runs (see `splitTools`); default omit
+  // A declared tool of a type the server would have to run itself (`web_search`, `custom`, ...): `omit` (the default)
+  // leaves it out of the prompt and says so in the response's `harmony:unavailable_tools`, `reject` refuses the
+  // request with a 400 naming the tool (`splitTools`).
+  readonly hostedTools?: "omit" | "reject";
 };
 
 /** The bridge alone: every field that asks the caller for something is refused. */
@@ -109,14 +108,6 @@ function honoured(capabilities: Capabilities, name: string | null | undefined): 
   const flag = name?.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   return flag !== undefined && capabilities[flag as keyof Capabilities] === true;
 }
-
-/** The value at a dotted field path of the body (null: absent), a float of the JSON reader as its number. */
-function valueAt(body: CreateResponseBody, field: string): unknown {
-  const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
-  return value instanceof JsonFloat ? value.value : value;
-}
-
-const BODY = "CreateResponseBody";
 
 /** Throw the 400 for `value` of `field` when its row of the spec's `REQUEST_FIELDS` refuses it without
  * `capabilities` (a value outside the row's neutral ones asks for its capability). */
@@ -129,16 +120,17 @@ function refuse(field: string, value: unknown, capabilities: Capabilities): void
 /** Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does: the
  * spec's fields in `REQUEST_FIELDS` order, then `include` (`INCLUDES`), then the fields outside the spec. */
 export function checkSupported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE): void {
-  const declared = new Set(model(BODY).fields.map((f) => f.key));
+  const declared = new Set(model("CreateResponseBody").fields.map((f) => f.key));
   for (const field of keysOf(spec.REQUEST_FIELDS).filter((f) => declared.has(f.split(".")[0] ?? ""))) {
-    refuse(field, valueAt(body, field), capabilities);
+    // the value at the field's dotted path (null: absent), a float of the JSON reader as its number
+    const value = field.split(".").reduce<unknown>((node, name) => (isJsonObject(node) ? (node[name] ?? null) : null), body);
+    refuse(field, value instanceof JsonFloat ? value.value : value, capabilities);
   }
   (body.include ?? []).forEach((value, i) => {
     if (!honoured(capabilities, spec.INCLUDES[value])) throw RequestError.of(spec.REQUEST_ERROR_NOT_INCLUDABLE, `include[${i}]`, { value });
   });
   const raw = body as unknown as JsonObject;
-  for (const key of keysOf(raw)) {
-    if (declared.has(key) || capabilities.extraFields?.has(key)) continue;
+  for (const key of keysOf(raw).filter((k) => !declared.has(k) && capabilities.extraFields?.has(k) !== true)) {
     if (spec.REQUEST_FIELDS[key] === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_FIELD, key);
     refuse(key, raw[key], capabilities); // a label is kept
   }
@@ -160,24 +152,21 @@ function choices(values: readonly unknown[]): string {
 
 /** An input item no member of the item union takes: a wrong `type`, or a wrong `role` for it. */
 function explainItem(where: string, item: unknown): RequestError {
-  const obj = isJsonObject(item) ? item : null;
-  const role = obj?.["role"] ?? null;
-  let kind = obj?.["type"] ?? null;
-  if (kind === null && typeof role === "string") kind = ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null; // an easy input message
+  const { role = null, type = null } = isJsonObject(item) ? item : ({} as JsonObject);
+  // a role without a type is an easy input message
+  const kind = type === null && typeof role === "string" ? (ITEM_TYPES.find((t) => rolesOf(t).length > 0) ?? null) : type;
   const roles = rolesOf(kind);
-  if (roles.length > 0) {
-    const fields = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
-    return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, fields);
-  }
+  const byRole = { roles: new Verbatim(choices(roles)), type: kind, found: new Verbatim(found(role)) };
+  if (roles.length > 0) return RequestError.of(spec.REQUEST_ERROR_ITEM_ROLE, `${where}.role`, byRole);
   const fields = { types: new Verbatim(choices(ITEM_TYPES)), found: new Verbatim(found(kind)) };
   return RequestError.of(spec.REQUEST_ERROR_ITEM_TYPE, `${where}.type`, fields);
 }
 
 /** `value` within `jsonInput`'s limits (depth, lone surrogates, NaN), else a 400 at the place it breaks one. */
 function checkLimits(value: unknown, where: string): void {
-  const refused = (e: JSONInputError): Error =>
-    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) });
-  rethrow(JSONInputError, () => checkJsonValue(value, where), refused);
+  rethrow(JSONInputError, () => checkJsonValue(value, where), (e) =>
+    RequestError.of(spec.REQUEST_ERROR_INVALID, e.path || null, { reason: new Verbatim(e.reason) }),
+  );
 }
 
 /** `value` validated as the named schema; a bad shape is a 400 at its place under `where`. */
@@ -189,17 +178,15 @@ function validated<T>(schemaName: string, value: unknown, where = ""): T {
   });
 }
 
-/** A schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
-function checkSchema(schema: unknown, where: string): void {
-  if (schema === undefined || schema === null) return;
-  checkLimits(schema, where);
-  const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
-  if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
-}
-
+/** Each schema the prompt will show (none: nothing to check): within `jsonInput`'s limits and `MAX_SCHEMA_CHARS`. */
 function checkSchemas(body: CreateResponseBody): void {
-  for (const d of declaredTools(body)) checkSchema(d.tool.parameters, `${d.where}.parameters`);
-  checkSchema(responseFormat(body)?.schema, "text.format.schema");
+  const parameters = declaredTools(body).map((d): [unknown, string] => [d.tool.parameters, `${d.where}.parameters`]);
+  for (const [schema, where] of [...parameters, [responseFormat(body)?.schema, "text.format.schema"] as const]) {
+    if (schema === undefined || schema === null) continue;
+    checkLimits(schema, where);
+    const size = cpLength(writeJson(schema, { ensureAscii: false, separators: [",", ":"] }));
+    if (size > MAX_SCHEMA_CHARS) throw RequestError.of(spec.REQUEST_ERROR_SCHEMA_TOO_LARGE, where, { size, limit: MAX_SCHEMA_CHARS });
+  }
 }
 
 /**
@@ -211,19 +198,12 @@ export function parseRequest(raw: unknown, capabilities: Capabilities = NOTHING_
   if (!isJsonObject(raw)) throw RequestError.of(spec.REQUEST_ERROR_NOT_AN_OBJECT, null, { found: new Verbatim(found(raw)) });
   checkLimits(raw, "");
   const [split, unavailable] = splitTools(raw, capabilities.hostedTools ?? "omit");
-  const body = validated<CreateResponseBody>(BODY, split);
+  const body = validated<CreateResponseBody>("CreateResponseBody", split);
   checkSchemas(body);
   checkSupported(body, capabilities);
   if (unavailable.length > 0) (body as unknown as JsonObject)[spec.RESPONSE_UNAVAILABLE_TOOLS_FIELD] = unavailable;
   return body;
 }
-
-/**
- * What to do with a declared tool of a type the server would have to run itself (`web_search`, `custom`, ...):
- * `omit` leaves it out of the prompt and says so in the response's `harmony:unavailable_tools`, `reject` refuses
- * the request with a 400 naming the tool.
- */
-export type HostedTools = "omit" | "reject";
 
 // The tool types a request declares that the bridge renders (function and namespace tools).
 const TOOL_TYPES: ReadonlySet<unknown> = new Set(
@@ -231,19 +211,18 @@ const TOOL_TYPES: ReadonlySet<unknown> = new Set(
 );
 
 /** The body with the tools the bridge renders only, and the declared tools left out (Python's `split_tools`). */
-export function splitTools(raw: JsonObject, policy: HostedTools): [JsonObject, JsonObject[]] {
+export function splitTools(raw: JsonObject, policy: Capabilities["hostedTools"]): [JsonObject, JsonObject[]] {
   const tools = raw["tools"];
   if (!Array.isArray(tools)) return [raw, []];
   const unavailable: JsonObject[] = [];
   const kept = tools.filter((tool: unknown, i) => {
     const kind = isJsonObject(tool) ? tool["type"] : null;
     if (typeof kind !== "string" || TOOL_TYPES.has(kind)) return true;
-    if (policy === "reject") {
-      const reason = new Verbatim(spec.HOSTED_TOOL_REASONS["refused"] ?? "");
-      throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, { type: kind, reason });
-    }
+    const reason = spec.HOSTED_TOOL_REASONS[policy === "reject" ? "refused" : "omitted"] ?? "";
+    const refused = { type: kind, reason: new Verbatim(reason) };
+    if (policy === "reject") throw RequestError.of(spec.REQUEST_ERROR_HOSTED_TOOL, `tools[${i}].type`, refused);
     const name = (tool as JsonObject)["name"];
-    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason: spec.HOSTED_TOOL_REASONS["omitted"] ?? "" });
+    unavailable.push({ type: kind, ...(typeof name === "string" ? { name } : {}), reason });
     return false;
   });
   return unavailable.length > 0 ? [{ ...raw, tools: kept as JsonData }, unavailable] : [raw, []];
@@ -257,23 +236,14 @@ export interface ToolPolicy {
 
 type Part = { readonly type?: string | null; readonly text?: string; readonly refusal?: string };
 
-function textParts(item: AnyItem, where: string, accepted: readonly string[], key = "content"): string[] {
+function textParts(item: AnyItem, where: string, accepted: readonly unknown[], key = "content"): string[] {
   const content = item[key] as string | readonly Part[];
   if (typeof content === "string") return [content];
   return content.map((part, j) => {
     const kind = part.type ?? null;
-    if (kind === null || !accepted.includes(kind)) {
-      throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, `${where}.${key}[${j}]`, { type: kind });
-    }
+    if (!accepted.includes(kind)) throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_CONTENT, `${where}.${key}[${j}]`, { type: kind });
     return (kind === "refusal" ? part.refusal : part.text) ?? "";
   });
-}
-
-function inputItems(body: CreateResponseBody): ItemParamOrExtension[] {
-  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
-  const input = body.input ?? [];
-  if (typeof input === "string") return [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })];
-  return [...input];
 }
 
 const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValueEnum"]?.enum ?? [];
@@ -281,9 +251,8 @@ const TOOL_CHOICE_MODES: readonly unknown[] = responses.SCHEMAS["ToolChoiceValue
 function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   const tools = declaredTools(body);
   const names = tools.map((t) => t.name);
-  names.forEach((name, i) => {
-    if (names.indexOf(name) !== i) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, tools[i]?.where ?? `tools[${i}]`, { name });
-  });
+  const duplicate = tools.find((t, i) => names.indexOf(t.name) !== i);
+  if (duplicate !== undefined) throw RequestError.of(spec.REQUEST_ERROR_DUPLICATE_TOOL, duplicate.where, { name: duplicate.name });
   const choice = body.tool_choice ?? "auto";
   // a mode alone, one function (`{"type": "function", "name": ...}`), or a list of them with a mode
   const specific = typeof choice === "object" && modelOf(choice) === "SpecificFunctionParam" ? (choice as SpecificFunctionParam) : null;
@@ -293,10 +262,9 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   }
   if (choice === "required" && tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
   const allowed = (specific !== null ? [specific] : (listed?.tools ?? [])).map((ref) => ref.name);
-  allowed.forEach((name, k) => {
-    const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${k}].name`;
-    if (!names.includes(name)) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name });
-  });
+  const unknown = allowed.findIndex((name) => !names.includes(name));
+  const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${unknown}].name`;
+  if (unknown >= 0) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name: allowed[unknown] });
   const mode = typeof choice === "string" ? choice : specific !== null ? "required" : (listed?.mode ?? "auto");
   const named = typeof choice === "string" ? names : names.filter((n) => allowed.includes(n));
   return mode === "none" ? [[], { mode, allowed: [] }] : [tools.filter((t) => named.includes(t.name)), { mode, allowed: named }];
@@ -315,11 +283,10 @@ function responseFormat(body: CreateResponseBody): JsonSchemaResponseFormatParam
 function responseFormatSection(fmt: JsonSchemaResponseFormatParam): string {
   if (!fmt.name) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_NAME, "text.format.name");
   if (fmt.schema === undefined || fmt.schema === null) throw RequestError.of(spec.REQUEST_ERROR_FORMAT_NEEDS_SCHEMA, "text.format.schema");
-  const lines = [spec.DEV_RESPONSE_FORMATS_HEADING, fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name })];
-  const described = fmt.description ? fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description }) : null;
-  const head = described !== null ? described + spec.SYS_LINE_SEPARATOR : "";
-  lines.push(head + writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] }));
-  return lines.join(spec.SYS_SECTION_SEPARATOR);
+  const described = fmt.description ? [fill(spec.DEV_RESPONSE_FORMAT_DESCRIPTION, { description: fmt.description })] : [];
+  const schema = [...described, writeJson(fmt.schema, { ensureAscii: false, separators: [",", ":"] })].join(spec.SYS_LINE_SEPARATOR);
+  const heading = fill(spec.DEV_RESPONSE_FORMAT_NAME, { name: fmt.name });
+  return [spec.DEV_RESPONSE_FORMATS_HEADING, heading, schema].join(spec.SYS_SECTION_SEPARATOR);
 }
 
 /** `system` (the default system content without it) with the reasoning effort the request names, on a copy (the
@@ -335,9 +302,7 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
 }
 
 export function assistant(text: string, channel: string | null, contentType: string | null = null): Message {
-  const message = Message.fromRoleAndContent(Role.Assistant, text);
-  if (channel !== null) message.withChannel(channel);
-  return contentType !== null ? message.withContentType(contentType) : message;
+  return new Message(new Author(Role.Assistant), [new TextContent(text)], channel, null, contentType);
 }
 
 type AnyItem = JsonObject & { readonly type?: string | null };
@@ -374,19 +339,10 @@ function header(item: AnyItem, key: string, fallback: string | null): string | n
 /** An input item at `where` read: the instructions it gives (their text), the turn it stands for, or nothing. */
 type ItemReader = (item: AnyItem, where: string, calls: KnownCalls, sealed: ReasoningReader | null) => string | Message | null;
 
-function functionCall(item: AnyItem, _where: string, calls: KnownCalls): Message {
-  const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
-  const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, JSON_CONTENT_TYPE);
-  const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
-  calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
-  return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
-}
-
 /** The tool's message answering `call`: the output item's text, on the call's channel. */
 function toolMessage(call: ToolCall, output: AnyItem, where: string): Message {
   const text = textParts(output, where, ["input_text"], "output").join("");
-  const message = Message.fromAuthorAndContent(Author.new(Role.Tool, call.author), text).withRecipient(Role.Assistant);
-  return call.channel !== null ? message.withChannel(call.channel) : message;
+  return new Message(Author.new(Role.Tool, call.author), [new TextContent(text)], call.channel, Role.Assistant);
 }
 
 function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
@@ -402,10 +358,8 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     const output = validated<AnyItem>(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
     const callId = String(output["call_id"]);
     const known = calls.tools.get(callId);
-    if (known === undefined) {
-      const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
-      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
-    }
+    const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
+    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
     return toolMessage(known, output, where);
   }
   // a compaction summary too: nothing here opens one
@@ -418,19 +372,6 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
  */
 export type ReasoningReader = (item: JsonObject, where: string) => Message;
 
-/** The analysis message of a reasoning item: its content (what the model wrote), else its summary; sealed reasoning
- * (`encrypted_content`) is opened by `sealed`, and refused without it. */
-function reasoning(item: AnyItem, where: string, _calls: KnownCalls, sealed: ReasoningReader | null): Message | null {
-  if ((item["encrypted_content"] ?? null) !== null) {
-    if (sealed !== null) return sealed(item, where);
-    throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
-  }
-  const content = item["content"];
-  const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
-  const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
-  return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
-}
-
 const instructionsOf: ItemReader = (item, where) => textParts(item, where, ["input_text"]).join("");
 
 /** The reader of each input item model; any other item (a vendor-prefixed `ExtensionItem`) is read by `extension`. */
@@ -441,18 +382,35 @@ const READERS: Readonly<Record<string, ItemReader>> = {
     Message.fromRoleAndContents(Role.User, textParts(item, where, ["input_text"]).map((t) => new TextContent(t))),
   AssistantMessageItemParam: (item, where) => {
     // on its phase's channel, unless it names the channel the model wrote it on
-    const texts = textParts(item, where, [OUTPUT_TEXT, "refusal"]);
+    const texts = textParts(item, where, [MESSAGE_KIND?.text?.["part"], "refusal"]);
     const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, CHANNEL_OF_PHASE.get(String(item["phase"] ?? "")) ?? spec.CHANNEL_ANSWER);
     return assistant(texts.join(""), channel, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null));
   },
-  FunctionCallItemParam: functionCall,
+  FunctionCallItemParam: (item, _where, calls) => {
+    const channel = header(item, spec.RESPONSE_CHANNEL_FIELD, spec.CHANNEL_TOOL_CALLS);
+    const author = recipient(qualified(String(item["name"] ?? ""), optionalText(item[spec.RESPONSE_NAMESPACE_FIELD])));
+    calls.functions.set(String(item["call_id"] ?? ""), { author, channel });
+    const contentType = header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, spec.SPELLING_CONSTRAIN + spec.CONTENT_TYPE_FUNCTION_ARGUMENTS);
+    return assistant(String(item["arguments"] ?? ""), channel, contentType).withRecipient(author);
+  },
   FunctionCallOutputItemParam: (item, where, calls) => {
     const callId = String(item["call_id"] ?? "");
     const known = calls.functions.get(callId);
     if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_CALL_ID, `${where}.call_id`, { call_id: callId });
     return toolMessage(known, item, where);
   },
-  ReasoningItemParam: reasoning,
+  // the analysis message: the item's content (what the model wrote), else its summary; sealed reasoning
+  // (`encrypted_content`) is opened by `sealed`, and refused without it
+  ReasoningItemParam: (item, where, _calls, sealed) => {
+    if ((item["encrypted_content"] ?? null) !== null) {
+      if (sealed !== null) return sealed(item, where);
+      throw RequestError.of(spec.REQUEST_ERROR_ENCRYPTED_REASONING, `${where}.encrypted_content`);
+    }
+    const content = item["content"];
+    const written = Array.isArray(content) && content.length > 0; // what the model wrote renders even when empty
+    const text = ((written ? content : item["summary"]) as Part[]).map((p) => p.text ?? "").join("");
+    return written || text ? assistant(text, spec.CHANNEL_REASONING, header(item, spec.RESPONSE_CONTENT_TYPE_FIELD, null)) : null;
+  },
   ItemReferenceParam: (item, where) => {
     throw RequestError.of(spec.REQUEST_ERROR_ITEM_REFERENCE_NOT_FOUND, `${where}.id`, { id: String(item["id"] ?? "") });
   },
@@ -470,15 +428,10 @@ export function itemsToMessages(
   calls: KnownCalls = new KnownCalls(),
   sealed: ReasoningReader | null = null,
 ): ItemMessages {
-  const instructions: string[] = [];
-  const messages: Message[] = [];
-  for (const [i, raw] of [...items].entries()) {
-    const item = raw as unknown as AnyItem;
-    const read = (READERS[modelOf(item) ?? ""] ?? extension)(item, `${root}[${i}]`, calls, sealed);
-    if (typeof read === "string") instructions.push(read);
-    else if (read !== null) messages.push(read);
-  }
-  return { instructions, messages };
+  const read = [...items].map((item, i) =>
+    (READERS[modelOf(item) ?? ""] ?? extension)(item as unknown as AnyItem, `${root}[${i}]`, calls, sealed),
+  );
+  return { instructions: read.filter((r) => typeof r === "string"), messages: read.filter((r) => r instanceof Message) };
 }
 
 /**
@@ -494,7 +447,11 @@ export function requestToConversation(
 ): Conversation {
   checkSchemas(body); // a body built in code skipped `parseRequest`
   const sysContent = systemOf(body, system);
-  const read = itemsToMessages(inputItems(body), "input", new KnownCalls(), sealed);
+  refuse("previous_response_id", body.previous_response_id ?? null, NOTHING_MORE); // a store's own to read
+  const input = body.input ?? [];
+  const items =
+    typeof input === "string" ? [validateAs<ItemParamOrExtension>("UserMessageItemParam", { role: Role.User, content: input })] : input;
+  const read = itemsToMessages(items, "input", new KnownCalls(), sealed);
   const instructions = [...(body.instructions ? [body.instructions] : []), ...read.instructions];
   const [tools] = toolsOf(body);
   const developer = DeveloperContent.new();
@@ -510,12 +467,8 @@ export function requestToConversation(
   }
   const contents: Content[] = instructions.length > 0 || tools.length > 0 ? [developer] : [];
   const fmt = responseFormat(body);
-  if (fmt !== null) {
-    // The section follows whatever the developer content renders (instructions, then tools).
-    const separator = contents.length > 0 ? spec.SYS_SECTION_SEPARATOR : "";
-    contents.push(new TextContent(separator + responseFormatSection(fmt)));
-  }
-  const messages = [Message.fromRoleAndContent(Role.System, sysContent)];
-  if (contents.length > 0) messages.push(Message.fromRoleAndContents(Role.Developer, contents));
-  return Conversation.fromMessages([...messages, ...read.messages]);
+  // The section follows whatever the developer content renders (instructions, then tools).
+  if (fmt !== null) contents.push(new TextContent((contents.length > 0 ? spec.SYS_SECTION_SEPARATOR : "") + responseFormatSection(fmt)));
+  const developerMessage = contents.length > 0 ? [Message.fromRoleAndContents(Role.Developer, contents)] : [];
+  return Conversation.fromMessages([Message.fromRoleAndContent(Role.System, sysContent), ...developerMessage, ...read.messages]);
 }

@@ -118,8 +118,7 @@ function validator(name: string): ValidateFunction {
 /** JSON data as the plain JavaScript values ajv reads: a float or a big integer of the JSON reader as its number, and
  * every -0 as 0 (JSON Schema has no negative zero). */
 export function plain(value: unknown): unknown {
-  if (value instanceof JsonFloat) return plain(value.value);
-  if (typeof value === "number") return value + 0; // -0 + 0 is 0
+  if (value instanceof JsonFloat || typeof value === "number") return Number(value) + 0; // -0 + 0 is 0
   if (typeof value === "bigint") return Number(value);
   if (Array.isArray(value)) return value.map(plain);
   return isJsonObject(value) ? Object.fromEntries(keysOf(value).map((key) => [key, plain(value[key])])) : value;
@@ -136,25 +135,25 @@ export interface Field {
 
 export type Model = { readonly fields: readonly Field[] };
 
-const MODELS = new Map<string, Model>();
-
-/** A model by its schema name: its fields in schema order, which are required and their defaults (a one-value
+/** Each model by its schema name: its fields in schema order, which are required and their defaults (a one-value
  * enum that is required is its own default). */
+const MODELS: ReadonlyMap<string, Model> = new Map(
+  [...Object.entries(SCHEMAS), [EXTENSION, { properties: { [TAG]: {} }, required: [TAG] } as Schema] as const].map(([name, schema]) => {
+    const fields = Object.entries(schema.properties ?? {}).map(([key, prop]): Field => {
+      const required = schema.required?.includes(key) === true;
+      const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
+      const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
+      const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
+      const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
+      return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
+    });
+    return [name, { fields }];
+  }),
+);
+
 export function model(name: string): Model {
-  let found = MODELS.get(name);
-  if (found !== undefined) return found;
-  const schema = SCHEMAS[name] ?? (name === EXTENSION ? { properties: { [TAG]: {} }, required: [TAG] } : undefined);
-  if (schema === undefined) throw new Error(`no Open Responses schema named ${name}`);
-  const fields = Object.entries(schema.properties ?? {}).map(([key, prop]): Field => {
-    const required = schema.required?.includes(key) === true;
-    const single = required && prop.enum?.length === 1 ? (prop.enum[0] as JsonData) : undefined;
-    const fallback = "default" in prop ? (prop.default as JsonData) : (single ?? null);
-    const types = (prop.anyOf ?? []).map((b) => b.type); // a list, or a list or null
-    const kind = prop.type === "array" || (types.length === 2 && types.includes("array") && types.includes("null")) ? "list" : "value";
-    return { key, type: { kind }, required: required && !("default" in prop) && single === undefined, default: fallback };
-  });
-  found = { fields };
-  MODELS.set(name, found);
+  const found = MODELS.get(name);
+  if (found === undefined) throw new Error(`no Open Responses schema named ${name}`);
   return found;
 }
 
@@ -165,16 +164,15 @@ function members(schema: Schema): Schema[] {
   return branches !== undefined ? branches.flatMap(members) : [schema];
 }
 
-/** The model a schema node offers for `tagValue` (a tagged union, or a list of one). */
-function memberNamed(schema: Schema | undefined, tagValue: string): string | null {
+/** The model the schema node `what` offers for `tagValue` (a tagged union, or a list of one). */
+function memberNamed(what: string, schema: Schema | undefined, tagValue: string): string {
   const member = schema !== undefined ? members(schema).find((m) => m.$ref !== undefined && tagOf(m) === tagValue) : undefined;
-  return member?.$ref !== undefined ? refName(member.$ref) : null;
+  if (member?.$ref === undefined) throw new Error(`${what} takes no ${tagValue}`);
+  return refName(member.$ref);
 }
 
 export function eventModelOf(type: string): string {
-  const found = memberNamed(SCHEMAS["StreamingEvent"], type);
-  if (found === null) throw new Error(`no streaming event of type ${type}`);
-  return found;
+  return memberNamed("StreamingEvent", SCHEMAS["StreamingEvent"], type);
 }
 
 /** The model of an item union's variant for (`type`, `role`) (`ExtensionItem` for a vendor type), or null. */
@@ -184,9 +182,7 @@ export function itemModelOf(union: string, type: string, role: string | null = n
 
 /** The model that field `key` of model `name` (a list of a tagged union, or a tagged union) takes for `tagValue`. */
 export function fieldMember(name: string, key: string, tagValue: string): string {
-  const found = memberNamed(SCHEMAS[name]?.properties?.[key], tagValue);
-  if (found === null) throw new Error(`${name}.${key} takes no ${tagValue}`);
-  return found;
+  return memberNamed(`${name}.${key}`, SCHEMAS[name]?.properties?.[key], tagValue);
 }
 
 // -- model tags ----------------------------------------------------------------------------------------------
@@ -207,8 +203,7 @@ export function make<T extends object>(name: string, value: T): T {
 /** The member of `branches` that `value` is: the model it is tagged with, by its tag where members have one, else
  * the first that takes it. */
 function memberFor(branches: readonly Schema[], value: unknown): Schema | undefined {
-  const tagged = modelOf(value);
-  const named = tagged !== null ? branches.find((b) => b.$ref !== undefined && refName(b.$ref) === tagged) : undefined;
+  const named = branches.find((b) => b.$ref !== undefined && refName(b.$ref) === modelOf(value));
   const tag = isJsonObject(value) ? value[TAG] : undefined;
   return named ?? branches.find((b) => typeof tag === "string" && tagOf(b) === tag) ?? branches.find((b) => takes(b, value));
 }
@@ -249,10 +244,9 @@ function walk(schema: Schema, value: unknown, atModel: AtModel): unknown {
 
 /** Tag a model's object with its name, give it its fields' defaults, and tag the models its fields hold. */
 const tag: AtModel = (name, value, field) => {
-  make(name, value);
   for (const f of model(name).fields) if (!(f.key in value) && f.default !== null) value[f.key] = structuredClone(f.default);
   for (const key of Object.keys(SCHEMAS[name]?.properties ?? {})) if (key in value) field(key);
-  return value;
+  return make(name, value);
 };
 
 /** Validation failed: ajv's errors (their `instancePath` is the data's own path). */

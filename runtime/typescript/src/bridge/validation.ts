@@ -10,12 +10,11 @@ import type { ErrorObject } from "ajv";
 import { isJsonObject, JsonFloat } from "../json.js";
 import { formatPath, type PathPart } from "../jsonInput.js";
 import { spec } from "../tables.js";
-import { fill } from "../texts.js";
+import { cpLength, cpPrefix, fill } from "../texts.js";
 import { ITEM_KEYWORD } from "./schema.js";
 
 const TEXTS = spec.VALIDATION_TEXTS;
 const FOUND_CHARS = 40; // a string found is shown up to this many characters
-const TAG = "type";
 const SKIPPED = new Set(["if", "anyOf", "oneOf", "allOf", "not"]); // they sum up errors told by their members
 
 /** The one thing to tell: where (the input's own path), the spec's error handle and what to say, what is there;
@@ -43,13 +42,11 @@ export function kindOf(value: unknown): string {
 /** `"robot"`, `5 (an integer)`, `an array`: short enough for one line, never the whole value. */
 export function found(value: unknown): string {
   if (typeof value === "string") {
-    const chars = [...value];
-    const shown = chars.slice(0, FOUND_CHARS).join("") + (chars.length > FOUND_CHARS ? "…" : "");
+    const shown = cpPrefix(value, FOUND_CHARS) + (cpLength(value) > FOUND_CHARS ? "…" : "");
     return JSON.stringify(shown).replace(/[^\x00-\x7f]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   }
   if (value !== null && value !== undefined && typeof value === "object" && !(value instanceof JsonFloat)) return kindOf(value);
-  const number = value instanceof JsonFloat ? value.value : value;
-  const text = typeof number === "bigint" ? String(number) : (JSON.stringify(number ?? null) ?? "null");
+  const text = typeof value === "bigint" ? String(value) : (JSON.stringify(value ?? null) ?? "null"); // a JsonFloat as its number
   return fill(TEXTS["found_scalar"] ?? "", { value: text, kind: kindOf(value) });
 }
 
@@ -59,20 +56,18 @@ function locate(raw: unknown, error: ErrorObject): [PathPart[], unknown, boolean
   let node = raw;
   for (const seg of error.instancePath.split("/").slice(1)) {
     const key = seg.replace(/~1/g, "/").replace(/~0/g, "~");
-    const part: PathPart = Array.isArray(node) ? Number(key) : key;
-    parts.push(part);
-    node = Array.isArray(node) ? node[part as number] : isJsonObject(node) ? node[key] : undefined;
+    parts.push(Array.isArray(node) ? Number(key) : key);
+    node = Array.isArray(node) || isJsonObject(node) ? (node as Record<string, unknown>)[key] : undefined;
   }
   if (error.keyword === "required") return [[...parts, String(error.params["missingProperty"])], null, false];
   return [parts, node, true];
 }
 
 function phrase(error: ErrorObject): string | null {
-  const params = error.params;
-  if (error.keyword === "type") return String(params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
+  if (error.keyword === "type") return String(error.params["type"]).split(",").map((t) => TEXTS[t] ?? t).join(TEXTS["or"] ?? "");
   // the keyword's kind in the table: `minLength` → `min_length`; an object's properties count as entries
   const text = TEXTS[error.keyword.replace(/Properties$/, "Items").replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())];
-  return text !== undefined ? fill(text, { limit: params["limit"], pattern: params["pattern"] }) : null;
+  return text !== undefined ? fill(text, { limit: error.params["limit"], pattern: error.params["pattern"] }) : null;
 }
 
 /** A string too short or too long is told that alone: its schema's pattern is not tried (pydantic's order). */
@@ -88,7 +83,7 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
   const depth = Math.max(...told.map((t) => t.at[0].length));
   // Of the deepest: a wrong `type` first (it explains the rest of its object), then a wrong value, then a missing one.
   const deepest = told.filter((t) => t.at[0].length === depth);
-  const rank = (t: (typeof told)[number]): number => (!t.at[2] ? 2 : t.at[0][t.at[0].length - 1] === TAG ? 0 : 1);
+  const rank = (t: (typeof told)[number]): number => (!t.at[2] ? 2 : t.at[0][t.at[0].length - 1] === "type" ? 0 : 1);
   const chosen = [...deepest].sort((a, b) => rank(a) - rank(b))[0] as (typeof told)[number];
   const [parts, value, present] = chosen.at;
   if (chosen.error.keyword === ITEM_KEYWORD) {
@@ -100,8 +95,7 @@ export function explain(issues: readonly ErrorObject[], raw: unknown): Problem {
   const listed = (e: ErrorObject): boolean => e.keyword === "enum" || e.keyword === "const";
   const allowed = (e: ErrorObject): unknown[] => (e.params["allowedValues"] as unknown[] | undefined) ?? [e.params["allowedValue"]];
   const values = [...new Set(here.filter(listed).flatMap(allowed))];
-  const phrased = here.filter((e) => !listed(e) && !shadowed(e, here)).map(phrase);
-  const phrases = [...new Set(phrased)].filter((p): p is string => p !== null);
+  const phrases = [...new Set(here.filter((e) => !listed(e) && !shadowed(e, here)).map(phrase))].filter((p) => p !== null);
   // null is what an optional field may also be, and a kind all the allowed values are goes without saying
   const covered = new Set([TEXTS["null"], ...values.map(kindOf)]);
   const shown = phrases.length > 1 || values.length > 0 ? phrases.filter((p) => !covered.has(p)) : phrases;
