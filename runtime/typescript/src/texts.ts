@@ -97,3 +97,6 @@ export function isHighSurrogate(code: number): boolean {
 export function escapeRegExp(text: string): string {
   return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 }
+
+/** A regular-expression alternation matching any of `words` literally. */
+export const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
