@@ -12,8 +12,7 @@ export type Mode = "strict" | "lenient";
 export const RECOVERY_RULES: Readonly<Record<string, string>> = { ...spec.RECOVERY_RULES };
 
 /** A repair's values, filled into its detail text. */
-type FillValue = string | number | bigint | boolean | null;
-export type RepairValues = Readonly<Record<string, FillValue>>;
+export type RepairValues = Parameters<typeof fill>[1];
 
 /**
  * A repair's detail and the text it sets aside, as the spec's `REPAIRS` table says for `rule`: its detail text

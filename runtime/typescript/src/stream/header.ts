@@ -31,7 +31,7 @@
  */
 
 import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
+import { alt, cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
 import { spellingOf } from "./lexer.js";
@@ -57,7 +57,6 @@ export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_T
 const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(spec.TOOL_NAMESPACES);
 export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
-const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const GLUED_ROLE_RE = new RegExp(`^(?:${spec.HEADER_GLUED_ROLE_PATTERN})$`, "u");
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
@@ -86,7 +85,6 @@ export enum Cut {
 
 /** (terminal, text): the value a lexer terminal carries on the parser's stack. */
 type Word = readonly [string, string];
-type Pending = readonly [string, string, string, number];
 
 /** Header part rule → the `Header` fields it sets, from its first word and its number of children. */
 const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Header>>> = {
@@ -215,7 +213,7 @@ export class HeaderReader {
   said: string[] = []; // every word the input gave for this header, placed or set aside (not the prompt's role)
   private terms: string[] = []; // and their terminals (control terminals too)
   virtual = false; // the header's <|start|>ROLE came from the prompt, not the input (no control token read for it)
-  private pending: Pending[] = []; // repairs reported when the header is settled
+  private pending: Parameters<Report>[] = []; // repairs reported when the header is settled
   private fed: Partial<Header> = {}; // the recipient and the channel the grammar took
   private late: Partial<Header> = {}; // lenient: a recipient the grammar could not take there, a channel replacing its own
   private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
@@ -353,12 +351,11 @@ export class HeaderReader {
 
   /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
   complete(position: number): Header | null {
-    const lalr = this.lalr;
     this.replacingChannel = false;
-    const error = refusal(() => lalr.feedToken(T_MESSAGE));
+    const error = refusal(() => this.lalr.feedToken(T_MESSAGE));
     if (error !== null) {
       if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: error.message }), position);
-      const expected = lalr.expected();
+      const expected = this.lalr.expected();
       if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
         return this.complete(position);
@@ -368,8 +365,8 @@ export class HeaderReader {
         const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
         if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
         else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
-        lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-        lalr.feedToken(T_MESSAGE);
+        this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
+        this.lalr.feedToken(T_MESSAGE);
       } else {
         // cannot happen with this grammar; keeps the promise never to throw
         const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: error.message });
@@ -378,8 +375,7 @@ export class HeaderReader {
         return null;
       }
     }
-    const header = lalr.valueAt(-2);
-    if (!(header instanceof Header)) throw new Error("HeaderReader: the grammar gave no header");
+    const header = this.lalr.valueAt(-2) as Header; // the header rule, reduced by <|message|>
     this.terms = [];
     if (this.lenient) this.settle(header, position);
     return header;
@@ -579,8 +575,8 @@ export class HeaderReader {
 
   /** A repair reported once the header is settled (a header set aside whole reports only that), with the detail
    * and the text set aside that the spec's table gives `rule` (`described`); none when `rule` is null. */
-  private fix(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
-    if (rule !== null) this.pending.push([rule, ...described(rule, values, text), position]);
+  private fix(rule: string | null, position: number, values: RepairValues = {}): void {
+    if (rule !== null) this.pending.push([rule, ...described(rule, values), position]);
   }
 
   /** A repair reported at once, as the spec's table describes it. */
@@ -608,7 +604,7 @@ export class HeaderReader {
       header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
       header.contentType = null;
     }
-    for (const [rule, detail, text, at] of this.pending) this.report(rule, detail, text, at);
+    for (const repair of this.pending) this.report(...repair);
     this.pending = [];
   }
 

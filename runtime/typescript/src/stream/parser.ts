@@ -34,7 +34,7 @@ import {
   type RepairValues,
 } from "./events.js";
 import {
-  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal, type Report,
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal,
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
@@ -94,9 +94,8 @@ export class HarmonyStreamParser {
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
   private readonly textLexer = new TextLexer(this);
-  private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
-  private unit = spec.PARSE_UNIT_TOKENS;
+  private byCharacter = false; // positions count characters (text input), or tokens
   private pos = 0; // where the piece being handled began
   private index = 0; // the next message's index
   private regionValue = Region.Outside;
@@ -134,7 +133,7 @@ export class HarmonyStreamParser {
     if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
-    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, (m, at) => this.fail(m, at), this.tools);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.recover, (m, at) => this.fail(m, at), this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
     this.strippedPossible = this.lenient;
     this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
@@ -157,20 +156,14 @@ export class HarmonyStreamParser {
     return this.tokenLexer.position;
   }
 
-  /** The text of the body being read so far ("" outside a body). */
+  /** The text of the body being read so far ("" outside a body: a message's end empties it). */
   get currentContent(): string {
-    const region = this.regionValue;
-    return region === Region.Body || region === Region.Stripped ? this.body.join("") : "";
-  }
-
-  /** Positions count characters (text input), or tokens. */
-  private get byCharacter(): boolean {
-    return this.unit === spec.PARSE_UNIT_TEXT;
+    return this.body.join("");
   }
 
   /** Feed completion token ids; the events they cause. */
   feedTokens(tokens: Iterable<number>): Event[] {
-    return this.collect(spec.PARSE_UNIT_TOKENS, () => this.tokenLexer.feed(tokens));
+    return this.collect(false, () => this.tokenLexer.feed(tokens));
   }
 
   /** A fast path for servers: if `token` is plain text continuing the open body, take it and return its text (the
@@ -187,21 +180,21 @@ export class HarmonyStreamParser {
   feedText(text: string): Event[] {
     if (this.bodyRun && text && this.textLexer.take(text)) {
       // body text and nothing else: the fast path
-      this.unit = spec.PARSE_UNIT_TEXT;
+      this.byCharacter = true;
       this.body.push(text);
       return [new ContentDelta(this.index, text)];
     }
-    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feed(text));
+    return this.collect(true, () => this.textLexer.feed(text));
   }
 
   /** Feed UTF-8 bytes of such text, split anywhere (even inside a character). */
   feedBytes(data: Uint8Array): Event[] {
-    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feedBytes(data));
+    return this.collect(true, () => this.textLexer.feedBytes(data));
   }
 
-  private collect(unit: string, read: () => void): Event[] {
+  private collect(byCharacter: boolean, read: () => void): Event[] {
     const out: Event[] = (this.out = []);
-    this.unit = unit;
+    this.byCharacter = byCharacter;
     read();
     return out;
   }
@@ -219,11 +212,10 @@ export class HarmonyStreamParser {
       this.endStripped(EOS);
       return out;
     }
-    const header = this.header; // text and no control token after the prompt's role: a message's body
-    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.stretch.text)) {
-      const text = header.stretch.text;
+    const text = this.header.stretch.text; // text and no control token after the prompt's role: a message's body
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && this.header.virtual && strip(text)) {
       this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
-      header.abandon();
+      this.header.abandon();
       this.emitWhole(null, text, EOS);
       return out;
     }
@@ -385,10 +377,9 @@ export class HarmonyStreamParser {
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
    * read on from there (a loop, not a recursion: a header may hold any number of them). */
   private nearMiss(): void {
-    const header = this.header;
-    for (let found = header.findNearMiss(); found !== null; found = header.findNearMiss()) {
+    for (let found = this.header.findNearMiss(); found !== null; found = this.header.findNearMiss()) {
       const [offset, spelling] = found;
-      const [rest, at] = header.splitPending(offset, this.byCharacter);
+      const [rest, at] = this.header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = grammar.NEAR_MISS_SPELLINGS[spelling] as string;
@@ -396,7 +387,7 @@ export class HarmonyStreamParser {
       this.onControl(terminal, at);
       if (!after) return;
       if (this.regionValue !== Region.Header) return this.onText(after, afterAt); // a body (or what follows a header cut short)
-      header.addText(after, afterAt);
+      this.header.addText(after, afterAt);
     }
   }
 
@@ -418,17 +409,16 @@ export class HarmonyStreamParser {
    * nothing (the header's text is set aside), as `HeaderReader.cut` decides. Strict: an error. */
   private closeHeader(stop: string, position: number): void {
     if (this.lenient && this.headerWithoutMessage(stop, position)) return;
-    const header = this.header;
     const token = spellingOf(stop);
-    header.flushWords(this.byCharacter, stop);
+    this.header.flushWords(this.byCharacter, stop);
     if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token }), position);
     const terminator = TERMINATOR_OF[stop] as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
-    const cut = header.cut();
+    const cut = this.header.cut();
     this.regionValue = Region.Outside; // until a body opens
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
-      const complete = header.complete(position);
+      const complete = this.header.complete(position);
       if (complete !== null) {
         this.startBody(complete);
         this.lalr.feedToken(stop);
@@ -436,8 +426,8 @@ export class HarmonyStreamParser {
       }
       return;
     }
-    const text = header.raw;
-    header.abandon(); // the repairs found in it are not reported one by one
+    const text = this.header.raw;
+    this.header.abandon(); // the repairs found in it are not reported one by one
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, fill(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
@@ -496,7 +486,7 @@ export class HarmonyStreamParser {
   // -- messages ----------------------------------------------------------------------------------------------
 
   private startBody(header: Header): void {
-    if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
+    if (this.lenient) applyDeclaredTools(header, this.tools, this.recover, this.pos);
     this.regionValue = Region.Body;
     this.openMessage(header);
   }
@@ -514,9 +504,7 @@ export class HarmonyStreamParser {
   }
 
   private endMessage(how: Terminator): void {
-    const start = this.current;
-    if (start === null) throw new Error("HarmonyStreamParser: a message ended that never started");
-    const { role, name, channel, recipient, contentType } = start;
+    const { role, name, channel, recipient, contentType } = this.current as MessageStart; // every caller has a message open
     const message = new ParsedMessage(role, name, channel, recipient, contentType, this.body.join(""), how);
     this.out.push(new MessageEnd(this.index, message, how));
     this.index += 1;
@@ -591,7 +579,7 @@ export class HarmonyStreamParser {
       const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
       const header = new Header(piece.role ?? this.expectedRole, true, piece.recipient, piece.channel, piece.contentType);
-      applyDeclaredTools(header, this.tools, this.report, at);
+      applyDeclaredTools(header, this.tools, this.recover, at);
       this.openMessage(header);
     }
   }
@@ -611,12 +599,12 @@ export class HarmonyStreamParser {
     this.recover(rule, ...described(rule, values, text), position);
   }
 
-  private recover(rule: string, detail: string, text = "", position: number | null = null): void {
+  private readonly recover = (rule: string, detail: string, text = "", position: number | null = null): void => {
     this.out.push(new Recovered(rule, detail, position === null ? this.pos : position, text));
-  }
+  };
 
   private fail(message: string, position: number): never {
-    throw new HarmonyParseError(message, position, this.unit);
+    throw new HarmonyParseError(message, position, this.byCharacter ? spec.PARSE_UNIT_TEXT : spec.PARSE_UNIT_TOKENS);
   }
 
   /** The text set aside since the last message is reported. `atEnd`: the stream ends after it, outside a message,

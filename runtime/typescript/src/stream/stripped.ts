@@ -11,14 +11,13 @@
  * count code points, as Python's do.
  */
 
-import { cpLength, escapeRegExp } from "../texts.js";
+import { alt, cpLength, escapeRegExp } from "../texts.js";
 import { type Role, Role as Roles, spec } from "../tables.js";
 
 const ROLE = Roles.Assistant;
 const CHANNELS = [...spec.CHANNELS].sort((a, b) => cpLength(b) - cpLength(a));
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const SPACE = spec.HEADER_PART_SEPARATOR;
-const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const NAME = `[\\p{L}\\p{N}_\\-${escapeRegExp(spec.HEADER_NAMESPACE_SEPARATOR)}]+`; // Python's [\w\-.]
 const HEADER_RE = new RegExp(
   `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?` +
