@@ -38,7 +38,7 @@ import {
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
-import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
+import { type Piece, StrippedSplitter, strippedStart } from "./stripped.js";
 
 /** A stop token's terminal → the terminator of the message it ends. */
 const TERMINATOR_OF = grammar.STOP_TERMINATORS as Readonly<Record<string, Terminator>>;
@@ -325,8 +325,7 @@ export class HarmonyStreamParser {
     complete_header: (p, t, at) => {
       p.header.flushWords(p.byCharacter, t);
       const header = p.header.complete(at);
-      if (header === null) p.regionValue = Region.Outside;
-      else if (!p.cutInventedResult(header)) p.startBody(header);
+      if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => p.closeHeader(t, at),
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
@@ -418,12 +417,9 @@ export class HarmonyStreamParser {
     this.regionValue = Region.Outside; // until a body opens
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
-      const complete = this.header.complete(position);
-      if (complete !== null) {
-        this.startBody(complete);
-        this.lalr.feedToken(stop);
-        this.endMessage(terminator);
-      }
+      this.startBody(this.header.complete(position));
+      this.lalr.feedToken(stop);
+      this.endMessage(terminator);
       return;
     }
     const text = this.header.raw;
@@ -568,7 +564,7 @@ export class HarmonyStreamParser {
 
   private strippedPieces(pieces: readonly Piece[]): void {
     for (const piece of pieces) {
-      if (!(piece instanceof StrippedHeader)) {
+      if (typeof piece === "string") {
         this.bodyText(piece);
         continue;
       }
@@ -578,9 +574,9 @@ export class HarmonyStreamParser {
       }
       const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const header = new Header(piece.role ?? this.expectedRole, true, piece.recipient, piece.channel, piece.contentType);
-      applyDeclaredTools(header, this.tools, this.recover, at);
-      this.openMessage(header);
+      piece.header.author ??= this.expectedRole; // the first message follows the prompt's role
+      applyDeclaredTools(piece.header, this.tools, this.recover, at);
+      this.openMessage(piece.header);
     }
   }
 

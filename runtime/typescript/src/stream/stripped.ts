@@ -12,9 +12,10 @@
  */
 
 import { alt, cpLength, escapeRegExp } from "../texts.js";
-import { type Role, Role as Roles, spec } from "../tables.js";
+import { Role, spec } from "../tables.js";
+import { Header } from "./header.js";
 
-const ROLE = Roles.Assistant;
+const ROLE = Role.Assistant;
 const CHANNELS = [...spec.CHANNELS].sort((a, b) => cpLength(b) - cpLength(a));
 const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const SPACE = spec.HEADER_PART_SEPARATOR;
@@ -31,20 +32,10 @@ const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // wha
 /** A tail of the buffer that may begin the next header (a marker's proper prefix): the longest starts leftmost. */
 const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(1).map((_, i) => m.slice(0, i + 1))))})$`, "u");
 
-/** A header read from stripped text; `text` is the header as written (`assistantcommentary to=f json`). */
-export class StrippedHeader {
-  constructor(
-    readonly role: Role | null, // the role its words name, or null (the first message, after the prompt's role)
-    readonly channel: string,
-    readonly recipient: string | null,
-    readonly contentType: string | null,
-    readonly text: string,
-    readonly offset: number, // where the header begins, in code points from the start of the stripped text
-  ) {}
-}
-
-/** A header, or body text of the message the last header opened. */
-export type Piece = StrippedHeader | string;
+/** Body text of the message the last header opened, or a header: what it says (no author for the first message,
+ * which follows the prompt's role), the header as written (`assistantcommentary to=f json`), and where it begins, in
+ * code points from the start of the stripped text. */
+export type Piece = string | { readonly header: Header; readonly text: string; readonly offset: number };
 
 /** Whether a completion that so far holds `text` and no control token is stripped text: true, false, or null
  * while `text` is too short to say (`final`: no more text comes). */
@@ -89,8 +80,8 @@ export class StrippedSplitter {
         }
         const rest = buf.slice(match[0].length);
         if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
-        const role = match[1] !== undefined ? ROLE : null;
-        take(match[0].length, new StrippedHeader(role, match[2] ?? "", match[3] ?? null, match[4] ?? null, match[0], this.offset));
+        const header = new Header(match[1] ?? null, true, match[3] ?? null, match[2] ?? "", match[4] ?? null); // match[1]: ROLE
+        take(match[0].length, { header, text: match[0], offset: this.offset });
         this.inHeader = false;
         continue;
       }
