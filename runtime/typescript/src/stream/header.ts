@@ -386,8 +386,7 @@ export class HeaderReader {
   // -- words -------------------------------------------------------------------------------------------------
 
   private strictWord(word: string, position: number): void {
-    let terminal = word.startsWith(TO) ? T_TO : T_WORD;
-    if (ROLES.has(word) && this.lalr.expected().has(T_ROLE)) terminal = T_ROLE;
+    const terminal = ROLES.has(word) && this.lalr.expected().has(T_ROLE) ? T_ROLE : word.startsWith(TO) ? T_TO : T_WORD;
     const error = refusal(() => this.lalr.feedToken(terminal, [terminal, word] as Word));
     if (error !== null) this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: error.message }), position);
     this.words.push(word);

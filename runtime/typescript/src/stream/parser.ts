@@ -286,9 +286,8 @@ export class HarmonyStreamParser {
 
   /** Do what the spec's `control_triggers` say `terminal` does in `region` (`onControl` has set `pos` to `position`). */
   private act(region: Region, terminal: string, position: number): void {
-    const action = this.actions.get(region)?.get(terminal);
-    if (action === undefined) throw new Error(`control_triggers give ${terminal} no action in ${Region[region]}`);
-    action(this, terminal, position);
+    // the generator has every region of control_triggers give every control token an action
+    (this.actions.get(region)?.get(terminal) as ControlAction)(this, terminal, position);
   }
 
   /** The actions of the spec's `control_actions`, by name. */
@@ -582,7 +581,7 @@ export class HarmonyStreamParser {
 
   /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
   private endStripped(how: Terminator): void {
-    this.strippedPieces((this.splitter as StrippedSplitter).finish());
+    this.strippedPieces((this.splitter as StrippedSplitter).feed("", true));
     if (this.current !== null) this.endMessage(how);
     this.splitter = null;
     if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;

@@ -46,24 +46,16 @@ export function strippedStart(text: string, final: boolean): boolean | null {
   return false;
 }
 
-/** Stripped text in → headers and body text out, in order (`feed`, then `finish`). */
+/** Stripped text in → headers and body text out, in order. */
 export class StrippedSplitter {
   private buf = "";
   private inHeader = true; // the text starts with a header
   private offset = 0; // code points taken out of the buffer so far
 
-  feed(text: string): Piece[] {
-    this.buf += text;
-    return this.split(false);
-  }
-
-  finish(): Piece[] {
-    return this.split(true);
-  }
-
-  private split(final: boolean): Piece[] {
+  /** `final`: no more text comes, so nothing is held back. */
+  feed(text: string, final = false): Piece[] {
     const out: Piece[] = [];
-    let buf = this.buf;
+    let buf = this.buf + text;
     /** The first `size` units of the buffer go out: as `piece`, or as body text. */
     const take = (size: number, piece: Piece = buf.slice(0, size)): void => {
       out.push(piece);
@@ -72,16 +64,13 @@ export class StrippedSplitter {
     };
     while (buf) {
       if (this.inHeader) {
-        const match = HEADER_RE.exec(buf);
-        if (match === null) {
-          // not a header after all: body text of the message before
-          this.inHeader = false;
-          continue;
+        const match = HEADER_RE.exec(buf); // null: not a header after all, but body text of the message before
+        if (match !== null) {
+          const rest = buf.slice(match[0].length);
+          if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
+          const header = new Header(match[1] ?? null, true, match[3] ?? null, match[2] ?? "", match[4] ?? null); // match[1]: ROLE
+          take(match[0].length, { header, text: match[0], offset: this.offset });
         }
-        const rest = buf.slice(match[0].length);
-        if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
-        const header = new Header(match[1] ?? null, true, match[3] ?? null, match[2] ?? "", match[4] ?? null); // match[1]: ROLE
-        take(match[0].length, { header, text: match[0], offset: this.offset });
         this.inHeader = false;
         continue;
       }
