@@ -376,10 +376,9 @@ export class HeaderReader {
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
     if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
-    let recipient = (this.late.recipient || this.fed.recipient) ?? null;
-    if (recipient === Roles.Assistant) recipient = null;
-    if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
+    const recipient = (this.late.recipient || this.fed.recipient) ?? Roles.Assistant; // none, or the assistant: no call
+    if (recipient !== Roles.Assistant && !this.setAside) return Cut.Message;
+    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === Roles.Assistant && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
   }
 

@@ -108,7 +108,7 @@ export class HarmonyStreamParser {
   private controlSeen = false;
   private fresh = true; // nothing read yet
   private strippedPossible: boolean; // no control token and no text ruled out stripped text yet
-  private splitter: StrippedSplitter | null = null;
+  private readonly splitter = new StrippedSplitter(); // reads the completion if it is stripped text
   private strippedAt = 0; // where the stripped text began (its headers' positions count from there)
   private last: ParsedMessage | null = null;
   private lastStop: Terminator | null = null; // the stop token read last, message or not
@@ -261,7 +261,7 @@ export class HarmonyStreamParser {
       this.header.addText(text, position);
       if (this.lenient && text.includes(GT)) this.nearMiss();
     } else if (region === Region.Stripped) {
-      this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
+      this.strippedPieces(this.splitter.feed(text));
     } else {
       if (this.junk.length === 0) this.junkPos = position;
       this.junk.push(text);
@@ -552,7 +552,6 @@ export class HarmonyStreamParser {
     this.junk = [];
     if (this.regionValue === Region.Header) this.header.abandon(); // its text is read as stripped text
     this.regionValue = Region.Stripped;
-    this.splitter = new StrippedSplitter();
     this.pos = at;
     const lead = text.slice(0, text.length - body.length);
     if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
@@ -581,9 +580,8 @@ export class HarmonyStreamParser {
 
   /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
   private endStripped(how: Terminator): void {
-    this.strippedPieces((this.splitter as StrippedSplitter).feed("", true));
+    this.strippedPieces(this.splitter.feed("", true));
     if (this.current !== null) this.endMessage(how);
-    this.splitter = null;
     if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;
   }
 

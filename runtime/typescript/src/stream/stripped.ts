@@ -17,18 +17,17 @@ import { Header } from "./header.js";
 
 const ROLE = Role.Assistant;
 const CHANNELS = [...spec.CHANNELS].sort((a, b) => cpLength(b) - cpLength(a));
-const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const SPACE = spec.HEADER_PART_SEPARATOR;
 const NAME = `[\\p{L}\\p{N}_\\-${escapeRegExp(spec.HEADER_NAMESPACE_SEPARATOR)}]+`; // Python's [\w\-.]
 const HEADER_RE = new RegExp(
-  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?` +
+  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + spec.HEADER_RECIPIENT_KEYWORD)}(${NAME}))?` +
     `(?:${escapeRegExp(SPACE)}(${alt(spec.CONTENT_TYPES)}))?`,
   "u",
 );
 const MARKERS = CHANNELS.map((c) => ROLE + c);
 const MARKER_RE = new RegExp(alt(MARKERS), "u");
 const STARTS = [...MARKERS, ...CHANNELS]; // what the first header may begin with
-const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
+const GROWTH = [SPACE + spec.HEADER_RECIPIENT_KEYWORD, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
 /** A tail of the buffer that may begin the next header (a marker's proper prefix): the longest starts leftmost. */
 const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(1).map((_, i) => m.slice(0, i + 1))))})$`, "u");
 
