@@ -237,11 +237,6 @@ export class HeaderReader {
     this.snapshot = lalr.copy();
   }
 
-  /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
-  get untouched(): boolean {
-    return this.virtual && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
-  }
-
   // -- input -------------------------------------------------------------------------------------------------
 
   /** A header begins: after `<|start|>` (fed here), or, given `role`, as if `<|start|>ROLE` had come. */
@@ -509,8 +504,7 @@ export class HeaderReader {
     },
     empty_word_then_token: (r, terminal, at, repair) => {
       r.fixNow(repair, at);
-      r.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-      r.terms.push(T_WORD);
+      r.feed(T_WORD, "");
       r.retry(terminal, at);
     },
     role_then_token: (r, terminal, at) => {
@@ -582,9 +576,8 @@ export class HeaderReader {
       header.recipient = null;
       if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, never shown
     }
-    const channel = header.channel;
-    if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && assistant) {
-      this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: channel }); // the bridge makes it reasoning
+    if (header.channel !== null && !CHANNELS.has(header.channel) && header.recipient === null && assistant) {
+      this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: header.channel }); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     const name = contentType.slice(CONSTRAIN.length);

@@ -223,8 +223,9 @@ export class HarmonyStreamParser {
     if (this.regionValue === Region.Header && !(this.lenient && this.headerWithoutMessage(null, end))) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.header.flushWords(this.byCharacter);
-      // an empty completion is not a header cut short; the header's words are set aside
-      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.said.join(" ") || this.header.raw, end);
+      // the header's words (or its text) are set aside; an empty completion (no text after the prompt's role) is not cut short
+      const given = this.header.said.join(" ") || this.header.raw;
+      if (given) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, given, end);
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
