@@ -30,7 +30,7 @@
  * `stream/header.py`, repair for repair and position for position.
  */
 
-import { GrammarError, type IncrementalParser } from "../lalr.js";
+import { GrammarError, IncrementalParser } from "../lalr.js";
 import { alt, cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
@@ -206,7 +206,7 @@ type Row = readonly [readonly Condition[], Action, string | null];
 export class HeaderReader {
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private readonly wordRe: RegExp = WORD_RE; // the words of a header's text (`spacedNamesRe` in lenient mode)
-  private snapshot: IncrementalParser; // the parser before the header's <|start|>
+  private snapshot = new IncrementalParser(); // the parser before the header's <|start|> (`open` takes it)
   stretch = new Stretch(); // header text not yet split into words
   raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
@@ -227,14 +227,13 @@ export class HeaderReader {
     private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
-    private readonly tools: ReadonlySet<string> = new Set(), // the declared function names
+    private readonly tools: ReadonlySet<string>, // the declared function names
   ) {
     for (const tool of this.tools) {
       const words = tool.match(WORD_RE) ?? [];
       if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
     }
     if (lenient && this.spacedTools.size > 0) this.wordRe = spacedNamesRe(this.tools, [...this.spacedTools.keys()]);
-    this.snapshot = lalr.copy();
   }
 
   // -- input -------------------------------------------------------------------------------------------------

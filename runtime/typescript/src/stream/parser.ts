@@ -178,12 +178,8 @@ export class HarmonyStreamParser {
 
   /** Feed detokenized text with control tokens spelled out, in any chunks. */
   feedText(text: string): Event[] {
-    if (this.bodyRun && text && this.textLexer.take(text)) {
-      // body text and nothing else: the fast path
-      this.byCharacter = true;
-      this.body.push(text);
-      return [new ContentDelta(this.index, text)];
-    }
+    // body text and nothing else: the fast path (what the lexer would do, without its scan)
+    if (this.bodyRun && text && this.textLexer.take(text)) return this.collect(true, () => this.bodyText(text));
     return this.collect(true, () => this.textLexer.feed(text));
   }
 
@@ -206,8 +202,7 @@ export class HarmonyStreamParser {
     this.tokenLexer.finish();
     if (this.closed) return out;
     this.closed = true;
-    const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
-    this.pos = end;
+    const end = (this.pos = this.byCharacter ? this.textLexer.position : this.tokenLexer.position);
     if (this.regionValue === Region.Stripped || (this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;

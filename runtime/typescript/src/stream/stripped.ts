@@ -41,8 +41,7 @@ export type Piece = string | { readonly header: Header; readonly text: string; r
 export function strippedStart(text: string, final: boolean): boolean | null {
   const match = HEADER_RE.exec(text);
   if (match !== null) return final || text.length > match[0].length ? true : null;
-  if (!final && STARTS.some((start) => start.startsWith(text))) return null;
-  return false;
+  return !final && STARTS.some((start) => start.startsWith(text)) ? null : false;
 }
 
 /** Stripped text in → headers and body text out, in order. */
