@@ -58,10 +58,7 @@ export class ParsedMessage {
 
   /** The reference's JSON form of the message, plus how it ended (keyed as the grammar names it). */
   toDict(): JsonObject {
-    const out = this.toMessage().toDict();
-    out["role"] = this.role;
-    out[grammar.RULE_TERMINATOR] = this.terminator;
-    return out;
+    return { ...this.toMessage().toDict(), role: this.role, [grammar.RULE_TERMINATOR]: this.terminator };
   }
 }
 

@@ -529,8 +529,7 @@ export class HarmonyStreamParser {
    * are taken out. */
   private insideJsonString(): boolean {
     const json = this.body.join("").replace(LEADING_SPACE, "");
-    if ((this.current?.recipient ?? null) === null || !JSON_START.test(json)) return false;
-    return json.replace(JSON_STRINGS, "").includes('"');
+    return (this.current?.recipient ?? null) !== null && JSON_START.test(json) && json.replace(JSON_STRINGS, "").includes('"');
   }
 
   // -- text without control tokens ---------------------------------------------------------------------------
@@ -544,11 +543,10 @@ export class HarmonyStreamParser {
     if (decision === null) return false;
     this.strippedPossible = false;
     if (!decision) return false;
-    const at = this.junk.length > 0 ? this.junkPos : 0;
+    const at = (this.pos = this.junk.length > 0 ? this.junkPos : 0);
     this.junk = [];
     if (this.regionValue === Region.Header) this.header.abandon(); // its text is read as stripped text
     this.regionValue = Region.Stripped;
-    this.pos = at;
     const lead = text.slice(0, text.length - body.length);
     if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
     this.strippedAt = at + (this.byCharacter ? cpLength(lead) : 0);
@@ -602,17 +600,16 @@ export class HarmonyStreamParser {
   private flushJunk(atEnd = false): void {
     if (this.junk.length === 0) return;
     const text = this.junk.join("");
-    const at = this.junkPos;
     this.junk = [];
     const body = text.replace(LEADING_SPACE, "");
     if (this.regionValue === Region.Stopped) {
-      this.repair(...this.stopRepair, text, at);
+      this.repair(...this.stopRepair, text, this.junkPos);
     } else if (atEnd && this.lastStop === END && body) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
+      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), this.junkPos);
       this.emitWhole(null, body, EOS);
     } else {
       const between = this.last === null && this.lastStop === null ? spec.RECOVERY_TEXT_BEFORE_START : spec.RECOVERY_JUNK_BETWEEN_MESSAGES;
-      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, at);
+      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, this.junkPos);
     }
   }
 }
