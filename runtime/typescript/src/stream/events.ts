@@ -12,8 +12,7 @@ export type Mode = "strict" | "lenient";
 export const RECOVERY_RULES: Readonly<Record<string, string>> = { ...spec.RECOVERY_RULES };
 
 /** A repair's values, filled into its detail text. */
-type FillValue = string | number | bigint | boolean | null;
-export type RepairValues = Readonly<Record<string, FillValue>>;
+export type RepairValues = Parameters<typeof fill>[1];
 
 /**
  * A repair's detail and the text it sets aside, as the spec's `REPAIRS` table says for `rule`: its detail text
@@ -59,10 +58,7 @@ export class ParsedMessage {
 
   /** The reference's JSON form of the message, plus how it ended (keyed as the grammar names it). */
   toDict(): JsonObject {
-    const out = this.toMessage().toDict();
-    out["role"] = this.role;
-    out[grammar.RULE_TERMINATOR] = this.terminator;
-    return out;
+    return { ...this.toMessage().toDict(), role: this.role, [grammar.RULE_TERMINATOR]: this.terminator };
   }
 }
 

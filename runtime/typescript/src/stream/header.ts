@@ -30,8 +30,8 @@
  * `stream/header.py`, repair for repair and position for position.
  */
 
-import { GrammarError, type IncrementalParser } from "../lalr.js";
-import { cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
+import { GrammarError, IncrementalParser } from "../lalr.js";
+import { alt, cpCount, cpLength, escapeRegExp, fill, isAlnum, strip, WHITESPACE } from "../texts.js";
 import { grammar, type Role, Role as Roles, ROLE_VALUES, spec } from "../tables.js";
 import { described, type RepairValues } from "./events.js";
 import { spellingOf } from "./lexer.js";
@@ -57,7 +57,6 @@ export const CONTENT_TYPES: ReadonlyMap<string, string> = new Map(spec.CONTENT_T
 const BUILTIN_NAMESPACES: ReadonlySet<string> = new Set(spec.TOOL_NAMESPACES);
 export const WORD_RE = new RegExp(`[^${WHITESPACE}]+`, "gu");
 const byLengthDown = (a: string, b: string): number => cpLength(b) - cpLength(a);
-const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const GLUED_ROLE_RE = new RegExp(`^(?:${spec.HEADER_GLUED_ROLE_PATTERN})$`, "u");
 // Where the body of a header without `<|message|>` begins: a word no header word begins with (JSON).
 const BODY_START_RE = new RegExp(`(?:^|(?<=[${WHITESPACE}]))[{\\["]`, "u");
@@ -86,7 +85,6 @@ export enum Cut {
 
 /** (terminal, text): the value a lexer terminal carries on the parser's stack. */
 type Word = readonly [string, string];
-type Pending = readonly [string, string, string, number];
 
 /** Header part rule → the `Header` fields it sets, from its first word and its number of children. */
 const PARTS: Readonly<Record<string, (word: Word, size: number) => Partial<Header>>> = {
@@ -208,14 +206,14 @@ type Row = readonly [readonly Condition[], Action, string | null];
 export class HeaderReader {
   private readonly spacedTools = new Map<string, string>(); // a declared name with spaces, its words joined by one
   private readonly wordRe: RegExp = WORD_RE; // the words of a header's text (`spacedNamesRe` in lenient mode)
-  private snapshot: IncrementalParser; // the parser before the header's <|start|>
+  private snapshot = new IncrementalParser(); // the parser before the header's <|start|> (`open` takes it)
   stretch = new Stretch(); // header text not yet split into words
   raw = ""; // the header as the input gave it: its text and its control tokens' spellings
   private words: string[] = []; // words fed to the parser
   said: string[] = []; // every word the input gave for this header, placed or set aside (not the prompt's role)
   private terms: string[] = []; // and their terminals (control terminals too)
   virtual = false; // the header's <|start|>ROLE came from the prompt, not the input (no control token read for it)
-  private pending: Pending[] = []; // repairs reported when the header is settled
+  private pending: Parameters<Report>[] = []; // repairs reported when the header is settled
   private fed: Partial<Header> = {}; // the recipient and the channel the grammar took
   private late: Partial<Header> = {}; // lenient: a recipient the grammar could not take there, a channel replacing its own
   private replacingChannel = false; // a second <|channel|> came: its word replaces the channel
@@ -229,19 +227,13 @@ export class HeaderReader {
     private readonly role: Role, // the role a header without an author gets (the completion's first role)
     private readonly report: Report,
     private readonly fail: Fail,
-    private readonly tools: ReadonlySet<string> = new Set(), // the declared function names
+    private readonly tools: ReadonlySet<string>, // the declared function names
   ) {
     for (const tool of this.tools) {
       const words = tool.match(WORD_RE) ?? [];
       if (words.length > 1) this.spacedTools.set(words.join(" "), tool);
     }
     if (lenient && this.spacedTools.size > 0) this.wordRe = spacedNamesRe(this.tools, [...this.spacedTools.keys()]);
-    this.snapshot = lalr.copy();
-  }
-
-  /** Nothing was read for this header: it is the prompt's `<|start|>ROLE` alone. */
-  get untouched(): boolean {
-    return this.virtual && this.terms.length === 1 && this.terms[0] === T_ROLE && this.words.length === 1 && !this.raw;
   }
 
   // -- input -------------------------------------------------------------------------------------------------
@@ -351,35 +343,24 @@ export class HeaderReader {
     else this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: error.message }), position);
   }
 
-  /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
-  complete(position: number): Header | null {
-    const lalr = this.lalr;
+  /** Feed `<|message|>` (repairing the header first in lenient mode): the header. */
+  complete(position: number): Header {
     this.replacingChannel = false;
-    const error = refusal(() => lalr.feedToken(T_MESSAGE));
+    const error = refusal(() => this.lalr.feedToken(T_MESSAGE));
     if (error !== null) {
       if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: error.message }), position);
-      const expected = lalr.expected();
-      if (expected.has(T_ROLE)) {
+      if (this.lalr.expected().has(T_ROLE)) {
         this.addMissingRole(position);
         return this.complete(position);
       }
-      if (expected.size === 1 && expected.has(T_WORD)) {
-        // a channel or a content type without its word
-        const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
-        if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
-        else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
-        lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-        lalr.feedToken(T_MESSAGE);
-      } else {
-        // cannot happen with this grammar; keeps the promise never to throw
-        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: error.message });
-        this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
-        this.abandon();
-        return null;
-      }
+      // the grammar refuses <|message|> only without an author (above), or after <|channel|> or <|constrain|> without its word
+      const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
+      if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
+      else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);
+      this.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
+      this.lalr.feedToken(T_MESSAGE);
     }
-    const header = lalr.valueAt(-2);
-    if (!(header instanceof Header)) throw new Error("HeaderReader: the grammar gave no header");
+    const header = this.lalr.valueAt(-2) as Header; // the header rule, reduced by <|message|>
     this.terms = [];
     if (this.lenient) this.settle(header, position);
     return header;
@@ -389,18 +370,16 @@ export class HeaderReader {
    * first). Repairs waiting for the header to be settled are reported only for `Cut.Message`. */
   cut(): Cut {
     if (this.terms.length === 0 && this.words.length === 0 && !this.raw) return Cut.Nothing;
-    let recipient = (this.late.recipient || this.fed.recipient) ?? null;
-    if (recipient === Roles.Assistant) recipient = null;
-    if (recipient !== null && !this.setAside) return Cut.Message;
-    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === null && strip(this.raw)) return Cut.Headerless;
+    const recipient = (this.late.recipient || this.fed.recipient) ?? Roles.Assistant; // none, or the assistant: no call
+    if (recipient !== Roles.Assistant && !this.setAside) return Cut.Message;
+    if (this.virtual && !this.terms.includes(T_CHANNEL) && recipient === Roles.Assistant && strip(this.raw)) return Cut.Headerless;
     return Cut.Junk;
   }
 
   // -- words -------------------------------------------------------------------------------------------------
 
   private strictWord(word: string, position: number): void {
-    let terminal = word.startsWith(TO) ? T_TO : T_WORD;
-    if (ROLES.has(word) && this.lalr.expected().has(T_ROLE)) terminal = T_ROLE;
+    const terminal = ROLES.has(word) && this.lalr.expected().has(T_ROLE) ? T_ROLE : word.startsWith(TO) ? T_TO : T_WORD;
     const error = refusal(() => this.lalr.feedToken(terminal, [terminal, word] as Word));
     if (error !== null) this.fail(fill(spec.PARSE_ERR_HEADER_WORD, { word, reason: error.message }), position);
     this.words.push(word);
@@ -524,8 +503,7 @@ export class HeaderReader {
     },
     empty_word_then_token: (r, terminal, at, repair) => {
       r.fixNow(repair, at);
-      r.lalr.feedToken(T_WORD, [T_WORD, ""] as Word);
-      r.terms.push(T_WORD);
+      r.feed(T_WORD, "");
       r.retry(terminal, at);
     },
     role_then_token: (r, terminal, at) => {
@@ -579,8 +557,8 @@ export class HeaderReader {
 
   /** A repair reported once the header is settled (a header set aside whole reports only that), with the detail
    * and the text set aside that the spec's table gives `rule` (`described`); none when `rule` is null. */
-  private fix(rule: string | null, position: number, values: RepairValues = {}, text?: string): void {
-    if (rule !== null) this.pending.push([rule, ...described(rule, values, text), position]);
+  private fix(rule: string | null, position: number, values: RepairValues = {}): void {
+    if (rule !== null) this.pending.push([rule, ...described(rule, values), position]);
   }
 
   /** A repair reported at once, as the spec's table describes it. */
@@ -597,9 +575,8 @@ export class HeaderReader {
       header.recipient = null;
       if (header.channel !== spec.CHANNEL_ANSWER) header.channel = spec.CHANNEL_REASONING; // a note to itself, never shown
     }
-    const channel = header.channel;
-    if (channel !== null && !CHANNELS.has(channel) && header.recipient === null && assistant) {
-      this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: channel }); // the bridge makes it reasoning
+    if (header.channel !== null && !CHANNELS.has(header.channel) && header.recipient === null && assistant) {
+      this.fix(spec.RECOVERY_UNKNOWN_CHANNEL, position, { word: header.channel }); // the bridge makes it reasoning
     }
     const contentType = header.contentType ?? "";
     const name = contentType.slice(CONSTRAIN.length);
@@ -608,7 +585,7 @@ export class HeaderReader {
       header.recipient = name.startsWith(FUNCTIONS_PREFIX) ? name : FUNCTIONS_PREFIX + name;
       header.contentType = null;
     }
-    for (const [rule, detail, text, at] of this.pending) this.report(rule, detail, text, at);
+    for (const repair of this.pending) this.report(...repair);
     this.pending = [];
   }
 

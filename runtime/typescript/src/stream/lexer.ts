@@ -52,15 +52,14 @@ export class TokenLexer {
   ) {}
 
   feed(tokens: Iterable<number>): void {
-    const sink = this.sink;
     for (const token of tokens) {
       const terminal = grammar.CONTROL_TERMINALS[token];
       if (terminal !== undefined) {
         this.finish(); // a control token ends an unfinished character too
-        sink.onControl(terminal, this.position);
+        this.sink.onControl(terminal, this.position);
       } else {
         const text = this.decode(token);
-        if (text) sink.onText(text, this.position);
+        if (text) this.sink.onText(text, this.position);
       }
       this.position += 1;
     }
@@ -109,23 +108,20 @@ export class TextLexer {
 
   /** `final`: no more text comes, so nothing is held (a held tail is text after all). */
   feed(text: string, final = false): void {
-    const sink = this.sink;
     let buf = this.held ? this.held + text : text;
-    const start = this.base;
     this.held = "";
     const dangling = !final && isHighSurrogate(buf.charCodeAt(buf.length - 1)) ? buf.slice(-1) : ""; // empty: NaN, no half
     if (dangling) buf = buf.slice(0, -1);
-    const size = cpLength(buf);
-    this.position = start + size;
+    let at = this.base; // the position of buf[index]
+    this.position = at + cpLength(buf);
     let index = 0;
-    let at = start; // the position of buf[index]
     for (const m of buf.matchAll(SPELLING_RE)) {
       if (m.index > index) {
         const piece = buf.slice(index, m.index);
-        sink.onText(piece, at);
+        this.sink.onText(piece, at);
         at += cpLength(piece);
       }
-      sink.onControl(TERMINAL_OF_SPELLING.get(m[0]) ?? "", at);
+      this.sink.onControl(TERMINAL_OF_SPELLING.get(m[0]) ?? "", at);
       at += m[0].length; // spellings are ASCII
       index = m.index + m[0].length;
     }
@@ -134,9 +130,9 @@ export class TextLexer {
     let cut = final ? tail.length : Math.max(0, tail.length - MAX_PREFIX);
     while (cut < tail.length && (tail[cut] !== OPEN || !PREFIXES.has(tail.slice(cut)))) cut++;
     const heldPrefix = tail.slice(cut);
-    if (cut > 0) sink.onText(tail.slice(0, cut), at);
+    if (cut > 0) this.sink.onText(tail.slice(0, cut), at);
     this.held = heldPrefix + dangling;
-    this.base = start + size - heldPrefix.length; // a held prefix is ASCII
+    this.base = this.position - heldPrefix.length; // a held prefix is ASCII
   }
 
   /** For a caller's fast path: whether `text` would reach the sink as exactly one piece of text (no control token

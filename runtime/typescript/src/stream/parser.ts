@@ -34,11 +34,11 @@ import {
   type RepairValues,
 } from "./events.js";
 import {
-  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal, type Report,
+  applyDeclaredTools, channelOf, CHANNELS, Cut, Header, HeaderReader, named, reduceHeader, refusal,
   ROLES, T_CHANNEL, T_MESSAGE, T_START, WORD_RE,
 } from "./header.js";
 import { spellingOf, TextLexer, TokenLexer } from "./lexer.js";
-import { type Piece, StrippedHeader, StrippedSplitter, strippedStart } from "./stripped.js";
+import { type Piece, StrippedSplitter, strippedStart } from "./stripped.js";
 
 /** A stop token's terminal → the terminator of the message it ends. */
 const TERMINATOR_OF = grammar.STOP_TERMINATORS as Readonly<Record<string, Terminator>>;
@@ -94,9 +94,8 @@ export class HarmonyStreamParser {
   private readonly header: HeaderReader;
   private readonly tokenLexer: TokenLexer;
   private readonly textLexer = new TextLexer(this);
-  private readonly report: Report = (rule, detail, text, position) => this.recover(rule, detail, text, position);
   private out: Event[] = [];
-  private unit = spec.PARSE_UNIT_TOKENS;
+  private byCharacter = false; // positions count characters (text input), or tokens
   private pos = 0; // where the piece being handled began
   private index = 0; // the next message's index
   private regionValue = Region.Outside;
@@ -109,7 +108,7 @@ export class HarmonyStreamParser {
   private controlSeen = false;
   private fresh = true; // nothing read yet
   private strippedPossible: boolean; // no control token and no text ruled out stripped text yet
-  private splitter: StrippedSplitter | null = null;
+  private readonly splitter = new StrippedSplitter(); // reads the completion if it is stripped text
   private strippedAt = 0; // where the stripped text began (its headers' positions count from there)
   private last: ParsedMessage | null = null;
   private lastStop: Terminator | null = null; // the stop token read last, message or not
@@ -134,7 +133,7 @@ export class HarmonyStreamParser {
     if (maxToolCalls < 1) throw new RangeError(`max_tool_calls must be at least 1, not ${maxToolCalls}`);
     this.callsLeft = Math.min(options.stopAfterToolCall ? 1 : Infinity, maxToolCalls);
     this.stopAtTurnEnd = options.stopAtTurnEnd ?? (this.lenient && first !== null);
-    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.report, (m, at) => this.fail(m, at), this.tools);
+    this.header = new HeaderReader(this.lalr, this.lenient, this.expectedRole, this.recover, (m, at) => this.fail(m, at), this.tools);
     this.tokenLexer = new TokenLexer(encoding, this);
     this.strippedPossible = this.lenient;
     this.actions = HarmonyStreamParser.TRIGGERS.get(mode) as Triggers;
@@ -157,20 +156,14 @@ export class HarmonyStreamParser {
     return this.tokenLexer.position;
   }
 
-  /** The text of the body being read so far ("" outside a body). */
+  /** The text of the body being read so far ("" outside a body: a message's end empties it). */
   get currentContent(): string {
-    const region = this.regionValue;
-    return region === Region.Body || region === Region.Stripped ? this.body.join("") : "";
-  }
-
-  /** Positions count characters (text input), or tokens. */
-  private get byCharacter(): boolean {
-    return this.unit === spec.PARSE_UNIT_TEXT;
+    return this.body.join("");
   }
 
   /** Feed completion token ids; the events they cause. */
   feedTokens(tokens: Iterable<number>): Event[] {
-    return this.collect(spec.PARSE_UNIT_TOKENS, () => this.tokenLexer.feed(tokens));
+    return this.collect(false, () => this.tokenLexer.feed(tokens));
   }
 
   /** A fast path for servers: if `token` is plain text continuing the open body, take it and return its text (the
@@ -185,23 +178,19 @@ export class HarmonyStreamParser {
 
   /** Feed detokenized text with control tokens spelled out, in any chunks. */
   feedText(text: string): Event[] {
-    if (this.bodyRun && text && this.textLexer.take(text)) {
-      // body text and nothing else: the fast path
-      this.unit = spec.PARSE_UNIT_TEXT;
-      this.body.push(text);
-      return [new ContentDelta(this.index, text)];
-    }
-    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feed(text));
+    // body text and nothing else: the fast path (what the lexer would do, without its scan)
+    if (this.bodyRun && text && this.textLexer.take(text)) return this.collect(true, () => this.bodyText(text));
+    return this.collect(true, () => this.textLexer.feed(text));
   }
 
   /** Feed UTF-8 bytes of such text, split anywhere (even inside a character). */
   feedBytes(data: Uint8Array): Event[] {
-    return this.collect(spec.PARSE_UNIT_TEXT, () => this.textLexer.feedBytes(data));
+    return this.collect(true, () => this.textLexer.feedBytes(data));
   }
 
-  private collect(unit: string, read: () => void): Event[] {
+  private collect(byCharacter: boolean, read: () => void): Event[] {
     const out: Event[] = (this.out = []);
-    this.unit = unit;
+    this.byCharacter = byCharacter;
     read();
     return out;
   }
@@ -213,17 +202,15 @@ export class HarmonyStreamParser {
     this.tokenLexer.finish();
     if (this.closed) return out;
     this.closed = true;
-    const end = this.byCharacter ? this.textLexer.position : this.tokenLexer.position;
-    this.pos = end;
+    const end = (this.pos = this.byCharacter ? this.textLexer.position : this.tokenLexer.position);
     if (this.regionValue === Region.Stripped || (this.strippedPossible && this.tryStripped(true))) {
       this.endStripped(EOS);
       return out;
     }
-    const header = this.header; // text and no control token after the prompt's role: a message's body
-    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && header.virtual && strip(header.stretch.text)) {
-      const text = header.stretch.text;
+    const text = this.header.stretch.text; // text and no control token after the prompt's role: a message's body
+    if (this.lenient && !this.controlSeen && this.regionValue === Region.Header && this.header.virtual && strip(text)) {
       this.repair(spec.RECOVERY_UNSTRUCTURED_TEXT, {}, undefined, 0);
-      header.abandon();
+      this.header.abandon();
       this.emitWhole(null, text, EOS);
       return out;
     }
@@ -231,8 +218,9 @@ export class HarmonyStreamParser {
     if (this.regionValue === Region.Header && !(this.lenient && this.headerWithoutMessage(null, end))) {
       if (!this.lenient) this.fail(spec.PARSE_ERR_EOF_IN_HEADER, end);
       this.header.flushWords(this.byCharacter);
-      // an empty completion is not a header cut short; the header's words are set aside
-      if (!this.header.untouched) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, this.header.said.join(" ") || this.header.raw, end);
+      // the header's words (or its text) are set aside; an empty completion (no text after the prompt's role) is not cut short
+      const given = this.header.said.join(" ") || this.header.raw;
+      if (given) this.repair(spec.RECOVERY_EOF_IN_HEADER, {}, given, end);
       this.header.abandon();
       this.regionValue = Region.Outside;
     }
@@ -269,7 +257,7 @@ export class HarmonyStreamParser {
       this.header.addText(text, position);
       if (this.lenient && text.includes(GT)) this.nearMiss();
     } else if (region === Region.Stripped) {
-      this.strippedPieces((this.splitter as StrippedSplitter).feed(text));
+      this.strippedPieces(this.splitter.feed(text));
     } else {
       if (this.junk.length === 0) this.junkPos = position;
       this.junk.push(text);
@@ -294,9 +282,8 @@ export class HarmonyStreamParser {
 
   /** Do what the spec's `control_triggers` say `terminal` does in `region` (`onControl` has set `pos` to `position`). */
   private act(region: Region, terminal: string, position: number): void {
-    const action = this.actions.get(region)?.get(terminal);
-    if (action === undefined) throw new Error(`control_triggers give ${terminal} no action in ${Region[region]}`);
-    action(this, terminal, position);
+    // the generator has every region of control_triggers give every control token an action
+    (this.actions.get(region)?.get(terminal) as ControlAction)(this, terminal, position);
   }
 
   /** The actions of the spec's `control_actions`, by name. */
@@ -333,8 +320,7 @@ export class HarmonyStreamParser {
     complete_header: (p, t, at) => {
       p.header.flushWords(p.byCharacter, t);
       const header = p.header.complete(at);
-      if (header === null) p.regionValue = Region.Outside;
-      else if (!p.cutInventedResult(header)) p.startBody(header);
+      if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => p.closeHeader(t, at),
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
@@ -385,10 +371,9 @@ export class HarmonyStreamParser {
   /** Lenient: a control token misspelled in the header's text (`<message|>`) is that token; the text after it is
    * read on from there (a loop, not a recursion: a header may hold any number of them). */
   private nearMiss(): void {
-    const header = this.header;
-    for (let found = header.findNearMiss(); found !== null; found = header.findNearMiss()) {
+    for (let found = this.header.findNearMiss(); found !== null; found = this.header.findNearMiss()) {
       const [offset, spelling] = found;
-      const [rest, at] = header.splitPending(offset, this.byCharacter);
+      const [rest, at] = this.header.splitPending(offset, this.byCharacter);
       const after = rest.slice(spelling.length);
       const afterAt = at + (this.byCharacter ? cpCount(spelling, 0, spelling.length) : 0);
       const terminal = grammar.NEAR_MISS_SPELLINGS[spelling] as string;
@@ -396,7 +381,7 @@ export class HarmonyStreamParser {
       this.onControl(terminal, at);
       if (!after) return;
       if (this.regionValue !== Region.Header) return this.onText(after, afterAt); // a body (or what follows a header cut short)
-      header.addText(after, afterAt);
+      this.header.addText(after, afterAt);
     }
   }
 
@@ -418,26 +403,22 @@ export class HarmonyStreamParser {
    * nothing (the header's text is set aside), as `HeaderReader.cut` decides. Strict: an error. */
   private closeHeader(stop: string, position: number): void {
     if (this.lenient && this.headerWithoutMessage(stop, position)) return;
-    const header = this.header;
     const token = spellingOf(stop);
-    header.flushWords(this.byCharacter, stop);
+    this.header.flushWords(this.byCharacter, stop);
     if (!this.lenient) this.fail(fill(spec.PARSE_ERR_STOP_IN_HEADER, { token }), position);
     const terminator = TERMINATOR_OF[stop] as Terminator;
     const detail = fill(spec.PARSE_DETAIL_STOP_IN_HEADER, { token });
-    const cut = header.cut();
+    const cut = this.header.cut();
     this.regionValue = Region.Outside; // until a body opens
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
-      const complete = header.complete(position);
-      if (complete !== null) {
-        this.startBody(complete);
-        this.lalr.feedToken(stop);
-        this.endMessage(terminator);
-      }
+      this.startBody(this.header.complete(position));
+      this.lalr.feedToken(stop);
+      this.endMessage(terminator);
       return;
     }
-    const text = header.raw;
-    header.abandon(); // the repairs found in it are not reported one by one
+    const text = this.header.raw;
+    this.header.abandon(); // the repairs found in it are not reported one by one
     this.lastStop = terminator;
     if (cut === Cut.Nothing) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, fill(spec.PARSE_DETAIL_NO_AUTHOR, { detail }));
@@ -496,7 +477,7 @@ export class HarmonyStreamParser {
   // -- messages ----------------------------------------------------------------------------------------------
 
   private startBody(header: Header): void {
-    if (this.lenient) applyDeclaredTools(header, this.tools, this.report, this.pos);
+    if (this.lenient) applyDeclaredTools(header, this.tools, this.recover, this.pos);
     this.regionValue = Region.Body;
     this.openMessage(header);
   }
@@ -514,9 +495,7 @@ export class HarmonyStreamParser {
   }
 
   private endMessage(how: Terminator): void {
-    const start = this.current;
-    if (start === null) throw new Error("HarmonyStreamParser: a message ended that never started");
-    const { role, name, channel, recipient, contentType } = start;
+    const { role, name, channel, recipient, contentType } = this.current as MessageStart; // every caller has a message open
     const message = new ParsedMessage(role, name, channel, recipient, contentType, this.body.join(""), how);
     this.out.push(new MessageEnd(this.index, message, how));
     this.index += 1;
@@ -550,8 +529,7 @@ export class HarmonyStreamParser {
    * are taken out. */
   private insideJsonString(): boolean {
     const json = this.body.join("").replace(LEADING_SPACE, "");
-    if ((this.current?.recipient ?? null) === null || !JSON_START.test(json)) return false;
-    return json.replace(JSON_STRINGS, "").includes('"');
+    return (this.current?.recipient ?? null) !== null && JSON_START.test(json) && json.replace(JSON_STRINGS, "").includes('"');
   }
 
   // -- text without control tokens ---------------------------------------------------------------------------
@@ -565,12 +543,10 @@ export class HarmonyStreamParser {
     if (decision === null) return false;
     this.strippedPossible = false;
     if (!decision) return false;
-    const at = this.junk.length > 0 ? this.junkPos : 0;
+    const at = (this.pos = this.junk.length > 0 ? this.junkPos : 0);
     this.junk = [];
     if (this.regionValue === Region.Header) this.header.abandon(); // its text is read as stripped text
     this.regionValue = Region.Stripped;
-    this.splitter = new StrippedSplitter();
-    this.pos = at;
     const lead = text.slice(0, text.length - body.length);
     if (lead) this.repair(spec.RECOVERY_TEXT_BEFORE_START, {}, lead, at); // white space before the first header word
     this.strippedAt = at + (this.byCharacter ? cpLength(lead) : 0);
@@ -580,7 +556,7 @@ export class HarmonyStreamParser {
 
   private strippedPieces(pieces: readonly Piece[]): void {
     for (const piece of pieces) {
-      if (!(piece instanceof StrippedHeader)) {
+      if (typeof piece === "string") {
         this.bodyText(piece);
         continue;
       }
@@ -590,17 +566,16 @@ export class HarmonyStreamParser {
       }
       const at = this.strippedAt + (this.byCharacter ? piece.offset : 0);
       this.repair(spec.RECOVERY_STRIPPED_SPECIAL_TOKENS, { header: piece.text }, undefined, at);
-      const header = new Header(piece.role ?? this.expectedRole, true, piece.recipient, piece.channel, piece.contentType);
-      applyDeclaredTools(header, this.tools, this.report, at);
-      this.openMessage(header);
+      piece.header.author ??= this.expectedRole; // the first message follows the prompt's role
+      applyDeclaredTools(piece.header, this.tools, this.recover, at);
+      this.openMessage(piece.header);
     }
   }
 
   /** The stripped text ends (the stream ends, or a control token comes): the open message ends too. */
   private endStripped(how: Terminator): void {
-    this.strippedPieces((this.splitter as StrippedSplitter).finish());
+    this.strippedPieces(this.splitter.feed("", true));
     if (this.current !== null) this.endMessage(how);
-    this.splitter = null;
     if (this.regionValue === Region.Stripped) this.regionValue = Region.Outside;
   }
 
@@ -611,12 +586,12 @@ export class HarmonyStreamParser {
     this.recover(rule, ...described(rule, values, text), position);
   }
 
-  private recover(rule: string, detail: string, text = "", position: number | null = null): void {
+  private readonly recover = (rule: string, detail: string, text = "", position: number | null = null): void => {
     this.out.push(new Recovered(rule, detail, position === null ? this.pos : position, text));
-  }
+  };
 
   private fail(message: string, position: number): never {
-    throw new HarmonyParseError(message, position, this.unit);
+    throw new HarmonyParseError(message, position, this.byCharacter ? spec.PARSE_UNIT_TEXT : spec.PARSE_UNIT_TOKENS);
   }
 
   /** The text set aside since the last message is reported. `atEnd`: the stream ends after it, outside a message,
@@ -625,17 +600,16 @@ export class HarmonyStreamParser {
   private flushJunk(atEnd = false): void {
     if (this.junk.length === 0) return;
     const text = this.junk.join("");
-    const at = this.junkPos;
     this.junk = [];
     const body = text.replace(LEADING_SPACE, "");
     if (this.regionValue === Region.Stopped) {
-      this.repair(...this.stopRepair, text, at);
+      this.repair(...this.stopRepair, text, this.junkPos);
     } else if (atEnd && this.lastStop === END && body) {
-      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), at);
+      this.repair(spec.RECOVERY_TEXT_AFTER_END, {}, text.slice(0, text.length - body.length), this.junkPos);
       this.emitWhole(null, body, EOS);
     } else {
       const between = this.last === null && this.lastStop === null ? spec.RECOVERY_TEXT_BEFORE_START : spec.RECOVERY_JUNK_BETWEEN_MESSAGES;
-      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, at);
+      this.repair(atEnd && this.lastStop === CALL ? spec.RECOVERY_TEXT_AFTER_CALL : between, {}, text, this.junkPos);
     }
   }
 }

@@ -11,69 +11,49 @@
  * count code points, as Python's do.
  */
 
-import { cpLength, escapeRegExp } from "../texts.js";
-import { type Role, Role as Roles, spec } from "../tables.js";
+import { alt, cpLength, escapeRegExp } from "../texts.js";
+import { Role, spec } from "../tables.js";
+import { Header } from "./header.js";
 
-const ROLE = Roles.Assistant;
+const ROLE = Role.Assistant;
 const CHANNELS = [...spec.CHANNELS].sort((a, b) => cpLength(b) - cpLength(a));
-const TO = spec.HEADER_RECIPIENT_KEYWORD;
 const SPACE = spec.HEADER_PART_SEPARATOR;
-const alt = (words: readonly string[]): string => words.map(escapeRegExp).join("|");
 const NAME = `[\\p{L}\\p{N}_\\-${escapeRegExp(spec.HEADER_NAMESPACE_SEPARATOR)}]+`; // Python's [\w\-.]
 const HEADER_RE = new RegExp(
-  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + TO)}(${NAME}))?` +
+  `^(${escapeRegExp(ROLE)})?(${alt(CHANNELS)})(?:${escapeRegExp(SPACE + spec.HEADER_RECIPIENT_KEYWORD)}(${NAME}))?` +
     `(?:${escapeRegExp(SPACE)}(${alt(spec.CONTENT_TYPES)}))?`,
   "u",
 );
 const MARKERS = CHANNELS.map((c) => ROLE + c);
 const MARKER_RE = new RegExp(alt(MARKERS), "u");
 const STARTS = [...MARKERS, ...CHANNELS]; // what the first header may begin with
-const GROWTH = [SPACE + TO, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
+const GROWTH = [SPACE + spec.HEADER_RECIPIENT_KEYWORD, ...spec.CONTENT_TYPES.map((t) => SPACE + t)]; // what may still follow a header
 /** A tail of the buffer that may begin the next header (a marker's proper prefix): the longest starts leftmost. */
 const HELD_RE = new RegExp(`(?:${alt(MARKERS.flatMap((m) => [...m].slice(1).map((_, i) => m.slice(0, i + 1))))})$`, "u");
 
-/** A header read from stripped text; `text` is the header as written (`assistantcommentary to=f json`). */
-export class StrippedHeader {
-  constructor(
-    readonly role: Role | null, // the role its words name, or null (the first message, after the prompt's role)
-    readonly channel: string,
-    readonly recipient: string | null,
-    readonly contentType: string | null,
-    readonly text: string,
-    readonly offset: number, // where the header begins, in code points from the start of the stripped text
-  ) {}
-}
-
-/** A header, or body text of the message the last header opened. */
-export type Piece = StrippedHeader | string;
+/** Body text of the message the last header opened, or a header: what it says (no author for the first message,
+ * which follows the prompt's role), the header as written (`assistantcommentary to=f json`), and where it begins, in
+ * code points from the start of the stripped text. */
+export type Piece = string | { readonly header: Header; readonly text: string; readonly offset: number };
 
 /** Whether a completion that so far holds `text` and no control token is stripped text: true, false, or null
  * while `text` is too short to say (`final`: no more text comes). */
 export function strippedStart(text: string, final: boolean): boolean | null {
   const match = HEADER_RE.exec(text);
   if (match !== null) return final || text.length > match[0].length ? true : null;
-  if (!final && STARTS.some((start) => start.startsWith(text))) return null;
-  return false;
+  return !final && STARTS.some((start) => start.startsWith(text)) ? null : false;
 }
 
-/** Stripped text in → headers and body text out, in order (`feed`, then `finish`). */
+/** Stripped text in → headers and body text out, in order. */
 export class StrippedSplitter {
   private buf = "";
   private inHeader = true; // the text starts with a header
   private offset = 0; // code points taken out of the buffer so far
 
-  feed(text: string): Piece[] {
-    this.buf += text;
-    return this.split(false);
-  }
-
-  finish(): Piece[] {
-    return this.split(true);
-  }
-
-  private split(final: boolean): Piece[] {
+  /** `final`: no more text comes, so nothing is held back. */
+  feed(text: string, final = false): Piece[] {
     const out: Piece[] = [];
-    let buf = this.buf;
+    let buf = this.buf + text;
     /** The first `size` units of the buffer go out: as `piece`, or as body text. */
     const take = (size: number, piece: Piece = buf.slice(0, size)): void => {
       out.push(piece);
@@ -82,16 +62,13 @@ export class StrippedSplitter {
     };
     while (buf) {
       if (this.inHeader) {
-        const match = HEADER_RE.exec(buf);
-        if (match === null) {
-          // not a header after all: body text of the message before
-          this.inHeader = false;
-          continue;
+        const match = HEADER_RE.exec(buf); // null: not a header after all, but body text of the message before
+        if (match !== null) {
+          const rest = buf.slice(match[0].length);
+          if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
+          const header = new Header(match[1] ?? null, true, match[3] ?? null, match[2] ?? "", match[4] ?? null); // match[1]: ROLE
+          take(match[0].length, { header, text: match[0], offset: this.offset });
         }
-        const rest = buf.slice(match[0].length);
-        if (!final && (!rest || GROWTH.some((g) => g.startsWith(rest)))) break; // the header may still grow
-        const role = match[1] !== undefined ? ROLE : null;
-        take(match[0].length, new StrippedHeader(role, match[2] ?? "", match[3] ?? null, match[4] ?? null, match[0], this.offset));
         this.inHeader = false;
         continue;
       }
