@@ -343,17 +343,25 @@ export class HeaderReader {
     else this.fail(fill(spec.PARSE_ERR_CONTROL_IN_HEADER, { token: spellingOf(terminal), reason: error.message }), position);
   }
 
-  /** Feed `<|message|>` (repairing the header first in lenient mode): the header. */
-  complete(position: number): Header {
+  /** Feed `<|message|>` (repairing the header first in lenient mode): the header, or null if abandoned. */
+  complete(position: number): Header | null {
     this.replacingChannel = false;
     const error = refusal(() => this.lalr.feedToken(T_MESSAGE));
     if (error !== null) {
       if (!this.lenient) this.fail(fill(spec.PARSE_ERR_INCOMPLETE_HEADER, { reason: error.message }), position);
-      if (this.lalr.expected().has(T_ROLE)) {
+      const expected = this.lalr.expected();
+      if (expected.has(T_ROLE)) {
         this.addMissingRole(position);
         return this.complete(position);
       }
-      // the grammar refuses <|message|> only without an author (above), or after <|channel|> or <|constrain|> without its word
+      if (expected.size !== 1 || !expected.has(T_WORD)) {
+        // this grammar refuses <|message|> only without an author (above) or after <|channel|> or <|constrain|> without
+        // its word (below); a grammar that refuses more must still not make lenient mode throw
+        const detail = fill(spec.PARSE_DETAIL_HEADER_ABANDONED, { reason: error.message });
+        this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, this.words.join(" "), position);
+        this.abandon();
+        return null;
+      }
       const detail = fill(spec.PARSE_DETAIL_CONSTRAIN_WITHOUT_TYPE, { token: spellingOf(T_CONSTRAIN) });
       if (this.terms.at(-1) === T_CHANNEL) this.fixNow(spec.RECOVERY_EMPTY_CHANNEL, position);
       else this.report(spec.RECOVERY_STRAY_HEADER_WORD, detail, "", position);

@@ -320,7 +320,8 @@ export class HarmonyStreamParser {
     complete_header: (p, t, at) => {
       p.header.flushWords(p.byCharacter, t);
       const header = p.header.complete(at);
-      if (!p.cutInventedResult(header)) p.startBody(header);
+      if (header === null) p.regionValue = Region.Outside;
+      else if (!p.cutInventedResult(header)) p.startBody(header);
     },
     close_header: (p, t, at) => p.closeHeader(t, at),
     as_text: (p, t, at) => p.onText(spellingOf(t), at),
@@ -412,9 +413,12 @@ export class HarmonyStreamParser {
     this.regionValue = Region.Outside; // until a body opens
     if (cut === Cut.Message) {
       this.recover(spec.RECOVERY_HEADER_CUT_BY_STOP, detail);
-      this.startBody(this.header.complete(position));
-      this.lalr.feedToken(stop);
-      this.endMessage(terminator);
+      const complete = this.header.complete(position);
+      if (complete !== null) {
+        this.startBody(complete);
+        this.lalr.feedToken(stop);
+        this.endMessage(terminator);
+      }
       return;
     }
     const text = this.header.raw;
