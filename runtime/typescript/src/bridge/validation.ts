@@ -7,7 +7,7 @@
 
 import type { ErrorObject } from "ajv";
 
-import { isJsonObject, JsonFloat } from "../json.js";
+import { isJsonObject, JsonFloat, writeJson } from "../json.js";
 import { formatPath, type PathPart } from "../jsonInput.js";
 import { spec } from "../tables.js";
 import { cpLength, cpPrefix, fill } from "../texts.js";
@@ -43,7 +43,7 @@ export function kindOf(value: unknown): string {
 export function found(value: unknown): string {
   if (typeof value === "string") {
     const shown = cpPrefix(value, FOUND_CHARS) + (cpLength(value) > FOUND_CHARS ? "…" : "");
-    return JSON.stringify(shown).replace(/[^\x00-\x7f]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+    return writeJson(shown); // ASCII only, as JSON's canonical rules write it (U+007F escaped too)
   }
   if (value !== null && value !== undefined && typeof value === "object" && !(value instanceof JsonFloat)) return kindOf(value);
   const text = typeof value === "bigint" ? String(value) : (JSON.stringify(value ?? null) ?? "null"); // a JsonFloat as its number
