@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +54,31 @@ def test_the_default_store_is_created_on_first_open_in_wal_mode(
         conn.close()
     with open_store(f"sqlite:///{path}") as store:
         assert store.get("resp_1", ALICE)["status"] == "completed"
+
+
+def test_switching_a_new_file_to_wal_waits_for_another_connections_write(tmp_path: Path) -> None:
+    # SQLite answers "database is locked" to the WAL switch at once, without waiting, while another
+    # connection holds the write lock: processes opening a new file together met this (CI, stop 28)
+    path = tmp_path / "new.sqlite3"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    try:
+        with open_store(f"sqlite:///{path}") as store:
+            add_turn(store, "resp_1", ALICE, None, "hi")
+    finally:
+        release.join()
+        other.close()
+    assert time.monotonic() - started >= 0.3
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        conn.close()
 
 
 def test_a_relative_sqlite_path_is_relative_to_the_working_directory(

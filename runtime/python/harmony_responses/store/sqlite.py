@@ -36,6 +36,24 @@ BUSY_TIMEOUT_S = 30.0
 SYNCHRONOUS_MODES = ("full", "normal")
 
 
+def _switch_to_wal(conn: sqlite3.Connection) -> str:
+    """Set WAL mode and return the mode the file is in, waiting out other processes doing the same.
+
+    The switch takes the file's exclusive lock, and SQLite answers SQLITE_BUSY to it at once, without
+    calling the busy handler, while another connection is reading or switching: processes opening a new
+    file together would fail. So a busy switch is retried until the busy timeout (WAL is kept in the file:
+    once one process has switched, the others' switch only reads it).
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
+
+
 class _SQLiteTx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -70,7 +88,7 @@ class SQLiteDatabase(Database):
         self._writer_file: Path | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            mode = self._connection().execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = _switch_to_wal(self._connection())
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreError(f"cannot open the SQLite store {str(path)!r}: {exc}") from exc
