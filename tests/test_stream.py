@@ -533,7 +533,10 @@ def test_any_number_of_misspelled_control_tokens_in_a_header_is_read_in_linear_t
         parser.close()
         return (time.process_time() - start) / len(tokens)
 
-    assert cost(20_000) < 3 * cost(2_000)  # per token: flat, not growing with the header
+    def best(n: int) -> float:  # one run can meet a collection or a busy neighbour; the least of three cannot all
+        return min(cost(n) for _ in range(3))
+
+    assert best(20_000) < 3 * best(2_000)  # per token: flat, not growing with the header (quadratic would be ~10x)
 
 
 def test_empty_channel_before_a_recipient_keeps_the_recipient(encoding: HarmonyEncoding) -> None:
