@@ -27,8 +27,8 @@ def _known(word: str) -> bool:
     return any(core.startswith(channel) for channel in CHANNELS)
 
 
-def hidden_bodies(completion: str) -> list[str]:
-    """The bodies of the completion's hidden messages, as written (stripped)."""
+def _bodies(completion: str) -> list[tuple[str, bool]]:
+    """Each message body of the completion, as written (stripped), and whether it is hidden."""
     out = []
     previous_end = 0
     for match in _MARKER_RE.finditer(completion):
@@ -47,9 +47,14 @@ def hidden_bodies(completion: str) -> list[str]:
         by_tool = bool(author) and ("." in author[-1] or author[-1] in _BUILTIN)
         unknown = channel is not None and channel != "" and not _known(channel)
         to_self = "to=assistant" in header and not by_tool and channel != ANSWER
-        if (unknown or to_self) and body:
-            out.append(body)
+        if body:
+            out.append((body, unknown or to_self))
     return out
+
+
+def hidden_bodies(completion: str) -> list[str]:
+    """The bodies of the completion's hidden messages, as written (stripped)."""
+    return [body for body, hidden in _bodies(completion) if hidden]
 
 
 def _shown(body: str, texts: list[str]) -> bool:
@@ -64,6 +69,11 @@ def assert_hidden_text_not_shown(completion: str, response: dict[str, Any], chat
         if item["type"] == "message"
     ]
     content = chat["choices"][0]["message"]["content"] or ""
+    # a hidden body that a visible one also holds (`A` on commentary, then `A` on `thinking`) can be told from it
+    # by no text: such a body proves nothing either way
+    visible = [body for body, hidden in _bodies(completion) if not hidden]
     for body in hidden_bodies(completion):
+        if any(body in text for text in visible):
+            continue
         assert not _shown(body, messages), (body, completion, messages)
         assert not _shown(body, [content, *content.split("\n")]), (body, completion, content)
