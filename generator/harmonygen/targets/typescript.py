@@ -101,14 +101,13 @@ def type_of_shape(shape: Shape) -> str:
 
 
 def constant_of(fact: Fact) -> Constant:
-    c = constant(fact.name, fact.value, type_of_shape(fact.shape) if fact.shape is not None else "", fact.doc)
-    if not fact.keyed:
-        return c
-    # a table keyed by the names a runtime types by: its key type is their union (`keyof typeof spec.CAPABILITIES`)
-    head = "Readonly<Record<string, "
-    assert c.type.startswith(head), c.type
-    keys = " | ".join(ts_string(str(k)) for k in fact.value)
-    return Constant(c.name, f"Readonly<Record<{keys}, " + c.type.removeprefix(head), c.literal, c.doc)
+    if fact.keyed:
+        # a table keyed by the names a runtime types by: its key type is their union (`keyof typeof spec.CAPABILITIES`)
+        if not (isinstance(fact.shape, tuple) and fact.shape[0] == "map"):
+            raise GenerationError(f"{fact.name} is keyed but not a map: only a map's keys can be a key type")
+        keys = " | ".join(ts_string(str(k)) for k in fact.value)
+        return constant(fact.name, fact.value, f"Readonly<Record<{keys}, {type_of_shape(fact.shape[2])}>>", fact.doc)
+    return constant(fact.name, fact.value, type_of_shape(fact.shape) if fact.shape is not None else "", fact.doc)
 
 
 def spec_constants(ir: ProjectIR) -> list[Constant]:
@@ -290,26 +289,27 @@ def _category_runs(version: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(runs)
 
 
-def _class_items(names: list[str], version: str) -> str:
-    """The code points of the General_Category groups `names` (`L`, `Lu`, `M`) in Unicode `version`, as the
-    ranges of a JavaScript `u`-mode class."""
-    ranges: list[list[int]] = []
-    for first, last, cat in _category_runs(version):
-        if not any(cat.startswith(name) for name in names):
-            continue
-        if ranges and ranges[-1][1] + 1 == first:
-            ranges[-1][1] = last
+def _class_text(ranges: list[tuple[int, int]]) -> str:
+    """Sorted inclusive code-point ranges as the items of a JavaScript `u`-mode class, adjacent ones joined."""
+    joined: list[list[int]] = []
+    for first, last in ranges:
+        if joined and joined[-1][1] + 1 == first:
+            joined[-1][1] = last
         else:
-            ranges.append([first, last])
-    return "".join(f"\\u{{{a:X}}}" + ("" if a == b else f"-\\u{{{b:X}}}") for a, b in ranges)
+            joined.append([first, last])
+    return "".join(f"\\u{{{a:X}}}" + ("" if a == b else f"-\\u{{{b:X}}}") for a, b in joined)
+
+
+def _class_items(names: list[str], version: str) -> str:
+    """The code points of the General_Category groups `names` (`L`, `Lu`, `M`) in Unicode `version`."""
+    runs = _category_runs(version)
+    return _class_text([(first, last) for first, last, cat in runs if any(cat.startswith(name) for name in names)])
 
 
 def _unsure_class(version: str, later: tuple[int, ...]) -> str:
     """A class of the code points Unicode `version` leaves unassigned, and of `later` (recategorized since)."""
-    ranges = sorted(
-        [(first, last) for first, last, cat in _category_runs(version) if cat == "Cn"] + [(cp, cp) for cp in later]
-    )
-    return "[" + "".join(f"\\u{{{a:X}}}" + ("" if a == b else f"-\\u{{{b:X}}}") for a, b in ranges) + "]"
+    unassigned = [(first, last) for first, last, cat in _category_runs(version) if cat == "Cn"]
+    return "[" + _class_text(sorted(unassigned + [(cp, cp) for cp in later])) + "]"
 
 
 def _spell_categories(pattern: str, version: str) -> str:

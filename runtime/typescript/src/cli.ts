@@ -205,9 +205,10 @@ const STOP_SPELLINGS = Object.keys(spec.NAMED_TOKENS).filter((s) => spec.STOP_TO
 function setAsideNote(file: string, events: readonly Event[]): string | null {
   const recovered = events.filter((e): e is Recovered => e instanceof Recovered);
   if (recovered.length === 0) return null;
-  const names = recovered.map((e) => e.rule);
+  const counts = new Map<string, number>();
+  for (const e of recovered) counts.set(e.rule, (counts.get(e.rule) ?? 0) + 1);
   const chars = recovered.reduce((n, e) => n + [...e.text].length, 0);
-  const rules = [...new Set(names)].sort(compareCodePoints).map((rule) => `${rule} x${names.filter((r) => r === rule).length}`).join(", ");
+  const rules = [...counts].sort(([a], [b]) => compareCodePoints(a, b)).map(([rule, n]) => `${rule} x${n}`).join(", ");
   const aside = chars ? `${chars} characters set aside` : "no text set aside";
   return `${displayName(file)}: lenient parse repaired the input (${rules}; ${aside}); --events shows each repair`;
 }

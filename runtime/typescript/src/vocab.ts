@@ -19,11 +19,12 @@ const BOM = "\ufeff";
 
 /**
  * The split pattern's `\p{…}` mean what the reference's Unicode says (spec PATTERN_UNICODE_VERSION), node's
- * regular expressions what node's says. A text holding a character they may class differently (one the reference
- * leaves unassigned, or one recategorized since), or any text when node's Unicode is older, is split by the pattern
- * with its classes spelled out: exact, and slower.
+ * regular expressions what node's says. A text holding a character they may class differently, or any text when
+ * node's Unicode is older, is split by the pattern with its classes spelled out: exact, and slower. Of the spec's
+ * unsure characters (those the reference leaves unassigned, and those recategorized since) only the ones node takes
+ * for a letter, digit or mark can be classed differently; that smaller class is the one every text is scanned for.
  */
-const UNSURE = new RegExp(spec.PATTERN_UNSURE_JS, "u");
+const UNSURE = new RegExp(`[${spec.PATTERN_UNSURE_JS}&&[\\p{L}\\p{N}\\p{M}]]`, "v");
 const NODE_IS_OLDER = Number.parseFloat(process.versions.unicode ?? "0") < Number.parseFloat(spec.PATTERN_UNICODE_VERSION);
 
 /** Byte-pair merging as tiktoken does it: merge the lowest-ranked adjacent pair (leftmost on a tie). */

@@ -44,7 +44,7 @@ import { ContentDelta, type Event, HarmonyParseError, MessageEnd, MessageStart, 
 import { HarmonyStreamParser, Region } from "../stream/parser.js";
 import { ItemKind, ITEM_KIND_VALUES, Role, spec } from "../tables.js";
 import { checkArguments } from "./arguments.js";
-import { responseSnapshot, type SnapshotState, usage } from "./resource.js";
+import { type RepairRecord, responseSnapshot, type SnapshotState, usage } from "./resource.js";
 import { eventModelOf, fieldMember, itemModelOf, make, model } from "./schema.js";
 import { declaredTools, FUNCTIONS_PREFIX, namespaceTools, qualified } from "./tools.js";
 
@@ -307,7 +307,8 @@ export class ResponseBuilder<D, R = D[]> {
   snapshot(status: Status, extra: Partial<SnapshotState> = {}): ResponseResource {
     const output = [...this.outputItems];
     if (this.item !== null && status !== Status.InProgress) output.push(this.item.body(Status.Incomplete, this.parser.currentContent));
-    const repairs = status !== Status.InProgress ? this.repairList.map(({ type, ...record }) => record) : null;
+    const record = ({ rule, detail, position, text }: Recovered): RepairRecord => ({ rule, detail, position, text });
+    const repairs = status !== Status.InProgress ? this.repairList.map(record) : null;
     const state = { responseId: this.responseId, createdAt: this.createdAt, model: this.options.model ?? "gpt-oss", status, output };
     return responseSnapshot(this.request, { ...state, repairs, ...extra });
   }
@@ -427,8 +428,11 @@ export class ResponseBuilder<D, R = D[]> {
     if (!text) return false; // cut right after its header
     if (item.kind.part !== null) return item.kind.kind !== ItemKind.Reasoning;
     if (!/^[{[]/.test(text)) return true; // not JSON, which arguments begin with `{` or `[`
-    const read = recover(JsonSyntaxError, (): JsonData | JsonSyntaxError => readJson(text), (e) => e);
-    return !(read instanceof JsonSyntaxError); // a syntax error: cut inside the JSON
+    const parses = (): boolean => {
+      readJson(text);
+      return true;
+    };
+    return recover(JsonSyntaxError, parses, () => false); // a syntax error: cut inside the JSON
   }
 
   // -- parser events → item events ---------------------------------------------------------------------------

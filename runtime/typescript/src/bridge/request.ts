@@ -263,8 +263,10 @@ function toolsOf(body: CreateResponseBody): [DeclaredTool[], ToolPolicy] {
   if (choice === "required" && tools.length === 0) throw RequestError.of(spec.REQUEST_ERROR_REQUIRED_WITHOUT_TOOLS, "tool_choice");
   const allowed = (specific !== null ? [specific] : (listed?.tools ?? [])).map((ref) => ref.name);
   const unknown = allowed.findIndex((name) => !names.includes(name));
-  const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${unknown}].name`;
-  if (unknown >= 0) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name: allowed[unknown] });
+  if (unknown >= 0) {
+    const where = specific !== null ? "tool_choice.name" : `tool_choice.tools[${unknown}].name`;
+    throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL, where, { name: allowed[unknown] });
+  }
   const mode = typeof choice === "string" ? choice : specific !== null ? "required" : (listed?.mode ?? "auto");
   const named = typeof choice === "string" ? names : names.filter((n) => allowed.includes(n));
   return mode === "none" ? [[], { mode, allowed: [] }] : [tools.filter((t) => named.includes(t.name)), { mode, allowed: named }];
@@ -296,8 +298,10 @@ function systemOf(body: CreateResponseBody, system: SystemContent | null): Syste
   const effort = body.reasoning?.effort ?? null;
   if (effort === null) return base;
   const found = EFFORTS.get(effort);
-  const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
-  if (found === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
+  if (found === undefined) {
+    const efforts = [...EFFORTS.keys()].sort(compareCodePoints);
+    throw RequestError.of(spec.REQUEST_ERROR_UNSUPPORTED_EFFORT, "reasoning.effort", { effort, efforts });
+  }
   return Object.assign(Object.create(Object.getPrototypeOf(base) as object) as SystemContent, base).withReasoningEffort(found);
 }
 
@@ -358,8 +362,10 @@ function extension(item: AnyItem, where: string, calls: KnownCalls): Message {
     const output = validated<AnyItem>(spec.INPUT_TOOL_OUTPUT_SCHEMA, item, where);
     const callId = String(output["call_id"]);
     const known = calls.tools.get(callId);
-    const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
-    if (known === undefined) throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
+    if (known === undefined) {
+      const fields = { types: new Verbatim(choices(CALL_TYPES)), call_id: callId };
+      throw RequestError.of(spec.REQUEST_ERROR_UNKNOWN_TOOL_CALL, `${where}.call_id`, fields);
+    }
     return toolMessage(known, output, where);
   }
   // a compaction summary too: nothing here opens one

@@ -175,9 +175,11 @@ export function parseSse(lines: Iterable<string> | string): StreamingEvent[] {
     first = first || number;
     if (field === "data") data.push([number, value]);
     else if (field === "event") name = value || null;
-    else if (field === "id" && value.includes("\0")) throw fail("an id holding NUL, which readers ignore");
-    else if (field === "retry" && !/^[0-9]+$/.test(value)) throw fail(`retry expects a number of milliseconds, found ${shortRepr(value)}`);
-    else if (field !== "id" && field !== "retry") throw fail(`not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`);
+    else if (field === "id") {
+      if (value.includes("\0")) throw fail("an id holding NUL, which readers ignore");
+    } else if (field === "retry") {
+      if (!/^[0-9]+$/.test(value)) throw fail(`retry expects a number of milliseconds, found ${shortRepr(value)}`);
+    } else throw fail(`not an SSE field: ${shortRepr(line)} (fields: data, event, id, retry)`);
   }
   if (first) throw fail("the stream ends inside an event: no blank line after it, so it is never dispatched", first);
   if (!done) throw fail(`the stream ends before data: ${DONE}: it was cut`, parts.length);

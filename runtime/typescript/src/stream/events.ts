@@ -115,12 +115,12 @@ export function messagesOf(events: readonly Event[]): ParsedMessage[] {
 /** An event as the Python CLI's `parse --events` prints it: `type` first, then the fields in order. */
 export function eventDict(event: Event): JsonObject {
   if (event instanceof MessageStart) {
-    const { type, contentType, ...fields } = event;
-    return { type, ...fields, content_type: contentType };
+    const { type, index, role, name, channel, recipient } = event;
+    return { type, index, role, name, channel, recipient, content_type: event.contentType };
   }
+  if (event instanceof ContentDelta) return { type: event.type, index: event.index, text: event.text };
   if (event instanceof MessageEnd) {
     return { type: event.type, index: event.index, message: event.message.toDict(), terminator: event.terminator };
   }
-  const { type, ...fields } = event; // `type` first: an event's own fields come after its constructor's
-  return { type, ...fields };
+  return { type: event.type, rule: event.rule, detail: event.detail, position: event.position, text: event.text };
 }
