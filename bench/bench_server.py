@@ -52,6 +52,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TypedDict
 
@@ -247,8 +248,9 @@ def start_fake_engine(kind: str, args: argparse.Namespace) -> tuple[subprocess.P
     return proc, int(wait_line(proc, r"listening on (\d+)", f"the fake engine {kind}").group(1))
 
 
-def start_relay(engine_port: int, args: argparse.Namespace) -> tuple[subprocess.Popen[str], int]:
+def start_relay(engine_port: int, args: argparse.Namespace, parse: bool) -> tuple[subprocess.Popen[str], int]:
     cmd = [sys.executable, str(HERE / "relay_floor.py"), "--engine-port", str(engine_port), "--words", str(args.words)]
+    cmd += ["--parse"] if parse else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc, int(wait_line(proc, r"relay listening on (\d+)", "the floor relay").group(1))
 
@@ -400,7 +402,13 @@ def main() -> None:
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
     ap.add_argument("--litellm", action="store_true", help="the same levels against the LiteLLM proxy, in this run")
-    ap.add_argument("--floor", action="store_true", help="the same levels against bench/relay_floor.py (vllm engine)")
+    ap.add_argument(
+        "--floor",
+        nargs="?",
+        const="socket",
+        help="the same levels against bench/relay_floor.py (vllm "
+        "engine): socket (the default), parse (--parse: a Python gateway's least work), or socket,parse",
+    )
     ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
     ap.add_argument("--task-path", action="store_true", help="tokens through the stream's task, as before (one worker)")
     ap.add_argument("--profile", help="record the server with py-spy (pip install py-spy) into this file, raw format")
@@ -455,13 +463,15 @@ def main() -> None:
                 rows += measure(target, levels, args)
                 if spy is not None:
                     stop(spy)
-            if args.floor:
+            for kind in args.floor.split(",") if args.floor else []:
+                if kind not in ("socket", "parse"):
+                    raise SystemExit(f"--floor takes socket, parse or both, not {kind!r}")
                 fake, floor_engine = start_fake_engine("vllm", args)
                 procs.append(fake)
-                relay, relay_port = start_relay(floor_engine, args)
+                relay, relay_port = start_relay(floor_engine, args, kind == "parse")
                 procs.append(relay)
-                rpid = relay.pid
-                target = Target("floor", relay_port, lambda: tree_cpu_seconds(rpid), "/v1/responses", body, DELTA,
+                name = "floor" if kind == "socket" else "pyfloor"
+                target = Target(name, relay_port, partial(tree_cpu_seconds, relay.pid), "/v1/responses", body, DELTA,
                                 index)  # fmt: skip
                 rows += measure(target, levels, args)
             if args.litellm:
