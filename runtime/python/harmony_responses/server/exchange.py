@@ -196,15 +196,16 @@ async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
 
 class _Direct:
     """A stream's per-token path, run in the engine connection's callback (`engines.http.DIRECT`): each batch
-    is fed to the run and its events sent to the client there, with the ASGI `send` started eagerly
-    (`eager.start`), so a token costs no wake-up of the stream's task. It stops (`active` False, the task
-    resumed) when the run ends (the task stores the end before its terminal event is sent), when the
-    send suspends (the client's transport paused writing: the task finishes it, and the engine's payloads
-    wait meanwhile in the reader, which stops reading the socket past its bound), and when feeding or
-    sending raised (the task raises it). `settle` is the task's side: raise, or finish the send, then go on.
+    is fed to the run, and its events are sent to the client at the end of the loop turn (`flush`, once every
+    stream's batch of the turn was fed), with the ASGI `send` started eagerly (`eager.start`), so a token costs
+    no wake-up of the stream's task. It stops (`active` False, the task resumed) when the run ends (the task
+    stores the end before its terminal event is sent), when the send suspends (the client's transport paused
+    writing: the task finishes it, and the engine's payloads wait meanwhile in the reader, which stops reading
+    the socket past its bound), and when feeding or sending raised (the task raises it). `settle` is the
+    task's side: raise, or finish the send, then go on.
     """
 
-    __slots__ = ("active", "_error", "_over", "_rest", "_run", "_send", "_take", "_task")
+    __slots__ = ("active", "_error", "_held", "_over", "_rest", "_run", "_send", "_take", "_task")
 
     def __init__(self, run: ResponseRun, take: Callable[[], bytes], send: Send, task: asyncio.Task[Any]) -> None:
         self.active = True
@@ -215,6 +216,7 @@ class _Direct:
         self._task = task
         self._error: Exception | None = None
         self._rest: eager.Rest | None = None
+        self._held = b""  # what this turn's batch made, for `flush`
 
     def __call__(self, outputs: list[Tokens | Text]) -> bool:
         if not self.active:
@@ -226,28 +228,43 @@ class _Direct:
                 if run.ended:
                     self.active = False
                     return False
-            body = self._take()
-            if body:
-                message: Message = {"type": "http.response.body", "body": body, "more_body": True}
-                rest = eager.start(self._send(message), self._task)
-                if rest is not None:
-                    self._rest = rest
-                    self.active = False
-                    return False
+            self._held += self._take()
         except Exception as exc:  # raised in the task, where the stream's handling of it is
             self._error = exc
             self.active = False
             return False
         return True
 
+    def flush(self) -> bool:
+        """At the end of the loop turn: send what the turn's batch made."""
+        body = self._held
+        if not body or self._over:
+            return self.active
+        self._held = b""
+        try:
+            rest = eager.start(self._send(_body_message(body)), self._task)
+        except Exception as exc:  # raised in the task, as above
+            self._error = exc
+            self.active = False
+            return False
+        if rest is not None:
+            self._rest = rest
+            self.active = False
+            return False
+        return self.active
+
     async def settle(self) -> None:
-        """In the task, once stopped: raise what failed, or finish the send that suspended; then go on."""
-        error, rest = self._error, self._rest
+        """In the task, once stopped: raise what failed, or finish the send that suspended (or send what the
+        last batch made, when the turn's end never came); then go on."""
+        error, rest, held = self._error, self._rest, self._held
         self._error = self._rest = None
+        self._held = b""
         if error is not None:
             raise error
         if rest is not None:
             await rest
+        if held:
+            await self._send(_body_message(held))
         self.active = not self._over and not self._run.ended
 
     def stop(self) -> None:
@@ -261,6 +278,10 @@ class _Direct:
         if self._rest is not None:
             self._rest.close()
             self._rest = None
+
+
+def _body_message(body: bytes) -> Message:
+    return {"type": "http.response.body", "body": body, "more_body": True}
 
 
 class ClientGone(Exception):

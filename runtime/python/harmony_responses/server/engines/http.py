@@ -203,11 +203,15 @@ class Direct(Protocol):
     """A consumer of a stream's outputs in the engine connection's own callback (set in `DIRECT` by the caller
     that iterates `outputs`): while `active`, each batch of chunks is read and handed to it there, instead of
     waking the iterating task; it returns False to stop (the iterator then yields an empty `Tokens`, so the
-    caller runs before anything else is read, and the caller sets `active` again to go on)."""
+    caller runs before anything else is read, and the caller sets `active` again to go on). `flush` runs once
+    the loop turn's other streams have had their batches (see `reader._Turn`): the consumer's client write
+    goes there; it too returns False to stop."""
 
     active: bool
 
     def __call__(self, outputs: list[Tokens | Text]) -> bool: ...
+
+    def flush(self) -> bool: ...
 
 
 DIRECT: ContextVar[Direct | None] = ContextVar("harmony_responses_direct", default=None)
@@ -231,7 +235,9 @@ def _listener(
         out, failure = _read_chunks(chunks, read)
         if failure is not None:
             left.append(failure)
-        if not direct(out.items) or left:
+        more = direct(out.items)
+        response.after_turn(direct.flush)  # what the batch made is written before the task hears of a stop
+        if not more or left:
             response.stop_listening()
         return True
 

@@ -8,6 +8,10 @@ batch, everything the socket held, so an engine that sent several chunks costs o
 one timeout per stream, a deadline that any received byte moves forward, checked by one timer,
 instead of a timeout set and cleared around every read.
 
+A response with a listener (`listen`) is handed its payloads once per loop turn, together with every other
+listening response that read something in that turn (`_Turn`), and what the listeners leave for the turn's
+end (`after_turn`: their client writes) runs after all of them.
+
 `EnginePool` holds the keep-alive connections to one engine (at most `max_connections`, a request
 waits for a free one) and opens new ones with the connect timeout; `EngineResponse` is one request's
 answer. Failures raise `ReadFailure` with the kind of failure (connect, read, timeout) for the adapter
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from collections.abc import Callable
 from enum import Enum
 from urllib.parse import urlsplit
@@ -58,6 +63,60 @@ class ReadFailure(Exception):
 
 _DATA = b"data:"
 _MAX_BUFFERED = 4096  # payloads held for a reader that is not reading: past this, stop reading the socket
+
+
+class _Turn:
+    """The listening responses that read something in one loop turn, handed their payloads together.
+
+    An engine sends every stream's next token in the same decode step, so their chunks arrive in the same loop
+    turn. Handing each response its payloads from its own read callback would alternate, per stream, the
+    server's per-token code and the kernel's socket code, each evicting the other from the CPU's caches; run
+    once after the turn's reads, the listeners go one after another, and then what they left for the turn's
+    end (their client writes) one after another: at 64 streams, 10-25% less CPU per token and a lower p99
+    latency in paired runs (docs/performance.md). A stream's write waits for the turn's other streams (the
+    server reads 12-16 streams per turn at 64 streams, so a few hundred µs).
+    """
+
+    __slots__ = ("_after", "_loop", "_ready", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._ready: list[EngineResponse] = []
+        self._after: list[tuple[EngineResponse, Callable[[], bool]]] = []
+        self._scheduled = False
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run)
+
+    def add(self, response: EngineResponse) -> None:
+        self._ready.append(response)
+        self._schedule()
+
+    def after(self, response: EngineResponse, step: Callable[[], bool]) -> None:
+        self._after.append((response, step))
+        self._schedule()
+
+    def _run(self) -> None:
+        self._scheduled = False
+        ready, self._ready = self._ready, []
+        for response in ready:
+            response._hand()
+        after, self._after = self._after, []
+        for response, step in after:
+            if not step():
+                response.stop_listening()
+
+
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turn] = weakref.WeakKeyDictionary()
+
+
+def _turn(loop: asyncio.AbstractEventLoop) -> _Turn:
+    turn = _TURNS.get(loop)
+    if turn is None:
+        turn = _TURNS[loop] = _Turn(loop)
+    return turn
 
 
 class _Connection(asyncio.Protocol):
@@ -117,6 +176,8 @@ class EngineResponse:
         self._timer: asyncio.TimerHandle | None = self._loop.call_at(self._progress + timeout, self._deadline)
         self._paused = False
         self._listener: Callable[[list[bytes]], bool] | None = None
+        self._turn = _turn(self._loop)
+        self._queued = False  # in this loop turn's `_Turn`
 
     # httptools callbacks
 
@@ -170,16 +231,28 @@ class EngineResponse:
         payloads = self._payloads
         if not payloads:
             return
-        listener = self._listener
+        if self._listener is not None and not self.complete and self.error is None:
+            if not self._queued:
+                self._queued = True
+                self._turn.add(self)  # handed over once the loop turn's reads are in: no wake-up
+            return
+        if len(payloads) > _MAX_BUFFERED and not self._paused and self._conn.transport is not None:
+            self._paused = True
+            self._conn.transport.pause_reading()
+        self._wake()
+
+    def _hand(self) -> None:
+        """At the turn's end: the payloads to the listener, or, when it left them (or went), to the reader."""
+        self._queued = False
+        payloads, listener = self._payloads, self._listener
+        if not payloads:
+            return
         if listener is not None and not self.complete and self.error is None:
             self._payloads = []
             if listener(payloads):
-                return  # taken in this callback: no wake-up
-            self._payloads = payloads + self._payloads  # left for the reader (the end, or a failure): wake it
+                return
+            self._payloads = payloads + self._payloads  # left for the reader (the end, or a failure)
             self._listener = None
-        elif len(payloads) > _MAX_BUFFERED and not self._paused and self._conn.transport is not None:
-            self._paused = True
-            self._conn.transport.pause_reading()
         self._wake()
 
     def _lost(self, exc: Exception | None) -> None:
@@ -265,10 +338,16 @@ class EngineResponse:
         return payloads
 
     def listen(self, listener: Callable[[list[bytes]], bool] | None) -> None:
-        """Hand the payloads that arrive from now on to `listener`, in the connection's callback, until it
-        returns False (it left them: the reader, woken, takes them with `take`) or `listen(None)`. The
-        reader is still woken by the body's end, a failure, and `stop_listening`."""
+        """Hand the payloads that arrive from now on to `listener`, once per loop turn in which some arrived (with
+        the turn's other listeners, `_Turn`), until it returns False (it left them: the reader, woken, takes
+        them with `take`) or `listen(None)`. The reader is still woken by the body's end, a failure, and
+        `stop_listening`."""
         self._listener = listener
+
+    def after_turn(self, step: Callable[[], bool]) -> None:
+        """Run `step` once every listener of this loop turn has been handed its payloads (from inside a listener);
+        when it returns False, `stop_listening`."""
+        self._turn.after(self, step)
 
     def stop_listening(self) -> None:
         """The listener's own way out (from inside it, or after it): no more payloads to it, and the reader woken."""
