@@ -186,8 +186,8 @@ test("text chunks cut anywhere give the same response as tokens", () => {
     delete d["completed_at"];
     return d;
   };
-  const byText = buildResponse(chunks, encoding, request("tools"), { ids: countingIds(), createdAt: 1 });
-  const byTokens = buildResponse(tokens(text), encoding, request("tools"), { ids: countingIds(), createdAt: 1 });
+  const byText = buildResponse(chunks, encoding, request("tools"), { ids: countingIds(), createdAt: 1, clock: fixedClock });
+  const byTokens = buildResponse(tokens(text), encoding, request("tools"), { ids: countingIds(), createdAt: 1, clock: fixedClock });
   assert.deepEqual(strip(byText), strip(byTokens));
 });
 
@@ -360,8 +360,8 @@ test("built-in tools' calls are vendor-prefixed items", () => {
     assert.deepEqual(item, { type: kind, id: item["id"], status: "completed", recipient, arguments: '{"query":"x"}', channel: "analysis", content_type: "code" });
     const added = events.find((e) => e.type === spec.STREAM_ITEM_ADDED) as unknown as { item: Json };
     assert.equal(added.item["status"], "in_progress");
-    const sse = [...streamSse([...text], encoding, null, { ids: countingIds(), createdAt: 1 })].join("");
-    assert.equal(sse, [...toSse(streamResponse([...text], encoding, null, { ids: countingIds(), createdAt: 1 }))].join(""));
+    const sse = [...streamSse([...text], encoding, null, { ids: countingIds(), createdAt: 1, clock: fixedClock })].join("");
+    assert.equal(sse, [...toSse(streamResponse([...text], encoding, null, { ids: countingIds(), createdAt: 1, clock: fixedClock }))].join(""));
   }
 });
 
