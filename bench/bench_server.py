@@ -406,8 +406,8 @@ def main() -> None:
         "--floor",
         nargs="?",
         const="socket",
-        help="the same levels against bench/relay_floor.py (vllm "
-        "engine): socket (the default), parse (--parse: a Python gateway's least work), or socket,parse",
+        help="the same levels against bench/relay_floor.py (vllm engine): socket (the default), "
+        "parse (--parse: a Python gateway's least work), or socket,parse",
     )
     ap.add_argument("--uvicorn", help="other uvicorn settings for the server, e.g. http=h11,loop=asyncio")
     ap.add_argument("--task-path", action="store_true", help="tokens through the stream's task, as before (one worker)")

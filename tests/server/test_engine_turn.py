@@ -37,8 +37,7 @@ def _run_turn(build: Any) -> list[str]:
         turn = _Turn(loop)
         log: list[str] = []
         build(turn, log)
-        await asyncio.sleep(0)  # one loop turn: the turn's callback runs
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one loop turn: the turn's callback, scheduled first, runs
         return log
 
     return asyncio.run(main())

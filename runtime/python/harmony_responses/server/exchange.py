@@ -194,6 +194,11 @@ async def complete(engine: Engine, run: ResponseRun, metrics: Metrics) -> None:
         await outputs.aclose()
 
 
+def _body_message(body: bytes) -> Message:
+    """A part of the streamed body, more to come."""
+    return {"type": "http.response.body", "body": body, "more_body": True}
+
+
 class _Direct:
     """A stream's per-token path, run in the engine connection's callback (`engines.http.DIRECT`): each batch
     is fed to the run, and its events are sent to the client at the end of the loop turn (`flush`, once every
@@ -278,10 +283,6 @@ class _Direct:
         if self._rest is not None:
             self._rest.close()
             self._rest = None
-
-
-def _body_message(body: bytes) -> Message:
-    return {"type": "http.response.body", "body": body, "more_body": True}
 
 
 class ClientGone(Exception):
@@ -473,7 +474,7 @@ class EngineCall:
         """Send what the run wrote to the wire since the last write (nothing is kept when not streaming)."""
         body = self.wire.take()
         if send is not None and body:
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send(_body_message(body))
 
     def _direct_path(self) -> bool:
         """Whether the engine's outputs are its own stream (`structured.completion_outputs` hands out
@@ -513,7 +514,7 @@ class EngineCall:
                 if send is not None:
                     body = take()
                     if body:
-                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                        await send(_body_message(body))
         except EngineError as exc:
             if direct is not None:
                 await direct.settle()

@@ -231,7 +231,7 @@ class EngineResponse:
         payloads = self._payloads
         if not payloads:
             return
-        if self._listener is not None and not self.complete and self.error is None:
+        if self._listening:
             if not self._queued:
                 self._queued = True
                 self._turn.add(self)  # handed over once the loop turn's reads are in: no wake-up
@@ -241,13 +241,18 @@ class EngineResponse:
             self._conn.transport.pause_reading()
         self._wake()
 
+    @property
+    def _listening(self) -> bool:
+        """A listener takes the payloads (and none of the reader's own cases, the end or a failure, has come)."""
+        return self._listener is not None and not self.complete and self.error is None
+
     def _hand(self) -> None:
         """At the turn's end: the payloads to the listener, or, when it left them (or went), to the reader."""
         self._queued = False
         payloads, listener = self._payloads, self._listener
         if not payloads:
             return
-        if listener is not None and not self.complete and self.error is None:
+        if listener is not None and self._listening:
             self._payloads = []
             if listener(payloads):
                 return
