@@ -3,8 +3,9 @@
 `eager.start` is checked alone (a coroutine that completes, one that suspends and is finished by its
 task, cancellation reaching it, the current task it sees). Then whole `EngineCall`s run in this process
 against the fake engine process of every wire format, with the direct path on and off (`eager.AVAILABLE`),
-and with an ASGI `send` that never suspends (uvicorn's, mostly), always suspends, or suspends now and then:
-the bytes the client gets must be the same every way, the direct path must be the one that fed the tokens
+and with an ASGI `send` that never suspends (uvicorn's, mostly), always suspends, or suspends now and then,
+and with the server's `CHUNK_WRITER` extension, which now and then cannot write (the transport paused): the
+bytes the client gets must be the same every way, the direct path must be the one that fed the tokens
 when it is on, and failures mid-stream (an error chunk, a cut connection, no finish, a stall) must end the
 stream the same way.
 """
@@ -26,7 +27,7 @@ from harmony_responses.server.engines.llamacpp import LlamaCppEngine
 from harmony_responses.server.engines.ollama import OllamaEngine
 from harmony_responses.server.engines.openai_completions import OpenAICompletionsEngine
 from harmony_responses.server.engines.sglang import SGLangEngine
-from harmony_responses.server.exchange import EngineCall, ResponsesWire
+from harmony_responses.server.exchange import CHUNK_WRITER, EngineCall, ResponsesWire
 from harmony_responses.server.metrics import Metrics
 from harmony_responses.server.respond import ResponseRun, parse_body, plan_request
 from harmony_responses.server.settings import MediaPolicy, ReasoningEvents
@@ -208,14 +209,33 @@ class Sends:
             self.body += message.get("body", b"")
 
 
+class Writer:
+    """A `CHUNK_WRITER` into the same body as `sends`; every `refuse_every`-th call it cannot write (False)."""
+
+    def __init__(self, sends: Sends, refuse_every: int) -> None:
+        self.sends = sends
+        self.refuse_every = refuse_every
+        self.calls = 0
+        self.wrote = 0
+
+    def __call__(self, body: bytes) -> bool:
+        self.calls += 1
+        if self.refuse_every and self.calls % self.refuse_every == 0:
+            return False
+        self.sends.body += body
+        self.wrote += 1
+        return True
+
+
 def _normalized(body: bytes) -> str:
     text = body.decode()
     text = re.sub(r'"(resp|msg|rs|fc|call)_[0-9a-f]+"', r'"\1_ID"', text)
     return re.sub(r'"(\w+_at)":\s*[0-9.]+', r'"\1":0', text)
 
 
-def _call(engine: Engine, text: str, sends: Sends) -> tuple[bytes, int]:
-    """Run one streamed EngineCall; its body and how many outputs the direct path fed."""
+def _call(engine: Engine, text: str, sends: Sends, writer: Writer | None = None) -> tuple[bytes, int]:
+    """Run one streamed EngineCall (with `writer` as the scope's `CHUNK_WRITER`); its body and how many outputs
+    the direct path fed."""
     fed = [0]
     original = exchange._Direct.__call__
 
@@ -245,7 +265,10 @@ def _call(engine: Engine, text: str, sends: Sends) -> tuple[bytes, int]:
             return await never
 
         try:
-            await call({"type": "http"}, receive, sends)
+            scope: dict[str, Any] = {"type": "http"}
+            if writer is not None:
+                scope["extensions"] = {CHUNK_WRITER: writer}
+            await call(scope, receive, sends)
         finally:
             await engine.aclose()
 
@@ -262,12 +285,25 @@ def _ways(monkeypatch: pytest.MonkeyPatch, name: str, fake: FakeEngine, text: st
     third time suspends; the direct path must have fed the tokens when on."""
     prefix, factory = ADAPTERS[name]
     results = {}
-    for label, direct, every in [("task", False, 0), ("direct", True, 0), ("always", True, 1), ("sometimes", True, 3)]:
+    # (label, direct path on, every n-th send suspends, every n-th write the writer refuses: None, no writer)
+    ways: list[tuple[str, bool, int, int | None]] = [
+        ("task", False, 0, None),
+        ("direct", True, 0, None),
+        ("always", True, 1, None),
+        ("sometimes", True, 3, None),
+        ("writer", True, 0, 0),
+        ("writer_refusing", True, 2, 3),
+    ]
+    for label, direct, every, refuse in ways:
         monkeypatch.setattr(eager, "AVAILABLE", direct)
-        body, fed = _call(factory(f"{fake.url}/{prefix}", 10.0), text, Sends(every))
+        sends = Sends(every)
+        writer = None if refuse is None else Writer(sends, refuse)
+        body, fed = _call(factory(f"{fake.url}/{prefix}", 10.0), text, sends, writer)
         results[label] = _normalized(body)
         assert (fed > 0) is direct, f"{name} {label}: the direct path fed {fed} outputs"
         assert results[label].endswith("data: [DONE]\n\n"), label
+        if writer is not None and "SCENARIO" not in text:
+            assert writer.wrote > 0, f"{name} {label}: the writer was never used"
     return results
 
 
@@ -277,7 +313,7 @@ def test_the_direct_path_writes_the_same_bytes_as_the_task(
 ) -> None:
     results = _ways(monkeypatch, name, fake, "Tell me about café ☕ and 日本")
     assert "response.completed" in results["task"]
-    for label in ("direct", "always", "sometimes"):
+    for label in ("direct", "always", "sometimes", "writer", "writer_refusing"):
         assert results[label] == results["task"], label
 
 

@@ -59,6 +59,10 @@ _SSE_HEADERS = [
 ]
 _JSON_TYPE = (b"content-type", b"application/json")
 
+# The ASGI scope extension (set by `serving.GuardedProtocol`) that writes a part of a streamed body at once:
+# `write(body) -> bool`, False when it could not (the caller then sends the part through ASGI `send`).
+CHUNK_WRITER = "harmony_responses.chunk_writer"
+
 
 def error_kind(exc: EngineError) -> ErrorKind:
     if isinstance(exc, EngineTimeout):
@@ -105,7 +109,10 @@ class ResponsesWire(Wire):
         return self._sink
 
     def take(self) -> bytes:
-        return self._sink.take().encode()
+        frames = self._sink.frames  # `SSESink.take`, inline: once per batch of every stream
+        out = "".join(frames)
+        frames.clear()
+        return out.encode()
 
     def tail(self) -> bytes:
         return _DONE_FRAME
@@ -202,18 +209,27 @@ def _body_message(body: bytes) -> Message:
 class _Direct:
     """A stream's per-token path, run in the engine connection's callback (`engines.http.DIRECT`): each batch
     is fed to the run, and its events are sent to the client at the end of the loop turn (`flush`, once every
-    stream's batch of the turn was fed), with the ASGI `send` started eagerly (`eager.start`), so a token costs
-    no wake-up of the stream's task. It stops (`active` False, the task resumed) when the run ends (the task
-    stores the end before its terminal event is sent), when the send suspends (the client's transport paused
-    writing: the task finishes it, and the engine's payloads wait meanwhile in the reader, which stops reading
-    the socket past its bound), and when feeding or sending raised (the task raises it). `settle` is the
-    task's side: raise, or finish the send, then go on.
+    stream's batch of the turn was fed), written by the server's `CHUNK_WRITER` when it has one and can, else
+    with the ASGI `send` started eagerly (`eager.start`), so a token costs no wake-up of the stream's task. It
+    stops (`active` False, the task resumed) when the run ends (the task stores the end before its terminal
+    event is sent), when the send suspends (the client's transport paused writing: the task finishes it, and
+    the engine's payloads wait meanwhile in the reader, which stops reading the socket past its bound), and
+    when feeding or sending raised (the task raises it). `settle` is the task's side: raise, or finish the
+    send, then go on.
     """
 
-    __slots__ = ("active", "_error", "_held", "_over", "_rest", "_run", "_send", "_take", "_task")
+    __slots__ = ("active", "_error", "_held", "_over", "_rest", "_run", "_send", "_take", "_task", "_write")
 
-    def __init__(self, run: ResponseRun, take: Callable[[], bytes], send: Send, task: asyncio.Task[Any]) -> None:
+    def __init__(
+        self,
+        run: ResponseRun,
+        take: Callable[[], bytes],
+        send: Send,
+        task: asyncio.Task[Any],
+        write: Callable[[bytes], bool] | None = None,
+    ) -> None:
         self.active = True
+        self._write = write
         self._over = False
         self._run = run
         self._take = take
@@ -227,10 +243,11 @@ class _Direct:
         if not self.active:
             return False
         run = self._run
+        feed, builder = run.feed, run.builder
         try:
             for output in outputs:
-                run.feed(output)
-                if run.ended:
+                feed(output)
+                if builder.finished:  # `run.ended`
                     self.active = False
                     return False
             self._held += self._take()
@@ -246,7 +263,10 @@ class _Direct:
         if not body or self._over:
             return self.active
         self._held = b""
+        write = self._write
         try:
+            if write is not None and write(body):
+                return self.active
             rest = eager.start(self._send(_body_message(body)), self._task)
         except Exception as exc:  # raised in the task, as above
             self._error = exc
@@ -329,6 +349,7 @@ class EngineCall:
         self._recording: asyncio.Future[None] | None = None  # the store write of the run's end
         self._closed = False  # the body's last bytes were sent
         self._direct: _Direct | None = None
+        self._chunk_writer: Callable[[bytes], bool] | None = None
 
     def interrupt(self) -> None:
         """End the call now (the server's shutdown deadline): cancel the engine; `__call__` ends the response."""
@@ -345,6 +366,7 @@ class EngineCall:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.metrics.in_flight.inc()
+        self._chunk_writer = scope.get("extensions", {}).get(CHUNK_WRITER)
         drain = self.drain
         work = self._work = asyncio.ensure_future(self._serve(send))
         watch = asyncio.ensure_future(_wait_disconnect(receive))
@@ -497,7 +519,7 @@ class EngineCall:
         if send is not None and eager.AVAILABLE and self._direct_path():
             task = asyncio.current_task()
             if task is not None:
-                direct = self._direct = _Direct(run, take, send, task)
+                direct = self._direct = _Direct(run, take, send, task, self._chunk_writer)
                 token = DIRECT.set(direct)
         try:
             async for output in outputs:

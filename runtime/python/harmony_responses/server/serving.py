@@ -31,14 +31,15 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from .errors import ErrorKind, error_payload, http_status
+from .exchange import CHUNK_WRITER
 from .settings import Settings
 
 log = logging.getLogger("harmony_responses.server")
@@ -134,6 +135,12 @@ class GuardedProtocol(HttpToolsProtocol):
         self._in_head = False
         self._head_bytes = 0
         super().on_headers_complete()
+        cycle = self.cycle
+        if (
+            cycle is not None and cycle.scope is self.scope and self.scope["method"] != "HEAD"
+        ):  # the request's own cycle
+            extensions = cast(dict[str, Any], self.scope.setdefault("extensions", {}))  # ASGI types it narrower
+            extensions[CHUNK_WRITER] = chunk_writer(cycle)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -156,6 +163,29 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         seconds = self.receive_timeout
         self._refuse(ErrorKind.REQUEST_TIMEOUT, f"the request head and body did not arrive within {seconds:g} s")
+
+
+def chunk_writer(cycle: RequestResponseCycle) -> Callable[[bytes], bool]:
+    """The `CHUNK_WRITER` extension of `cycle`'s request: a part of its streamed body written to the transport as
+    one HTTP/1.1 chunk, the bytes uvicorn's `send` would write for it, without the ASGI message, the coroutine
+    and its checks per token. It writes only when `send` would write at once: a response begun with chunked
+    framing and not complete, a client still there, a transport not paused. Otherwise it writes nothing and
+    says False, and the caller sends that part through `send`, which waits out the pause or drops it."""
+    transport, flow = cycle.transport, cycle.flow
+
+    def write(body: bytes) -> bool:
+        if (
+            flow.write_paused
+            or cycle.disconnected
+            or cycle.response_complete
+            or not cycle.response_started
+            or cycle.chunked_encoding is not True
+        ):
+            return False
+        transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+        return True
+
+    return write
 
 
 def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
