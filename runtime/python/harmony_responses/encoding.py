@@ -83,6 +83,10 @@ class HarmonyEncoding:
         self._special_ids = frozenset(self._specials.values())
         self._n_base = encoding.max_token_value + 1 - len(self._specials)
         self._piece_cache: dict[str, list[int]] = {}
+        # token → its text (None: not whole UTF-8 on its own), for the tokens decoded so far: a fact of the
+        # vocabulary, so every stream's `TokenLexer` shares it, and a token is decoded once per process rather
+        # than once per response (at most one entry per token of the vocabulary)
+        self.token_texts: dict[int, str | None] = {}
         self._special_regex_cache: dict[frozenset[str], re.Pattern[str]] = {}
 
     @property

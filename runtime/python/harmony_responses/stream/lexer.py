@@ -51,7 +51,7 @@ class TokenLexer:
         self._sink = sink
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pending = False  # bytes of an unfinished character are held by the decoder
-        self._text: dict[int, str | None] = {}  # token → its text; None: not whole UTF-8 on its own
+        self._text = encoding.token_texts  # token → its text; None: not whole UTF-8 on its own (shared)
         self.position = 0
 
     def feed(self, tokens: Iterable[int]) -> None:
@@ -78,8 +78,9 @@ class TokenLexer:
 
     @property
     def known_texts(self) -> Mapping[int, str | None]:
-        """Token → its text, for the tokens seen so far (None: not whole UTF-8 on its own). A caller's fast
-        path may pass an ordinary token on itself when nothing is `pending`: it then counts it with `skip`."""
+        """Token → its text, for the tokens decoded so far by any lexer of the encoding (None: not whole UTF-8 on
+        its own). A caller's fast path may pass an ordinary token on itself when nothing is `pending`: it then
+        counts it with `skip`."""
         return self._text
 
     def skip(self) -> None:
