@@ -235,11 +235,13 @@ class HarmonyStreamParser:
         text (the one `ContentDelta` it would cause is not built); otherwise take nothing and return None,
         and the caller feeds the token with `feed_tokens`. The parser's state is the same either way."""
         lexer = self._tokens
-        if not self._body_run or lexer.pending:  # _body_run: inside a body whose text the grammar knows of
+        # _body_run: inside a body whose text the grammar knows of; the lexer's `pending` and `skip`, inline (this
+        # runs for every token of every stream)
+        if not self._body_run or lexer._pending:
             return None
         text = self._known.get(token)
         if text:
-            lexer.skip()
+            lexer.position += 1
             self._body.append(text)
         return text
 

@@ -180,6 +180,10 @@ def malformed(what: str, value: Any = None) -> EngineMalformed:
 
 def token_ids(value: Any, field: str) -> list[int]:
     """`value` when it is a list of token ids, else `EngineMalformed` naming `field`."""
-    if type(value) is list and all(type(i) is int and i >= 0 for i in value):
-        return value
+    if type(value) is list:
+        for i in value:  # a loop, not all() over a generator: this runs for every chunk of every stream
+            if type(i) is not int or i < 0:
+                break
+        else:
+            return value
     raise malformed(f"{field} must be a list of token ids", value)

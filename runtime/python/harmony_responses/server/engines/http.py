@@ -42,6 +42,7 @@ log = logging.getLogger("harmony_responses.server")
 
 # Engine words spelled like Harmony's (see tests/test_facts_once.py): vLLM's old flat error's `object`.
 WIRE = {"error_object": "error"}
+_ERROR_OBJECT = WIRE["error_object"]
 
 READY_TIMEOUT_S = 2.0
 _SSE_DONE = _spec.SSE_DONE.encode()  # the engines' SSE streams end as OpenAI's (and ours) do
@@ -59,14 +60,16 @@ def error_message(status: int, body: bytes) -> str:
 
 def stream_error(data: Any) -> str | None:
     """The error message a chunk carries (`{"error": …}` or vLLM's old flat `{"object": "error", …}`), else None."""
-    if not isinstance(data, dict):
+    if type(data) is not dict and not isinstance(data, dict):
         return None
     error = data.get("error")
+    if error is None:  # every chunk of a stream that goes well: the cheap way out first
+        return str(data.get("message", data)) if data.get("object") == _ERROR_OBJECT else None
     if isinstance(error, dict):
         return str(error.get("message") or error)
     if isinstance(error, str):
         return error
-    if data.get("object") == WIRE["error_object"]:
+    if data.get("object") == _ERROR_OBJECT:
         return str(data.get("message", data))
     return None
 
@@ -224,19 +227,21 @@ def _listener(
     body's end, a payload that is not JSON) before any of it is read."""
     sse = response.framing is Framing.SSE
     loads = orjson.loads
+    after_turn, flush = response.after_turn, direct.flush  # bound once, not per batch
 
     def listener(payloads: list[bytes]) -> bool:
         if sse and _SSE_DONE in payloads:
             return False
         try:
-            chunks = [loads(data) for data in payloads]
+            # one payload is the common case (one token per decode step): no comprehension frame for it
+            chunks = [loads(payloads[0])] if len(payloads) == 1 else [loads(data) for data in payloads]
         except ValueError:
             return False
         out, failure = _read_chunks(chunks, read)
         if failure is not None:
             left.append(failure)
         more = direct(out.items)
-        response.after_turn(direct.flush)  # what the batch made is written before the task hears of a stop
+        after_turn(flush)  # what the batch made is written before the task hears of a stop
         if not more or left:
             response.stop_listening()
         return True

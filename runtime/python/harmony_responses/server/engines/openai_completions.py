@@ -96,7 +96,8 @@ class OpenAICompletionsEngine(HttpEngine):
             if ids is not None:
                 if ids:
                     got = token_ids(ids, "token_ids")
-                    out.ids(got, read_logprobs(choice.get("logprobs"), got))
+                    logprobs = choice.get("logprobs")
+                    out.ids(got, None if logprobs is None else read_logprobs(logprobs, got))
             elif choice.get("text"):
                 text = choice["text"]
                 if type(text) is not str:

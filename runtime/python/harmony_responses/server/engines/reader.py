@@ -92,11 +92,13 @@ class _Turn:
 
     def add(self, response: EngineResponse) -> None:
         self._ready.append(response)
-        self._schedule()
+        if not self._scheduled:
+            self._schedule()
 
     def after(self, response: EngineResponse, step: Callable[[], bool]) -> None:
         self._after.append((response, step))
-        self._schedule()
+        if not self._scheduled:
+            self._schedule()
 
     def _run(self) -> None:
         self._scheduled = False
@@ -178,6 +180,7 @@ class EngineResponse:
         self._listener: Callable[[list[bytes]], bool] | None = None
         self._turn = _turn(self._loop)
         self._queued = False  # in this loop turn's `_Turn`
+        self._sse = framing is Framing.SSE
 
     # httptools callbacks
 
@@ -197,10 +200,13 @@ class EngineResponse:
             return
         if self._partial:
             body = self._partial + body
+        elif self._sse and body[-2:] == b"\n\n" and body.count(b"\n") == 2 and body.startswith(_DATA):
+            self._payloads.append(body[5:-2].strip())  # the common chunk: one whole event of one `data:` line
+            return
         lines = body.split(b"\n")
         self._partial = lines.pop()
         keep = self._payloads.append
-        if self.framing is Framing.SSE:
+        if self._sse:
             for line in lines:
                 if line.startswith(_DATA):
                     keep(line[5:].strip())
@@ -231,7 +237,8 @@ class EngineResponse:
         payloads = self._payloads
         if not payloads:
             return
-        if self._listening:
+        # a listener takes them (and none of the reader's own cases, the end or a failure, has come)
+        if self._listener is not None and not self.complete and self.error is None:
             if not self._queued:
                 self._queued = True
                 self._turn.add(self)  # handed over once the loop turn's reads are in: no wake-up
@@ -241,18 +248,13 @@ class EngineResponse:
             self._conn.transport.pause_reading()
         self._wake()
 
-    @property
-    def _listening(self) -> bool:
-        """A listener takes the payloads (and none of the reader's own cases, the end or a failure, has come)."""
-        return self._listener is not None and not self.complete and self.error is None
-
     def _hand(self) -> None:
         """At the turn's end: the payloads to the listener, or, when it left them (or went), to the reader."""
         self._queued = False
         payloads, listener = self._payloads, self._listener
         if not payloads:
             return
-        if listener is not None and self._listening:
+        if listener is not None and not self.complete and self.error is None:  # still listening (as in `_data`)
             self._payloads = []
             if listener(payloads):
                 return
