@@ -234,13 +234,6 @@ def _honoured(capabilities: Capabilities, flag: str | None) -> bool:
     return flag is not None and bool(getattr(capabilities, flag))
 
 
-def _value_at(body: CreateResponseBody, field: str) -> Any:
-    value: Any = body
-    for name in field.split("."):
-        value = getattr(value, name, None)
-    return value
-
-
 def _shown(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # the value's JSON: 2.0 is 2
@@ -257,17 +250,28 @@ def _refusal(field: str, value: Any, capabilities: Capabilities) -> RequestError
     return RequestError.of(error, field, value=value, why=Verbatim(row["why"]))
 
 
+# The rows of `REQUEST_FIELDS` that may refuse a field of the request model, in order, with the field's path:
+# what `check_supported` looks at in every request (the other rows never refuse a value).
+_REFUSABLE = tuple(
+    (field, tuple(field.split(".")))
+    for field, row in _spec.REQUEST_FIELDS.items()
+    if row["rule"] == "refused" and field.split(".")[0] in CreateResponseBody.model_fields
+)
+
+
 def check_supported(body: CreateResponseBody, capabilities: Capabilities = NOTHING_MORE) -> None:
     """Refuse, with a 400 naming the field, whatever `body` asks that neither the bridge nor `capabilities` does.
 
     What asks for what is the spec's (`spec/mapping/requests.json`): the fields of the spec in `REQUEST_FIELDS`
     order, then `include` (`INCLUDES`), then the fields outside the spec (a label is kept).
     """
-    for field in _spec.REQUEST_FIELDS:
-        if field.split(".")[0] in CreateResponseBody.model_fields:
-            refused = _refusal(field, _value_at(body, field), capabilities)
-            if refused is not None:
-                raise refused
+    for field, path in _REFUSABLE:
+        value: Any = body
+        for name in path:
+            value = getattr(value, name, None)
+        refused = _refusal(field, value, capabilities)
+        if refused is not None:
+            raise refused
     for i, include in enumerate(body.include or []):
         if not _honoured(capabilities, _spec.INCLUDES.get(include)):
             raise RequestError.of(_spec.REQUEST_ERROR_NOT_INCLUDABLE, f"include[{i}]", value=include)
