@@ -109,10 +109,7 @@ class ResponsesWire(Wire):
         return self._sink
 
     def take(self) -> bytes:
-        frames = self._sink.frames  # `SSESink.take`, inline: once per batch of every stream
-        out = "".join(frames)
-        frames.clear()
-        return out.encode()
+        return self._sink.take().encode()
 
     def tail(self) -> bytes:
         return _DONE_FRAME
@@ -243,11 +240,10 @@ class _Direct:
         if not self.active:
             return False
         run = self._run
-        feed, builder = run.feed, run.builder
         try:
             for output in outputs:
-                feed(output)
-                if builder.finished:  # `run.ended`
+                run.feed(output)
+                if run.ended:
                     self.active = False
                     return False
             self._held += self._take()

@@ -338,7 +338,6 @@ class ResponseRun:
         self.started = False
         self._feed_token = self.builder.feed_token
         self._keep = sink.keep
-        self._top_logprobs = plan.engine_request.top_logprobs
 
     @property
     def ended(self) -> bool:
@@ -394,14 +393,10 @@ class ResponseRun:
     def feed(self, output: Tokens | Text) -> None:
         """One engine output: token ids, or text."""
         if type(output) is Tokens:
-            if output.logprobs is not None and self._top_logprobs is not None:
+            if output.logprobs is not None and self.plan.engine_request.top_logprobs is not None:
                 self._feed_logprobs(output.ids, output.logprobs)
-            else:  # `_feed_ids`, inline: this runs for every token of every stream
-                feed, keep = self._feed_token, self._keep
-                for token in output.ids:
-                    delta = feed(token)
-                    if delta is not None:
-                        keep(delta)
+            else:
+                self._feed_ids(output.ids)
         else:
             self.builder.feed_text(output.text)  # type: ignore[union-attr]
         if self.builder.finished:

@@ -135,10 +135,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self._in_head = False
         self._head_bytes = 0
         super().on_headers_complete()
-        cycle = self.cycle
-        if (
-            cycle is not None and cycle.scope is self.scope and self.scope["method"] != "HEAD"
-        ):  # the request's own cycle
+        cycle = self.cycle  # this request's own (an upgrade leaves the last request's in place)
+        if cycle is not None and cycle.scope is self.scope and self.scope["method"] != "HEAD":
             extensions = cast(dict[str, Any], self.scope.setdefault("extensions", {}))  # ASGI types it narrower
             extensions[CHUNK_WRITER] = chunk_writer(cycle)
 

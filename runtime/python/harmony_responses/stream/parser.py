@@ -235,13 +235,11 @@ class HarmonyStreamParser:
         text (the one `ContentDelta` it would cause is not built); otherwise take nothing and return None,
         and the caller feeds the token with `feed_tokens`. The parser's state is the same either way."""
         lexer = self._tokens
-        # _body_run: inside a body whose text the grammar knows of; the lexer's `pending` and `skip`, inline (this
-        # runs for every token of every stream)
-        if not self._body_run or lexer._pending:
+        if not self._body_run or lexer.pending:  # _body_run: inside a body whose text the grammar knows of
             return None
         text = self._known.get(token)
         if text:
-            lexer.position += 1
+            lexer.skip()
             self._body.append(text)
         return text
 

@@ -42,7 +42,6 @@ log = logging.getLogger("harmony_responses.server")
 
 # Engine words spelled like Harmony's (see tests/test_facts_once.py): vLLM's old flat error's `object`.
 WIRE = {"error_object": "error"}
-_ERROR_OBJECT = WIRE["error_object"]
 
 READY_TIMEOUT_S = 2.0
 _SSE_DONE = _spec.SSE_DONE.encode()  # the engines' SSE streams end as OpenAI's (and ours) do
@@ -60,16 +59,14 @@ def error_message(status: int, body: bytes) -> str:
 
 def stream_error(data: Any) -> str | None:
     """The error message a chunk carries (`{"error": …}` or vLLM's old flat `{"object": "error", …}`), else None."""
-    if type(data) is not dict and not isinstance(data, dict):
+    if not isinstance(data, dict):
         return None
     error = data.get("error")
-    if error is None:  # every chunk of a stream that goes well: the cheap way out first
-        return str(data.get("message", data)) if data.get("object") == _ERROR_OBJECT else None
     if isinstance(error, dict):
         return str(error.get("message") or error)
     if isinstance(error, str):
         return error
-    if data.get("object") == _ERROR_OBJECT:
+    if data.get("object") == WIRE["error_object"]:
         return str(data.get("message", data))
     return None
 

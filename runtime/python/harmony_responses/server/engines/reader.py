@@ -92,13 +92,11 @@ class _Turn:
 
     def add(self, response: EngineResponse) -> None:
         self._ready.append(response)
-        if not self._scheduled:
-            self._schedule()
+        self._schedule()
 
     def after(self, response: EngineResponse, step: Callable[[], bool]) -> None:
         self._after.append((response, step))
-        if not self._scheduled:
-            self._schedule()
+        self._schedule()
 
     def _run(self) -> None:
         self._scheduled = False
@@ -237,8 +235,7 @@ class EngineResponse:
         payloads = self._payloads
         if not payloads:
             return
-        # a listener takes them (and none of the reader's own cases, the end or a failure, has come)
-        if self._listener is not None and not self.complete and self.error is None:
+        if self._listening:
             if not self._queued:
                 self._queued = True
                 self._turn.add(self)  # handed over once the loop turn's reads are in: no wake-up
@@ -248,13 +245,18 @@ class EngineResponse:
             self._conn.transport.pause_reading()
         self._wake()
 
+    @property
+    def _listening(self) -> bool:
+        """A listener takes the payloads (and none of the reader's own cases, the end or a failure, has come)."""
+        return self._listener is not None and not self.complete and self.error is None
+
     def _hand(self) -> None:
         """At the turn's end: the payloads to the listener, or, when it left them (or went), to the reader."""
         self._queued = False
         payloads, listener = self._payloads, self._listener
         if not payloads:
             return
-        if listener is not None and not self.complete and self.error is None:  # still listening (as in `_data`)
+        if listener is not None and self._listening:
             self._payloads = []
             if listener(payloads):
                 return
