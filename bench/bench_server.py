@@ -46,6 +46,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -398,6 +399,13 @@ def main() -> None:
     ap.add_argument("--first-token-ms", type=float, default=50.0)
     ap.add_argument("--lockstep", type=int, default=1, help="replay: 1, streams share one decode clock (batching)")
     ap.add_argument("--words", type=int, default=250, help="final-answer words per completion (~1.2 tokens each)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure each level this many times in a row; the bar line then judges the median run (on a shared "
+        "or virtual machine one run's CPU per token can swing by a quarter)",
+    )
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--store", help="the server's store (default: a SQLite file in a temporary folder)")
     ap.add_argument("--no-store", action="store_true", help="requests say store: false")
@@ -435,7 +443,7 @@ def main() -> None:
     if args.no_store:
         request["store"] = False
     body = json.dumps(request).encode()
-    levels = [int(x) for x in args.levels.split(",")]
+    levels = [int(x) for x in args.levels.split(",") for _ in range(max(1, args.repeat))]
     rows: list[Row] = []
     print(f"completion: {len(tokens)} tokens ({len(index)} delta events) per stream at {args.tps:g} tokens/s, "
           f"first token after {args.first_token_ms:g} ms; engine {args.engine}, workers {args.workers}, "
@@ -488,12 +496,19 @@ def main() -> None:
         finally:
             for proc in reversed(procs):
                 stop(proc)
-    bar = next((r for r in rows if r["streams"] == 64 and r["server"] == "harmony"), None)
-    if bar is not None:
-        met = bar["added_p99_ms"] <= 10 and bar["cpu_us_per_token"] <= 40 and bar["ok"] == 64
-        print(f"bar at 64 streams of {args.tps:g} tokens/s: p99 added latency {bar['added_p99_ms']:.2f} ms (<= 10), "
-              f"CPU {bar['cpu_us_per_token']:.1f} us/token (<= 40): {'met' if met else 'NOT met'} "
-              f"(load {bar['load']:.2f})")  # fmt: skip
+    runs = [r for r in rows if r["streams"] == 64 and r["server"] == "harmony"]
+    if runs:
+        cpu = statistics.median(r["cpu_us_per_token"] for r in runs)
+        p99 = statistics.median(r["added_p99_ms"] for r in runs)
+        met = p99 <= 10 and cpu <= 40 and all(r["ok"] == 64 for r in runs)
+        spread = ""
+        if len(runs) > 1:
+            each = ", ".join(f"{r['cpu_us_per_token']:.1f}" for r in runs)
+            worst = max(r["added_p99_ms"] for r in runs)
+            spread = f", the median of {len(runs)} runs (CPU {each}; p99 at most {worst:.2f} ms)"
+        print(f"bar at 64 streams of {args.tps:g} tokens/s: p99 added latency {p99:.2f} ms (<= 10), "
+              f"CPU {cpu:.1f} us/token (<= 40): {'met' if met else 'NOT met'}{spread} "
+              f"(load {runs[0]['load']:.2f})")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
 
